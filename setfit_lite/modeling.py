@@ -1,0 +1,278 @@
+"""SetFitModel: a sentence-transformers body and a light head; predict, predict_proba, encode, save, load."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sentence_transformers import SentenceTransformer
+from tqdm.auto import tqdm
+
+from . import __version__
+from .data import encode_labels, validate_texts
+from .heads import build_head, load_head
+from .serialization import atomic_directory, load_json, refuse_pickles, save_json, verify_manifest, write_manifest
+from .zoo import resolve_model_path
+
+logger = logging.getLogger(__name__)
+
+CONFIG_NAME = "config_setfit_lite.json"
+HEAD_DIR = "head"
+CONFIG_VERSION = 1
+STREAM_CHUNK = 8192
+
+
+class SetFitModel:
+    """A few-shot text classifier: ``model_body`` (SentenceTransformer) then ``model_head``.
+
+    ``labels`` are the user-facing classes: ``predict`` returns them and ``predict_proba`` columns follow
+    their order. The head is built at training time, once the number of classes is known, from
+    ``head`` (None: logistic regression; or any scikit-learn classifier instance) or, with
+    ``use_differentiable_head=True``, a torch head.
+    """
+
+    def __init__(self, model_body: SentenceTransformer, model_head: Any = None, labels: Sequence | None = None,
+                 multi_target_strategy: str | None = None, use_differentiable_head: bool = False,
+                 head_params: dict[str, Any] | None = None, normalize_embeddings: bool = False,
+                 prompt: str | None = None, source: str | None = None) -> None:
+        self.model_body = model_body
+        self.head_spec = model_head if not _is_fitted_head(model_head) else None
+        self.model_head = model_head if _is_fitted_head(model_head) else None
+        self.labels = list(labels) if labels is not None else None
+        if self.labels is not None and len(set(map(repr, self.labels))) != len(self.labels):
+            raise ValueError(f"labels must be unique, got {self.labels}")
+        self.multi_target_strategy = multi_target_strategy
+        self.use_differentiable_head = use_differentiable_head
+        self.head_params = dict(head_params or {})
+        self.normalize_embeddings = normalize_embeddings
+        self.prompt = prompt if prompt is not None else default_prompt(model_body)
+        self.source = source
+        self.training_info: dict[str, Any] = {}
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, labels: Sequence | None = None,
+                        multi_target_strategy: str | None = None, use_differentiable_head: bool = False,
+                        head_params: dict[str, Any] | None = None, normalize_embeddings: bool = False,
+                        device: str | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
+                        prompt: str | None = None, max_length: int | None = None, **kwargs: Any) -> SetFitModel:
+        """A body by hub name or local folder, or a saved setfit_lite model (body and fitted head).
+
+        Never executes code from the folder unless ``trust_remote_code=True``; pickled files are refused
+        unless ``allow_pickle=True``.
+        """
+        if kwargs:
+            raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
+        path = resolve_model_path(str(pretrained_model_name_or_path))
+        refuse_pickles(path, allow_pickle=allow_pickle)
+        config_path = Path(path) / CONFIG_NAME
+        config = load_json(config_path, what="setfit_lite model config") if config_path.exists() else None
+        if config is not None:
+            verify_manifest(path)
+            if config.get("config_version", 0) > CONFIG_VERSION:
+                raise ValueError(f"{config_path} has config_version {config['config_version']}; this setfit_lite "
+                                 f"reads up to {CONFIG_VERSION}: upgrade setfit_lite")
+        body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
+                                   local_files_only=True)
+        if max_length is not None:
+            body.max_seq_length = max_length
+        if config is None:
+            return cls(body, labels=labels, multi_target_strategy=multi_target_strategy,
+                       use_differentiable_head=use_differentiable_head, head_params=head_params,
+                       normalize_embeddings=normalize_embeddings, prompt=prompt,
+                       source=str(pretrained_model_name_or_path))
+        head = load_head(Path(path) / HEAD_DIR) if (Path(path) / HEAD_DIR).exists() else None
+        saved_labels = config.get("labels")
+        if labels is not None and saved_labels is not None and list(labels) != saved_labels:
+            raise ValueError(f"labels {list(labels)} differ from the saved model's labels {saved_labels}")
+        if head is not None and saved_labels is not None and head.num_classes != len(saved_labels):
+            raise ValueError(f"{config_path}: {len(saved_labels)} labels but the head has {head.num_classes} "
+                             "outputs: the folder's files do not match")
+        model = cls(body, model_head=head, labels=saved_labels if saved_labels is not None else labels,
+                    multi_target_strategy=config.get("multi_target_strategy"),
+                    use_differentiable_head=config.get("use_differentiable_head", False),
+                    head_params=config.get("head_params"), normalize_embeddings=config.get("normalize_embeddings", False),
+                    prompt=prompt if prompt is not None else config.get("prompt"), source=config.get("source"))
+        model.training_info = config.get("training_info", {})
+        return model
+
+    # ---- heads --------------------------------------------------------------------------------
+    @property
+    def multi_label(self) -> bool:
+        return bool(self.model_head is not None and self.model_head.multi_label)
+
+    def new_head(self, num_classes: int, multi_label: bool) -> Any:
+        """An unfitted head for ``num_classes`` classes, as configured at construction."""
+        return build_head(self.head_spec, num_classes=num_classes, multi_label=multi_label,
+                          multi_target_strategy=self.multi_target_strategy,
+                          in_features=self.embedding_dim, use_differentiable_head=self.use_differentiable_head,
+                          **self.head_params)
+
+    @property
+    def embedding_dim(self) -> int:
+        return int(self.model_body.get_sentence_embedding_dimension())
+
+    @property
+    def has_differentiable_head(self) -> bool:
+        return isinstance(self.model_head, torch.nn.Module) or (self.model_head is None and self.use_differentiable_head)
+
+    # ---- encoding -----------------------------------------------------------------------------
+    def with_prompt(self, texts: list[str]) -> list[str]:
+        return [self.prompt + t for t in texts] if self.prompt else texts
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids (unpadded, truncated to the body's max length) of prompted texts."""
+        tokenizer = self.model_body.tokenizer
+        out = tokenizer(self.with_prompt(texts), truncation=True, max_length=self.model_body.max_seq_length,
+                        padding=False, return_attention_mask=False, return_token_type_ids=False)
+        return out["input_ids"]
+
+    def collate(self, token_ids: Sequence[list[int]]) -> dict[str, torch.Tensor]:
+        """Pad a batch of token id lists into body features."""
+        batch = self.model_body.tokenizer.pad({"input_ids": list(token_ids)}, return_tensors="pt")
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+    def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None,
+                     autocast: Any = None) -> np.ndarray:
+        """Embeddings of pre-tokenised texts, batched by length, returned in input order."""
+        body = self.model_body
+        device = body.device
+        order = np.argsort([-len(t) for t in token_ids], kind="stable")
+        out = np.empty((len(token_ids), self.embedding_dim), dtype=np.float32)
+        was_training = body.training
+        body.eval()
+        starts = range(0, len(order), batch_size)
+        bar = tqdm(starts, desc="Encoding", disable=not _show(show_progress_bar, len(token_ids)))
+        try:
+            with torch.inference_mode():
+                for start in bar:
+                    idx = order[start:start + batch_size]
+                    features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
+                    with autocast if autocast is not None else contextlib.nullcontext():
+                        emb = body(features)["sentence_embedding"]
+                    if self.normalize_embeddings:
+                        emb = torch.nn.functional.normalize(emb, dim=-1)
+                    out[idx] = emb.float().cpu().numpy()
+        finally:
+            body.train(was_training)
+        return out
+
+    def encode(self, inputs: Sequence[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
+        """Sentence embeddings (n, dim) as the head sees them."""
+        texts = validate_texts(inputs)
+        return self.embed_tokens(self.tokenize(texts), batch_size=batch_size, show_progress_bar=show_progress_bar)
+
+    # ---- prediction ---------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if self.model_head is None or self.labels is None:
+            raise ValueError("this SetFitModel has no fitted head yet: train it with Trainer(...).train() "
+                             "or load a trained model")
+
+    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = True,
+                      show_progress_bar: bool | None = None) -> np.ndarray | torch.Tensor:
+        """Class probabilities, columns in ``model.labels`` order (the order ``predict`` uses)."""
+        self._check_fitted()
+        single = isinstance(inputs, str)
+        chunks = [self._proba_chunk(chunk, batch_size, show_progress_bar)
+                  for chunk in _chunks([inputs] if single else inputs)]
+        proba = np.concatenate(chunks) if chunks else np.zeros((0, len(self.labels)), dtype=np.float32)
+        proba = proba[0] if single else proba
+        return proba if as_numpy else torch.from_numpy(proba)
+
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        return np.asarray(self.model_head.predict_proba(self.encode(texts, batch_size, show_progress_bar)),
+                          dtype=np.float32)
+
+    def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
+                show_progress_bar: bool | None = None) -> Any:
+        """Predicted labels (multi-label: a multi-hot array in ``labels`` order). Generators are streamed."""
+        proba = self.predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        return self.labels_from_proba(proba, as_numpy=as_numpy)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
+        """The labels ``predict`` gives for probabilities ``proba``."""
+        if self.multi_label:
+            return (proba >= 0.5).astype(np.int64)
+        if proba.ndim == 1:
+            return self.labels[int(np.argmax(proba))]
+        ids = proba.argmax(axis=-1)
+        if as_numpy:
+            return np.asarray(self.labels)[ids]
+        return [self.labels[i] for i in ids]
+
+    __call__ = predict
+
+    def label_ids(self, raw_labels: Sequence) -> np.ndarray:
+        """Class ids of user labels (errors on labels the model never saw)."""
+        ids, _, _ = encode_labels(raw_labels, known_labels=self.labels, multi_label=self.multi_label or None)
+        return ids
+
+    # ---- saving -------------------------------------------------------------------------------
+    def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
+        """Body in sentence-transformers format, head as safetensors + JSON, config JSON, model card, manifest.
+
+        Atomic: the folder appears complete or not at all.
+        """
+        from .model_card import render_model_card
+
+        with atomic_directory(save_directory) as tmp:
+            self.model_body.save(str(tmp))
+            if self.model_head is not None:
+                self.model_head.save(tmp / HEAD_DIR)
+            save_json(tmp / CONFIG_NAME, self.config())
+            (tmp / "README.md").write_text(model_card or render_model_card(self), encoding="utf-8")
+            write_manifest(tmp)
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "config_version": CONFIG_VERSION,
+            "setfit_lite_version": __version__,
+            "labels": self.labels,
+            "multi_target_strategy": self.multi_target_strategy,
+            "use_differentiable_head": self.has_differentiable_head,
+            "head_params": self.head_params,
+            "normalize_embeddings": self.normalize_embeddings,
+            "prompt": self.prompt,
+            "source": self.source,
+            "training_info": self.training_info,
+        }
+
+    def to(self, device: str | torch.device) -> SetFitModel:
+        self.model_body.to(device)
+        if isinstance(self.model_head, torch.nn.Module):
+            self.model_head.to(device)
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        return self.model_body.device
+
+
+def default_prompt(body: SentenceTransformer) -> str:
+    """The prompt the body's config asks for: its default prompt, else its ``query`` prompt (E5), else none."""
+    prompts = getattr(body, "prompts", None) or {}
+    name = getattr(body, "default_prompt_name", None)
+    if name and name in prompts:
+        return prompts[name]
+    return prompts.get("query", "")
+
+
+def _is_fitted_head(head: Any) -> bool:
+    return head is not None and hasattr(head, "save") and getattr(head, "fitted", False)
+
+
+def _show(flag: bool | None, n: int) -> bool:
+    return flag if flag is not None else n >= 10_000
+
+
+def _chunks(inputs: Iterable[str]) -> Iterator[list[str]]:
+    iterator = iter(inputs)
+    while chunk := list(islice(iterator, STREAM_CHUNK)):
+        yield chunk

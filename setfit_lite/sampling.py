@@ -1,0 +1,244 @@
+"""Lazy samplers: label-balanced sentence batches and setfit-style pairs, memory linear in the data.
+
+Neither sampler ever builds the list of all pairs. Pairs are addressed by an integer index that is
+decoded arithmetically into two sentence indices, and shuffled with a keyed Feistel permutation,
+so a pair stream of any length costs O(number of sentences) memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from itertools import islice, zip_longest
+
+import numpy as np
+
+
+def group_keys(labels: np.ndarray) -> np.ndarray:
+    """One grouping key per example: the class id, or for multi-hot rows the id of the label set."""
+    labels = np.asarray(labels)
+    if labels.ndim == 1:
+        return labels.astype(np.int64)
+    _, keys = np.unique(labels, axis=0, return_inverse=True)
+    return keys.reshape(-1).astype(np.int64)
+
+
+def same_label_matrix(labels: np.ndarray) -> np.ndarray:
+    """Boolean (n, n): True where two examples share a class (multi-label: share any label)."""
+    labels = np.asarray(labels)
+    if labels.ndim == 1:
+        return labels[:, None] == labels[None, :]
+    hot = labels.astype(bool)
+    return (hot.astype(np.int64) @ hot.T.astype(np.int64)) > 0
+
+
+class LazyPermutation:
+    """A pseudo-random permutation of ``range(n)`` in O(1) memory (4-round Feistel + cycle walking)."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        if n < 1:
+            raise ValueError("cannot permute an empty range")
+        self.n = n
+        bits = max(2, (n - 1).bit_length())
+        bits += bits % 2
+        self.half = bits // 2
+        self.mask = (1 << self.half) - 1
+        rng = np.random.default_rng(seed)
+        self.keys = [int(k) for k in rng.integers(0, 2**31 - 1, size=4)]
+
+    def _round(self, value: int, key: int) -> int:
+        return ((value * 0x9E3779B1 + key) ^ (value >> 3)) * 0x85EBCA6B & self.mask
+
+    def _encrypt(self, x: int) -> int:
+        left, right = x >> self.half, x & self.mask
+        for key in self.keys:
+            left, right = right, left ^ self._round(right, key)
+        return (left << self.half) | right
+
+    def __getitem__(self, index: int) -> int:
+        if not 0 <= index < self.n:
+            raise IndexError(index)
+        x = self._encrypt(index)
+        while x >= self.n:
+            x = self._encrypt(x)
+        return x
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class PairSpace:
+    """Positive and negative pairs of a labelled set, addressed by index, never materialised.
+
+    Positives are setfit's: every same-group pair including a sentence with itself (combinations with
+    replacement); negatives: every pair of sentences from different groups.
+    """
+
+    def __init__(self, labels: np.ndarray) -> None:
+        keys = group_keys(labels)
+        self.order = np.argsort(keys, kind="stable")
+        _, counts = np.unique(keys, return_counts=True)
+        self.counts = counts.astype(np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
+        pos = self.counts * (self.counts + 1) // 2
+        after = self.counts.sum() - np.cumsum(self.counts)
+        neg = self.counts * after
+        self.pos_cum = np.cumsum(pos)
+        self.neg_cum = np.cumsum(neg)
+        self.after = after
+        self.num_positive = int(self.pos_cum[-1])
+        self.num_negative = int(self.neg_cum[-1])
+
+    def positive(self, k: int) -> tuple[int, int]:
+        g = int(np.searchsorted(self.pos_cum, k, side="right"))
+        t = k - (int(self.pos_cum[g - 1]) if g else 0)
+        m = int(self.counts[g])
+        # row i holds pairs (i, i..m-1): m - i of them; rows before i hold i*m - i*(i-1)/2
+        i = int((2 * m + 1 - math.sqrt((2 * m + 1) ** 2 - 8 * t)) // 2)
+        while i > 0 and i * m - i * (i - 1) // 2 > t:
+            i -= 1
+        while (i + 1) * m - (i + 1) * i // 2 <= t:
+            i += 1
+        j = i + t - (i * m - i * (i - 1) // 2)
+        start = int(self.starts[g])
+        return int(self.order[start + i]), int(self.order[start + j])
+
+    def negative(self, k: int) -> tuple[int, int]:
+        g = int(np.searchsorted(self.neg_cum, k, side="right"))
+        t = k - (int(self.neg_cum[g - 1]) if g else 0)
+        a, b = divmod(t, int(self.after[g]))
+        start = int(self.starts[g])
+        end = start + int(self.counts[g])
+        return int(self.order[start + a]), int(self.order[end + b])
+
+
+def pair_counts(space: PairSpace, strategy: str, num_iterations: int | None, num_sentences: int) -> tuple[int, int]:
+    """Positive and negative pairs per epoch for setfit's sampling strategies."""
+    if num_iterations is not None:
+        return num_iterations * num_sentences, num_iterations * num_sentences
+    p, n = space.num_positive, space.num_negative
+    if strategy == "oversampling":
+        return max(p, n), max(p, n) if n else 0
+    if strategy == "undersampling":
+        return min(p, n), min(p, n)
+    return p, n
+
+
+class PairSampler:
+    """setfit's contrastive pairs, generated lazily: yields batches of ``(i, j, target)`` arrays."""
+
+    def __init__(self, labels: np.ndarray, batch_size: int, seed: int, sampling_strategy: str = "oversampling",
+                 num_iterations: int | None = None, rank: int = 0, world_size: int = 1) -> None:
+        self.labels = np.asarray(labels)
+        self.space = PairSpace(self.labels)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.rank, self.world_size = rank, world_size
+        self.num_pos, self.num_neg = pair_counts(self.space, sampling_strategy, num_iterations, len(self.labels))
+        self.num_pairs = self.num_pos + self.num_neg
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank."""
+        return math.ceil(math.ceil(self.num_pairs / self.batch_size) / self.world_size)
+
+    def _stream(self, total: int, available: int, decode, seed: int) -> Iterator[tuple[int, int]]:
+        cycle = 0
+        while total > 0:
+            perm = LazyPermutation(available, seed * 1_000_003 + cycle)
+            for index in range(min(total, available)):
+                yield decode(perm[index])
+            total -= available
+            cycle += 1
+
+    def _interleaved(self, seed: int) -> Iterator[tuple[int, int, float]]:
+        """Positives and negatives alternately, one epoch's worth per cycle, forever."""
+        cycle = 0
+        while True:
+            pos = self._stream(self.num_pos, self.space.num_positive, self.space.positive, seed + 2 * cycle)
+            neg = self._stream(self.num_neg, self.space.num_negative, self.space.negative, seed + 2 * cycle + 1)
+            for p, n in zip_longest(pos, neg):
+                if p is not None:
+                    yield p[0], p[1], 1.0
+                if n is not None:
+                    yield n[0], n[1], 0.0
+            cycle += 1
+
+    def epoch(self, epoch: int) -> Iterator[dict[str, np.ndarray]]:
+        """This rank's batches of one epoch, deterministic in seed and epoch.
+
+        With several ranks the epoch is padded with the next cycle's pairs so every rank runs the same steps.
+        """
+        stream = self._interleaved(self.seed * 7919 + epoch * 104729)
+        total = self.num_pairs if self.world_size == 1 else len(self) * self.world_size * self.batch_size
+        for position in range(len(self) * self.world_size):
+            batch = list(islice(stream, min(self.batch_size, total - position * self.batch_size)))
+            if position % self.world_size == self.rank:
+                yield _pairs_to_batch(batch)
+
+
+def _pairs_to_batch(batch: list[tuple[int, int, float]]) -> dict[str, np.ndarray]:
+    """Unique sentences of a pair batch and the pairs as indices into them."""
+    first = np.array([p[0] for p in batch], dtype=np.int64)
+    second = np.array([p[1] for p in batch], dtype=np.int64)
+    sentences, inverse = np.unique(np.concatenate([first, second]), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return {
+        "indices": sentences,
+        "pair_index": np.stack([inverse[: len(batch)], inverse[len(batch):]], axis=1),
+        "pair_target": np.array([p[2] for p in batch], dtype=np.float32),
+    }
+
+
+class SentenceBatchSampler:
+    """Label-balanced batches of sentence indices, each class present in a batch where it fits.
+
+    Each class keeps a shuffled queue of its examples (refilled when empty): memory is linear in the
+    data. With ``K`` groups and batch size ``B``: when ``2K <= B`` every batch holds every group,
+    otherwise each batch holds ``B // 2`` groups (two examples each), rotating through all groups.
+    """
+
+    def __init__(self, labels: np.ndarray, batch_size: int, seed: int, rank: int = 0, world_size: int = 1,
+                 batches_per_epoch: int | None = None) -> None:
+        if batch_size < 2:
+            raise ValueError("the sentence-batch objective needs batch_size >= 2")
+        self.keys = group_keys(np.asarray(labels))
+        self.groups = [np.flatnonzero(self.keys == k) for k in np.unique(self.keys)]
+        self.batch_size = min(batch_size, len(self.keys))
+        self.seed = seed
+        self.rank, self.world_size = rank, world_size
+        total = batches_per_epoch or math.ceil(len(self.keys) / self.batch_size)
+        self.batches_per_rank = math.ceil(total / world_size)
+
+    def __len__(self) -> int:
+        return self.batches_per_rank
+
+    def epoch(self, epoch: int) -> Iterator[dict[str, np.ndarray]]:
+        rng = np.random.default_rng([self.seed, epoch])
+        queues = [list(rng.permutation(g)) for g in self.groups]
+        k = len(self.groups)
+        group_order = list(rng.permutation(k))
+        cursor = 0
+        for position in range(self.batches_per_rank * self.world_size):
+            if 2 * k <= self.batch_size:
+                chosen = list(rng.permutation(k))
+                per_group = [self.batch_size // k + (1 if i < self.batch_size % k else 0) for i in range(k)]
+            else:
+                n_groups = max(1, self.batch_size // 2)
+                chosen = []
+                while len(chosen) < n_groups:
+                    if cursor == len(group_order):
+                        group_order, cursor = list(rng.permutation(k)), 0
+                    if group_order[cursor] not in chosen:
+                        chosen.append(group_order[cursor])
+                    cursor += 1
+                per_group = [2] * n_groups
+                per_group[0] += self.batch_size - 2 * n_groups
+            indices: list[int] = []
+            for group, count in zip(chosen, per_group):
+                take = min(count, len(self.groups[group]))
+                for _ in range(take):
+                    if not queues[group]:
+                        queues[group] = list(rng.permutation(self.groups[group]))
+                    indices.append(int(queues[group].pop()))
+            if position % self.world_size == self.rank:
+                yield {"indices": np.array(indices, dtype=np.int64)}

@@ -1,0 +1,300 @@
+"""Safe, atomic persistence helpers: JSON, safetensors, pickle detection and integrity manifests.
+
+Nothing in setfit_lite ever writes or reads a pickle. This module has no setfit_lite imports, so any
+other module may use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import uuid
+import zipfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file as _st_load_file
+from safetensors.torch import save as _st_save
+
+__all__ = [
+    "MANIFEST_NAME",
+    "PICKLE_SUFFIXES",
+    "atomic_directory",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "find_pickle_files",
+    "load_json",
+    "load_tensors",
+    "refuse_pickles",
+    "save_json",
+    "save_tensors",
+    "sha256_file",
+    "verify_manifest",
+    "write_manifest",
+]
+
+MANIFEST_NAME = "manifest.json"
+# Always treated as pickles; ``.bin`` files are sniffed (``pytorch_model.bin`` is a pickle, others may not be).
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".pt", ".pth")
+_SNIFFED_SUFFIXES = (".bin",)
+
+
+# --------------------------------------------------------------------------------------------- atomic writes
+
+
+def _fsync_dir(path: Path) -> None:
+    """Best-effort fsync of a directory so renames inside it are durable (no-op where unsupported)."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _temp_sibling(target: Path, kind: str) -> Path:
+    """A fresh hidden path in ``target``'s folder (same filesystem, so renames are atomic)."""
+    return target.with_name(f".{target.name}.{kind}-{uuid.uuid4().hex[:12]}")
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, symlink or folder tree if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty hidden temp folder next to ``path``; on success it atomically becomes ``path``.
+
+    If ``path`` already exists it is renamed aside, the temp folder is renamed in, then the old one is
+    removed (restored instead if the swap fails). On an exception inside the block the temp folder is
+    removed and any previous ``path`` is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_sibling(target, "tmp")
+    tmp.mkdir()  # unlike tempfile.mkdtemp, honours the umask (the folder becomes the final target)
+    try:
+        yield tmp
+    except BaseException:
+        _remove(tmp)
+        raise
+    old: Path | None = None
+    try:
+        if target.exists() or target.is_symlink():
+            old = _temp_sibling(target, "old")
+            os.replace(target, old)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            if old is not None:
+                os.replace(old, target)
+                old = None
+            raise
+    except BaseException:
+        _remove(tmp)
+        raise
+    _fsync_dir(target.parent)
+    if old is not None:
+        _remove(old)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, ``os.replace``)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp_name = _temp_sibling(target, "tmp")
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(target.parent)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+# ---------------------------------------------------------------------------------------------------- JSON
+
+
+def save_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as JSON (sorted keys, indent 2, trailing newline) atomically."""
+    text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    atomic_write_text(path, text + "\n")
+
+
+def load_json(path: str | os.PathLike[str], *, what: str) -> Any:
+    """Read a JSON file; a missing, unreadable or invalid file raises ValueError naming ``what`` and the path."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{what} file {p} is missing")
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{what} file {p} is not valid JSON ({exc}); the file may be truncated or corrupt") from exc
+    except OSError as exc:
+        raise ValueError(f"{what} file {p} could not be read: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------------------------- tensors
+
+
+def _to_cpu_tensor(name: str, value: np.ndarray | torch.Tensor) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu").contiguous()
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError(f"tensor {name!r}: object arrays cannot be saved")
+        return torch.from_numpy(np.require(value, requirements=["C", "W"]))
+    raise TypeError(f"tensor {name!r}: expected a numpy array or torch tensor, got {type(value).__name__}")
+
+
+def save_tensors(
+    path: str | os.PathLike[str],
+    tensors: Mapping[str, np.ndarray | torch.Tensor],
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """Save named arrays/tensors to a safetensors file atomically (tensors sharing memory are copied)."""
+    out: dict[str, torch.Tensor] = {}
+    seen: set[tuple[int, int]] = set()
+    for name, value in tensors.items():
+        if not isinstance(name, str):
+            raise TypeError(f"tensor names must be str, got {name!r}")
+        tensor = _to_cpu_tensor(name, value)
+        key = (tensor.untyped_storage().data_ptr(), tensor.untyped_storage().nbytes())
+        if tensor.numel() and key in seen:
+            tensor = tensor.clone()
+        seen.add(key)
+        out[name] = tensor
+    meta = {"format": "pt", **(dict(metadata) if metadata else {})}
+    atomic_write_bytes(path, _st_save(out, metadata=meta))
+
+
+def load_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
+    """Load a safetensors file onto the CPU; a missing, truncated or corrupt file raises ValueError naming it."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"tensor file {p} is missing")
+    try:
+        return _st_load_file(p, device="cpu")
+    except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+        raise ValueError(f"tensor file {p} is truncated or corrupt and cannot be loaded: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------------------------- pickles
+
+
+def _is_pickle_payload(path: Path) -> bool:
+    """Sniff whether a file is a raw pickle (protocol >= 2) or a torch zip archive containing a pickle."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(2)
+        if len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+            return True
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                return any(n.endswith((".pkl", ".pickle")) for n in zf.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return False
+
+
+def find_pickle_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """Return (sorted) files under ``folder`` that are, or are likely to be, pickles."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    found = []
+    for p in root.rglob("*"):
+        if not p.is_file():
+            continue
+        suffix = p.suffix.lower()
+        if suffix in PICKLE_SUFFIXES or (suffix in _SNIFFED_SUFFIXES and _is_pickle_payload(p)):
+            found.append(p)
+    return sorted(found)
+
+
+def refuse_pickles(folder: str | os.PathLike[str], allow_pickle: bool = False) -> list[Path]:
+    """Raise ValueError listing pickle files under ``folder`` unless ``allow_pickle``; return the files found."""
+    found = find_pickle_files(folder)
+    if found and not allow_pickle:
+        root = Path(folder)
+        listing = ", ".join(str(p.relative_to(root)) for p in found)
+        raise ValueError(
+            f"refusing to load {root}: it contains pickle files, which can execute arbitrary code when loaded: "
+            f"{listing}. Pass allow_pickle=True only if you trust the source of these files."
+        )
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ manifest
+
+
+def sha256_file(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> str:
+    """Return the hex sha256 digest of a file."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while chunk := fh.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:
+    """Write ``manifest.json`` mapping every file's relative POSIX path to its sha256; return the mapping."""
+    root = Path(folder)
+    entries = {
+        p.relative_to(root).as_posix(): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).as_posix() != MANIFEST_NAME
+    }
+    save_json(root / MANIFEST_NAME, entries)
+    return entries
+
+
+def verify_manifest(folder: str | os.PathLike[str]) -> None:
+    """Check every file listed in ``manifest.json``; raise ValueError naming missing or changed files.
+
+    Files not listed in the manifest are ignored (use ``refuse_pickles`` to vet extra files).
+    """
+    root = Path(folder)
+    manifest_path = root / MANIFEST_NAME
+    entries = load_json(manifest_path, what="manifest")
+    if not isinstance(entries, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in entries.items()):
+        raise ValueError(f"manifest file {manifest_path} must map relative file paths to sha256 hex digests")
+    missing, changed = [], []
+    root_resolved = root.resolve()
+    for rel, expected in sorted(entries.items()):
+        p = root / rel
+        if Path(rel).is_absolute() or not p.resolve().is_relative_to(root_resolved):
+            raise ValueError(f"manifest file {manifest_path} lists a path outside the folder: {rel!r}")
+        if not p.is_file():
+            missing.append(rel)
+        elif sha256_file(p) != expected.lower():
+            changed.append(rel)
+    if missing or changed:
+        parts = []
+        if missing:
+            parts.append(f"missing: {', '.join(missing)}")
+        if changed:
+            parts.append(f"changed (truncated or tampered): {', '.join(changed)}")
+        raise ValueError(f"{root} does not match {MANIFEST_NAME}; " + "; ".join(parts))

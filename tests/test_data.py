@@ -1,0 +1,558 @@
+"""Tests for setfit_lite.data: input types, validation messages, label encoding, few-shot sampling, demo data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from datasets import Dataset, DatasetDict
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from setfit_lite.data import (
+    LabeledData,
+    check_trainable,
+    demo_dataset,
+    encode_labels,
+    sample_dataset,
+    to_labeled_data,
+    validate_texts,
+)
+
+TEXTS = ["good film", "bad film", "great plot", "awful acting"]
+LABELS = [1, 0, 1, 0]
+
+
+def assert_basic(ld: LabeledData, labels=LABELS) -> None:
+    assert isinstance(ld, LabeledData)
+    assert ld.texts == TEXTS
+    assert ld.labels == labels
+    assert len(ld) == 4
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Input types
+
+
+def test_dataset_input_keeps_extra_columns():
+    ds = Dataset.from_dict({"text": TEXTS, "label": LABELS, "lang": ["en", "en", "de", "de"]})
+    ld = to_labeled_data(ds)
+    assert_basic(ld)
+    assert ld.columns == {"lang": ["en", "en", "de", "de"]}
+
+
+def test_dataset_dict_single_split_is_used():
+    dd = DatasetDict({"train": Dataset.from_dict({"text": TEXTS, "label": LABELS})})
+    assert_basic(to_labeled_data(dd))
+
+
+def test_dataset_dict_with_several_splits_asks_to_pick_one():
+    ds = Dataset.from_dict({"text": TEXTS, "label": LABELS})
+    with pytest.raises(ValueError, match=r"pick one split.*\['train', 'test'\]|splits \['train', 'test'\].*pick"):
+        to_labeled_data(DatasetDict({"train": ds, "test": ds}))
+
+
+def test_dataframe_input():
+    df = pd.DataFrame({"text": TEXTS, "label": LABELS, "lang": list("aabb")})
+    ld = to_labeled_data(df)
+    assert_basic(ld)
+    assert ld.columns == {"lang": list("aabb")}
+    assert all(type(label) is int for label in ld.labels)  # numpy ints normalized
+
+
+def test_list_of_dicts_input():
+    rows = [{"text": t, "label": y} for t, y in zip(TEXTS, LABELS)]
+    rows[0]["extra"] = "x"
+    ld = to_labeled_data(rows)
+    assert_basic(ld)
+    assert ld.columns == {"extra": ["x", None, None, None]}
+
+
+def test_dict_of_lists_input():
+    assert_basic(to_labeled_data({"text": TEXTS, "label": np.array(LABELS)}))
+
+
+def test_tuple_input():
+    assert_basic(to_labeled_data((TEXTS, LABELS)))
+
+
+def test_texts_with_labels_argument():
+    assert_basic(to_labeled_data(TEXTS, LABELS))
+    assert_basic(to_labeled_data(np.array(TEXTS), pd.Series(LABELS)))
+
+
+def test_unlabelled_texts():
+    ld = to_labeled_data(TEXTS, require_labels=False)
+    assert ld.texts == TEXTS and ld.labels is None and ld.columns == {}
+    with pytest.raises(ValueError, match="labels are required"):
+        to_labeled_data(TEXTS)
+
+
+def test_custom_text_and_label_columns():
+    ld = to_labeled_data({"sentence": TEXTS, "y": LABELS}, text_column="sentence", label_column="y")
+    assert_basic(ld)
+
+
+def test_string_labels_kept_as_given():
+    ld = to_labeled_data(TEXTS, ["pos", "neg", "pos", "neg"])
+    assert ld.labels == ["pos", "neg", "pos", "neg"]
+
+
+def test_csv_path(tmp_path: Path):
+    path = tmp_path / "train.csv"
+    # "NA" and "123" are texts, not a missing value or a number
+    path.write_text('text,label,lang\ngood film,1,en\nNA,0,en\n123,1,de\n"a, b",0,de\n', encoding="utf-8")
+    ld = to_labeled_data(path)
+    assert ld.texts == ["good film", "NA", "123", "a, b"]
+    assert ld.labels == [1, 0, 1, 0]
+    assert ld.columns == {"lang": ["en", "en", "de", "de"]}
+    assert to_labeled_data(str(path)).texts == ld.texts
+
+
+def test_csv_with_column_mapping_keeps_numeric_texts(tmp_path: Path):
+    path = tmp_path / "train.csv"
+    path.write_text("sentence,sentiment\n42,pos\nfine,neg\n", encoding="utf-8")
+    ld = to_labeled_data(path, column_mapping={"sentence": "text", "sentiment": "label"})
+    assert ld.texts == ["42", "fine"] and ld.labels == ["pos", "neg"]
+
+
+def test_csv_blank_label_is_missing(tmp_path: Path):
+    path = tmp_path / "train.csv"
+    path.write_text("text,label\na,1\nb,\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="row 1: label is missing"):
+        to_labeled_data(path)
+
+
+def test_jsonl_path(tmp_path: Path):
+    path = tmp_path / "train.jsonl"
+    path.write_text("\n".join(json.dumps({"text": t, "label": y}) for t, y in zip(TEXTS, LABELS)) + "\n\n")
+    assert_basic(to_labeled_data(path))
+
+
+def test_json_array_and_json_lines_in_json_file(tmp_path: Path):
+    rows = [{"text": t, "label": y} for t, y in zip(TEXTS, LABELS)]
+    array = tmp_path / "a.json"
+    array.write_text(json.dumps(rows))
+    assert_basic(to_labeled_data(array))
+    columns = tmp_path / "c.json"
+    columns.write_text(json.dumps({"text": TEXTS, "label": LABELS}))
+    assert_basic(to_labeled_data(columns))
+    lines = tmp_path / "l.json"
+    lines.write_text("\n".join(json.dumps(r) for r in rows))
+    assert_basic(to_labeled_data(lines))
+
+
+def test_bad_jsonl_line_is_named(tmp_path: Path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"text": "a", "label": 1}\n{not json\n')
+    with pytest.raises(ValueError, match="line 2"):
+        to_labeled_data(path)
+
+
+def test_path_errors(tmp_path: Path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        to_labeled_data(tmp_path / "missing.csv")
+    other = tmp_path / "data.parquet"
+    other.write_text("x")
+    with pytest.raises(ValueError, match="unsupported file type '.parquet'"):
+        to_labeled_data(other)
+    with pytest.raises(ValueError, match="pass a list of strings"):
+        to_labeled_data("just one sentence")
+
+
+def test_unsupported_type():
+    with pytest.raises(TypeError, match="unsupported data type int"):
+        to_labeled_data(3)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# column_mapping
+
+
+def test_column_mapping_renames_source_columns():
+    data = {"sentence": TEXTS, "sentiment": LABELS, "lang": list("abab")}
+    ld = to_labeled_data(data, column_mapping={"sentence": "text", "sentiment": "label"})
+    assert_basic(ld)
+    assert ld.columns == {"lang": list("abab")}
+
+
+def test_column_mapping_on_dataset():
+    ds = Dataset.from_dict({"sentence": TEXTS, "label": LABELS})
+    assert_basic(to_labeled_data(ds, column_mapping={"sentence": "text"}))
+
+
+def test_column_mapping_missing_columns_are_named():
+    with pytest.raises(ValueError, match=r"missing from the data: \['review'\]; available columns: \['sentence'"):
+        to_labeled_data({"sentence": TEXTS, "label": LABELS}, column_mapping={"review": "text"})
+
+
+def test_column_mapping_collision_keeps_unmapped_column_with_feat_prefix():
+    data = {"text": ["raw"] * 4, "clean": TEXTS, "label": LABELS}
+    ld = to_labeled_data(data, column_mapping={"clean": "text"})
+    assert_basic(ld)
+    assert ld.columns == {"feat_text": ["raw"] * 4}
+
+
+def test_column_mapping_duplicate_targets():
+    with pytest.raises(ValueError, match="several columns"):
+        to_labeled_data({"a": TEXTS, "b": TEXTS, "label": LABELS}, column_mapping={"a": "text", "b": "text"})
+
+
+def test_column_mapping_rejected_for_plain_texts():
+    with pytest.raises(TypeError, match="column_mapping applies to tabular data"):
+        to_labeled_data((TEXTS, LABELS), column_mapping={"x": "text"})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validation errors
+
+
+@pytest.mark.parametrize(
+    "data",
+    [[], {"text": [], "label": []}, Dataset.from_dict({"text": [], "label": []}), pd.DataFrame(), ([], [])],
+    ids=["list", "dict", "dataset", "dataframe", "tuple"],
+)
+def test_empty_dataset(data):
+    with pytest.raises(ValueError, match="empty"):
+        to_labeled_data(data)
+
+
+def test_missing_text_column_lists_available_columns():
+    with pytest.raises(ValueError, match=r"no text column 'text'; available columns: \['sentence', 'label'\]"):
+        to_labeled_data({"sentence": TEXTS, "label": LABELS})
+
+
+def test_missing_label_column_lists_available_columns():
+    with pytest.raises(ValueError, match=r"no label column 'label'; available columns: \['lang'\]"):
+        to_labeled_data({"text": TEXTS, "lang": list("abab")})
+    ld = to_labeled_data({"text": TEXTS, "lang": list("abab")}, require_labels=False)
+    assert ld.labels is None and ld.columns == {"lang": list("abab")}
+
+
+def test_non_string_text_names_row_and_type():
+    with pytest.raises(TypeError, match="row 3: text must be a str, got int"):
+        to_labeled_data(["a", "b", "c", 7], [0, 1, 0, 1])
+    with pytest.raises(TypeError, match="row 1: .*NoneType \\(a missing value\\)"):
+        to_labeled_data([{"text": "a", "label": 0}, {"label": 1}])
+
+
+def test_nan_text_in_dataframe():
+    df = pd.DataFrame({"text": ["a", np.nan], "label": [0, 1]})
+    with pytest.raises(TypeError, match="row 1: text .*missing"):
+        to_labeled_data(df)
+
+
+def test_whitespace_text_names_row():
+    with pytest.raises(ValueError, match="row 2: text is empty or whitespace-only"):
+        to_labeled_data(["a", "b", " \n\t", "d"], LABELS)
+    with pytest.raises(ValueError, match="row 0: text is empty"):
+        to_labeled_data(["", "b"], [0, 1])
+
+
+def test_none_label_names_row():
+    with pytest.raises(ValueError, match="row 1: label is missing"):
+        to_labeled_data(TEXTS, [0, None, 1, 0])
+
+
+def test_nan_label_names_row():
+    df = pd.DataFrame({"text": TEXTS, "label": [0.0, 1.0, np.nan, 0.0]})
+    with pytest.raises(ValueError, match="row 2: label is missing"):
+        to_labeled_data(df)
+    # integral floats without NaN are read as ints
+    assert to_labeled_data(pd.DataFrame({"text": TEXTS, "label": [1.0, 0.0, 1.0, 0.0]})).labels == LABELS
+
+
+def test_mismatched_lengths():
+    with pytest.raises(ValueError, match="4 texts but 3 labels"):
+        to_labeled_data(TEXTS, [0, 1, 0])
+    with pytest.raises(ValueError, match="different lengths"):
+        to_labeled_data({"text": TEXTS, "label": [0, 1]})
+
+
+def test_mixed_label_types():
+    with pytest.raises(TypeError, match="labels mix types: row 0 is int, row 2 is str"):
+        to_labeled_data(TEXTS, [0, 1, "pos", 0])
+    with pytest.raises(TypeError, match="labels mix types: row 0 is int, row 1 is a list"):
+        to_labeled_data(TEXTS, [0, [1], 0, 1])
+
+
+def test_bool_labels_are_not_ints():
+    with pytest.raises(TypeError, match="row 0: label True is a bool"):
+        to_labeled_data(TEXTS, [True, False, True, False])
+    with pytest.raises(TypeError, match="bool"):
+        to_labeled_data(TEXTS, np.array([True, False, True, False]))
+
+
+def test_non_integer_float_label():
+    with pytest.raises(TypeError, match="row 1: label 0.5 is a non-integer float"):
+        to_labeled_data(TEXTS, [1, 0.5, 0, 1])
+
+
+def test_labels_argument_conflicts():
+    with pytest.raises(TypeError, match="labels= is only used with a list of texts"):
+        to_labeled_data({"text": TEXTS, "label": LABELS}, LABELS)
+    with pytest.raises(TypeError, match="pass the labels once"):
+        to_labeled_data((TEXTS, LABELS), LABELS)
+
+
+def test_dict_of_scalars_is_rejected():
+    with pytest.raises(TypeError, match="single example pass a list with one dict"):
+        to_labeled_data({"text": "hello", "label": 1})
+
+
+def test_mixed_rows_in_list_of_dicts():
+    with pytest.raises(TypeError, match="row 1: expected a dict"):
+        to_labeled_data([{"text": "a", "label": 0}, "b"])
+
+
+def test_validate_texts():
+    assert validate_texts(np.array(["a", "b"])) == ["a", "b"]
+    assert all(type(t) is str for t in validate_texts(np.array(["a", "b"])))
+    assert validate_texts(t for t in ["x"]) == ["x"]
+    assert validate_texts([], allow_empty=True) == []
+    with pytest.raises(TypeError, match="pass a list of strings"):
+        validate_texts("a single text")
+    with pytest.raises(ValueError, match="empty"):
+        validate_texts([])
+    with pytest.raises(TypeError, match="row 1: text must be a str, got float"):
+        validate_texts(["a", 1.5])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# encode_labels
+
+
+def test_encode_str_labels_sorted():
+    ids, labels, multi = encode_labels(["pos", "neg", "pos", "neutral"])
+    assert labels == ["neg", "neutral", "pos"]
+    assert ids.tolist() == [2, 0, 2, 1]
+    assert ids.dtype == np.int64 and ids.shape == (4,) and multi is False
+
+
+def test_encode_str_labels_with_known_labels():
+    ids, labels, _ = encode_labels(["pos", "neg"], known_labels=["pos", "neg", "neutral"])
+    assert labels == ["pos", "neg", "neutral"] and ids.tolist() == [0, 1]
+
+
+def test_encode_unknown_str_labels_lists_unknown_and_known():
+    with pytest.raises(ValueError, match=r"not in the known labels: \['meh', 'zzz'\]; known labels: \['neg', 'pos'\]"):
+        encode_labels(["pos", "zzz", "meh", "zzz"], known_labels=["neg", "pos"])
+
+
+def test_encode_int_labels_without_known_labels():
+    ids, labels, _ = encode_labels([5, 2, 5, np.int32(9)])
+    assert labels == [2, 5, 9] and ids.tolist() == [1, 0, 1, 2]
+    assert all(type(label) is int for label in labels)
+
+
+def test_encode_int_labels_with_label_names():
+    ids, labels, _ = encode_labels(np.array([1, 0, 1]), known_labels=["negative", "positive"])
+    assert labels == ["negative", "positive"] and ids.tolist() == [1, 0, 1]
+    # ids need not all be present (e.g. eval data)
+    assert encode_labels([2], known_labels=["a", "b", "c"])[0].tolist() == [2]
+
+
+@pytest.mark.parametrize("bad", [2, -1])
+def test_encode_int_labels_out_of_range_for_label_names(bad):
+    with pytest.raises(ValueError, match=f"row 1: label id {bad} is out of range for 2 label names"):
+        encode_labels([0, bad], known_labels=["negative", "positive"])
+
+
+def test_encode_int_labels_with_int_known_labels():
+    ids, labels, _ = encode_labels([10, 30], known_labels=[30, 10, 20])
+    assert labels == [30, 10, 20] and ids.tolist() == [1, 0]
+    with pytest.raises(ValueError, match=r"not in the known labels: \[40\]"):
+        encode_labels([10, 40], known_labels=[10, 20])
+
+
+def test_encode_str_labels_with_int_known_labels_fail():
+    with pytest.raises(ValueError, match="not in the known labels"):
+        encode_labels(["0", "1"], known_labels=[0, 1])
+
+
+def test_known_labels_validation():
+    with pytest.raises(ValueError, match="duplicates"):
+        encode_labels([0], known_labels=["a", "a"])
+    with pytest.raises(TypeError, match="mix int and str"):
+        encode_labels([0], known_labels=["a", 1])
+    with pytest.raises(ValueError, match="known_labels is empty"):
+        encode_labels([0], known_labels=[])
+
+
+def test_encode_multi_hot():
+    ids, labels, multi = encode_labels([[1, 0, 1], [0, 0, 1]])
+    assert multi is True and labels == [0, 1, 2]
+    assert ids.tolist() == [[1, 0, 1], [0, 0, 1]] and ids.dtype == np.int64
+    ids, labels, _ = encode_labels(np.array([[1.0, 0.0], [0.0, 1.0]]), known_labels=["a", "b"])
+    assert labels == ["a", "b"] and ids.tolist() == [[1, 0], [0, 1]]
+    ids, _, _ = encode_labels([[True, False], [False, False]])
+    assert ids.tolist() == [[1, 0], [0, 0]]
+
+
+def test_encode_multi_hot_length_must_match_known_labels():
+    with pytest.raises(ValueError, match="length 3 but there are 2 known labels"):
+        encode_labels([[1, 0, 1], [0, 0, 1]], known_labels=["a", "b"])
+
+
+def test_encode_label_id_lists():
+    ids, labels, multi = encode_labels([[0, 3], [1], []])
+    assert multi is True and labels == [0, 1, 2, 3]
+    assert ids.tolist() == [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 0, 0]]
+    ids, labels, _ = encode_labels([(2,), np.array([0, 2])], known_labels=["x", "y", "z", "w"])
+    assert labels == ["x", "y", "z", "w"] and ids.tolist() == [[0, 0, 1, 0], [1, 0, 1, 0]]
+
+
+def test_encode_label_id_list_errors():
+    with pytest.raises(ValueError, match="row 1: label id 5 is out of range for 3 label names"):
+        encode_labels([[0], [5]], known_labels=["a", "b", "c"])
+    with pytest.raises(ValueError, match="row 0: label id -1 is negative"):
+        encode_labels([[-1], [1]])
+    with pytest.raises(ValueError, match="row 1: label list item is missing"):
+        encode_labels([[0], [None]])
+    with pytest.raises(TypeError, match="mix item types"):
+        encode_labels([[0], ["a"]])
+
+
+def test_encode_label_name_lists():
+    ids, labels, _ = encode_labels([["sports", "politics"], ["tech"]])
+    assert labels == ["politics", "sports", "tech"] and ids.tolist() == [[1, 1, 0], [0, 0, 1]]
+    with pytest.raises(ValueError, match=r"not in the known labels: \['tech'\]"):
+        encode_labels([["sports"], ["tech"]], known_labels=["sports", "politics"])
+
+
+def test_encode_multi_label_flag_mismatch():
+    with pytest.raises(ValueError, match="multi_label=True but labels are single values"):
+        encode_labels([0, 1], multi_label=True)
+    with pytest.raises(ValueError, match="multi_label=False but labels are lists"):
+        encode_labels([[0, 1]], multi_label=False)
+    assert encode_labels([0, 1], multi_label=False)[2] is False
+
+
+def test_encode_labels_rejects_bad_input():
+    with pytest.raises(ValueError, match="empty"):
+        encode_labels([])
+    with pytest.raises(TypeError, match="bool"):
+        encode_labels([True, False])
+    with pytest.raises(TypeError, match="labels must be a list"):
+        encode_labels("pos")
+
+
+_INT_LABELS = st.lists(st.integers(-5, 5), min_size=1, max_size=20)
+_STR_LABELS = st.lists(st.text(alphabet="abcé ", max_size=3), min_size=1, max_size=20)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.one_of(_INT_LABELS, _STR_LABELS))
+def test_encode_labels_round_trips(raw):
+    ids, labels, multi = encode_labels(raw)
+    assert not multi
+    assert [labels[i] for i in ids] == raw
+    assert labels == sorted(set(raw))
+
+
+def test_check_trainable():
+    check_trainable(np.array([0, 1, 0]), False)
+    with pytest.raises(ValueError, match=r"at least 2 classes.*\['pos'\]"):
+        check_trainable(np.array([1, 1, 1]), False, labels=["neg", "pos"])
+    check_trainable(np.array([[1, 0], [0, 0]]), True)
+    with pytest.raises(ValueError, match="no positive label"):
+        check_trainable(np.zeros((3, 2), dtype=np.int64), True)
+    with pytest.raises(ValueError, match="no training examples"):
+        check_trainable(np.array([], dtype=np.int64), False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# sample_dataset
+
+
+def _imbalanced() -> Dataset:
+    labels = [0] * 30 + [1] * 12 + [2] * 3
+    return Dataset.from_dict({"text": [f"t{i}" for i in range(len(labels))], "label": labels})
+
+
+def _setfit_reference(dataset: Dataset, label_column: str, num_samples: int, seed: int) -> Dataset:
+    """setfit 1.2's sample_dataset (groupby.apply written as a loop, which pandas 3 requires)."""
+    df = dataset.shuffle(seed=seed).to_pandas()
+    parts = [g.sample(min(num_samples, len(g)), random_state=seed) for _, g in df.groupby(label_column)]
+    df = pd.concat(parts).reset_index(drop=True)
+    return Dataset.from_pandas(df, features=dataset.features).shuffle(seed=seed)
+
+
+@pytest.mark.parametrize("seed", [42, 7])
+def test_sample_dataset_matches_setfit(seed):
+    ds = _imbalanced()
+    ours = sample_dataset(ds, num_samples=8, seed=seed)
+    assert isinstance(ours, Dataset)
+    assert ours["text"][:] == _setfit_reference(ds, "label", 8, seed)["text"][:]
+
+
+def test_sample_dataset_counts_and_determinism():
+    ds = _imbalanced()
+    out = sample_dataset(ds, num_samples=8)
+    counts = pd.Series(out["label"][:]).value_counts().to_dict()
+    assert counts == {0: 8, 1: 8, 2: 3}  # class 2 keeps the 3 rows it has
+    assert len(set(out["text"][:])) == 19
+    assert sample_dataset(ds, num_samples=8)["text"][:] == out["text"][:]
+    assert sample_dataset(ds, num_samples=8, seed=1)["text"][:] != out["text"][:]
+
+
+def test_sample_dataset_preserves_type():
+    ds = _imbalanced()
+    expected = sample_dataset(ds, num_samples=4, seed=3)["text"][:]
+    df = sample_dataset(ds.to_pandas(), num_samples=4, seed=3)
+    assert isinstance(df, pd.DataFrame) and df["text"].tolist() == expected
+    assert df.index.tolist() == list(range(len(df)))
+    rows = sample_dataset(ds.to_list(), num_samples=4, seed=3)
+    assert isinstance(rows, list) and [r["text"] for r in rows] == expected
+    columns = sample_dataset(ds.to_dict(), num_samples=4, seed=3)
+    assert isinstance(columns, dict) and columns["text"] == expected
+
+
+def test_sample_dataset_custom_column_and_str_labels():
+    data = [{"text": f"t{i}", "y": "ab"[i % 2]} for i in range(10)]
+    out = sample_dataset(data, label_column="y", num_samples=2)
+    assert sorted(r["y"] for r in out) == ["a", "a", "b", "b"]
+
+
+def test_sample_dataset_multi_label_lists():
+    data = {"text": [f"t{i}" for i in range(6)], "label": [[0, 1], [0, 1], [0, 1], [1, 0], [1, 0], [1, 1]]}
+    out = sample_dataset(data, num_samples=1)
+    assert sorted(map(tuple, out["label"])) == [(0, 1), (1, 0), (1, 1)]
+
+
+def test_sample_dataset_errors():
+    ds = _imbalanced()
+    with pytest.raises(ValueError, match=r"no label column 'y'; available columns: \['text', 'label'\]"):
+        sample_dataset(ds, label_column="y")
+    with pytest.raises(ValueError, match="no label column 'y'"):
+        sample_dataset(ds.to_pandas(), label_column="y")
+    with pytest.raises(ValueError, match="no label column 'y'"):
+        sample_dataset(ds.to_list(), label_column="y")
+    with pytest.raises(ValueError, match="pick one split"):
+        sample_dataset(DatasetDict({"train": ds, "test": ds}))
+    with pytest.raises(ValueError, match="num_samples must be a positive int"):
+        sample_dataset(ds, num_samples=0)
+    with pytest.raises(ValueError, match="row 1: label is missing"):
+        sample_dataset({"text": ["a", "b"], "label": [0, None]})
+    with pytest.raises(TypeError, match="sample_dataset takes"):
+        sample_dataset(["a", "b"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Demo data
+
+
+def test_demo_dataset():
+    ds = demo_dataset()
+    assert isinstance(ds, Dataset)
+    assert len(ds) == 400
+    assert set(ds.column_names) == {"text", "label", "label_text"}
+    labels = ds["label"][:]
+    assert labels.count(0) == 200 and labels.count(1) == 200
+    assert {(y, name) for y, name in zip(labels, ds["label_text"][:])} == {(0, "negative"), (1, "positive")}
+    ld = to_labeled_data(ds)
+    assert len(ld) == 400 and ld.columns == {"label_text": ds["label_text"][:]}
+    check_trainable(encode_labels(ld.labels)[0], False)

@@ -1,0 +1,172 @@
+"""End-to-end pipeline on a tiny BERT built in the test: train, predict, save/load, errors, callbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.callbacks import TrainerCallback
+
+FAST = {"num_epochs": (2, 4), "body_learning_rate": 1e-3, "show_progress_bar": False, "backend": "cpu"}
+
+
+def train(tiny_body_path, data, eval_data=None, labels=None, **kwargs):
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=labels,
+                                        **{k: kwargs.pop(k) for k in list(kwargs) if k in _MODEL_KW})
+    callbacks = kwargs.pop("callbacks", None)
+    args = TrainingArguments(**{**FAST, **kwargs})
+    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=eval_data, callbacks=callbacks)
+    trainer.train()
+    return model, trainer
+
+
+_MODEL_KW = ("use_differentiable_head", "multi_target_strategy", "head_params")
+
+
+@pytest.mark.parametrize("objective", ["sentence_batch", "pairs"])
+def test_train_predict_string_labels(tiny_body_path, toy_data, toy_eval, objective):
+    model, trainer = train(tiny_body_path, toy_data, toy_eval, objective=objective)
+    assert model.labels == ["negative", "positive"]
+    result = trainer.evaluate()
+    assert set(result) == {"accuracy"} and result["accuracy"] >= 0.8
+    preds = model.predict(["the film was great and wonderful", "the movie was awful and dull"])
+    assert preds == ["positive", "negative"]
+    assert model.predict("a lovely superb film") == "positive"
+
+
+def test_predict_proba_columns_follow_labels_order(tiny_body_path, toy_data):
+    # labels given in non-sorted order: predict and predict_proba must agree on it
+    model, _ = train(tiny_body_path, toy_data, labels=["positive", "negative"])
+    texts = ["great wonderful film", "awful dull movie", "the plot was nice", "boring sad acting"]
+    proba = model.predict_proba(texts)
+    assert proba.shape == (4, 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    assert [model.labels[i] for i in proba.argmax(1)] == model.predict(texts)
+    assert model.predict(texts)[0] == "positive"
+
+
+def test_int_labels_with_names(tiny_body_path, toy_data):
+    data = {"text": toy_data["text"], "label": [1 if y == "positive" else 0 for y in toy_data["label"]]}
+    model, _ = train(tiny_body_path, data, labels=["negative", "positive"])
+    assert model.predict(["great wonderful film"]) == ["positive"]
+    model2, _ = train(tiny_body_path, data)
+    assert model2.labels == [0, 1] and model2.predict(["great wonderful film"]) == [1]
+
+
+def test_save_load_identical_and_seeded(tiny_body_path, toy_data, tmp_path):
+    model, _ = train(tiny_body_path, toy_data, seed=7)
+    texts = toy_data["text"][:6]
+    model.save_pretrained(tmp_path / "m")
+    files = {p.name for p in (tmp_path / "m").iterdir()}
+    assert {"config_setfit_lite.json", "README.md", "modules.json", "head", "manifest.json"} <= files
+    assert not any(p.suffix in (".pkl", ".joblib", ".pickle") for p in (tmp_path / "m").rglob("*"))
+    loaded = SetFitModel.from_pretrained(tmp_path / "m")
+    assert np.array_equal(model.predict_proba(texts), loaded.predict_proba(texts))
+    assert loaded.labels == model.labels
+    again, _ = train(tiny_body_path, toy_data, seed=7)
+    assert np.array_equal(model.predict_proba(texts), again.predict_proba(texts))
+
+
+def test_tampered_model_folder_is_refused(tiny_body_path, toy_data, tmp_path):
+    model, _ = train(tiny_body_path, toy_data)
+    model.save_pretrained(tmp_path / "m")
+    config = tmp_path / "m" / "config_setfit_lite.json"
+    config.write_text(config.read_text().replace("positive", "positivo"))
+    with pytest.raises(ValueError, match="config_setfit_lite.json"):
+        SetFitModel.from_pretrained(tmp_path / "m")
+    (tmp_path / "m2").mkdir()
+    (tmp_path / "m2" / "model_head.pkl").write_bytes(b"\x80\x04N.")
+    with pytest.raises(ValueError, match="model_head.pkl"):
+        SetFitModel.from_pretrained(tmp_path / "m2")
+
+
+def test_differentiable_head_end_to_end(tiny_body_path, toy_data, toy_eval, tmp_path):
+    model, trainer = train(tiny_body_path, toy_data, toy_eval, use_differentiable_head=True, end_to_end=True,
+                           head_learning_rate=5e-2)
+    assert trainer.evaluate()["accuracy"] >= 0.8
+    model.save_pretrained(tmp_path / "m")
+    loaded = SetFitModel.from_pretrained(tmp_path / "m")
+    np.testing.assert_allclose(model.predict_proba(toy_eval["text"]), loaded.predict_proba(toy_eval["text"]))
+
+
+def test_multi_label(tiny_body_path, toy_data):
+    labels = [[1, 0] if y == "positive" else [0, 1] for y in toy_data["label"]]
+    data = {"text": toy_data["text"], "label": labels}
+    model, _ = train(tiny_body_path, data, multi_target_strategy="one-vs-rest")
+    pred = model.predict(["great wonderful film", "awful dull movie"])
+    assert pred.shape == (2, 2)
+    assert pred[0].tolist() == [1, 0] and pred[1].tolist() == [0, 1]
+
+
+class Recorder(TrainerCallback):
+    def __init__(self):
+        self.events, self.metrics = [], []
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        self.events.append("train_begin")
+        assert model is not None
+
+    def on_evaluate(self, args, state, control, metrics=None, **kw):
+        self.metrics.append(metrics)
+
+    def on_train_end(self, args, state, control, **kw):
+        self.events.append("train_end")
+
+
+def test_eval_during_training_reports_real_metric_and_stops_early(tiny_body_path, toy_data, toy_eval):
+    rec = Recorder()
+    _, trainer = train(tiny_body_path, toy_data, toy_eval, callbacks=[rec], num_epochs=(20, 2), eval_strategy="steps",
+                       eval_steps=4, early_stopping_patience=1, metric_for_best_model="accuracy",
+                       load_best_model_at_end=True)
+    assert rec.events == ["train_begin", "train_end"]
+    assert rec.metrics and "eval_accuracy" in rec.metrics[0]
+    assert trainer.state.global_step < 20 * 8  # stopped early
+
+
+def test_evaluate_group_by(tiny_body_path, toy_data, toy_eval):
+    _, trainer = train(tiny_body_path, toy_data)
+    data = dict(toy_eval, lang=["en", "fr"] * (len(toy_eval["text"]) // 2))
+    result = trainer.evaluate(data, group_by="lang")
+    assert set(result["groups"]) == {"en", "fr"} and result["groups"]["en"]["n"] == len(toy_eval["text"]) // 2
+    with pytest.raises(ValueError, match="nope"):
+        trainer.evaluate(data, group_by="nope")
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"text": [], "label": []}, "empty"),
+    ({"text": ["a good film", "bad"], "label": ["positive", "positive"]}, "class"),
+    ({"text": ["a good film", ""], "label": ["positive", "negative"]}, "row 1"),
+    ({"text": ["a good film", "bad one"], "label": ["positive", None]}, "row 1"),
+    ({"txt": ["a"], "label": [1]}, "text"),
+])
+def test_bad_input_fails_before_training(tiny_body_path, bad, match):
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.raises((ValueError, TypeError), match=match):
+        Trainer(model=model, args=TrainingArguments(**FAST), train_dataset=bad).train()
+
+
+def test_unknown_label_at_evaluate_and_unfitted_predict(tiny_body_path, toy_data):
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.raises(ValueError, match="no fitted head"):
+        model.predict(["a film"])
+    _, trainer = train(tiny_body_path, toy_data)
+    with pytest.raises(ValueError, match="neutral"):
+        trainer.evaluate({"text": ["ok film"], "label": ["neutral"]})
+
+
+@pytest.mark.parametrize("loss", ["ContrastiveLoss", "BatchHardTripletLoss", "BatchAllTripletLoss"])
+def test_other_losses(tiny_body_path, toy_data, loss):
+    model, _ = train(tiny_body_path, toy_data, loss=loss)
+    assert model.predict(["great wonderful film"]) == ["positive"]
+
+
+def test_model_init_and_unknown_args(tiny_body_path, toy_data):
+    trainer = Trainer(model_init=lambda: SetFitModel.from_pretrained(tiny_body_path),
+                      args=TrainingArguments(**FAST), train_dataset=toy_data)
+    trainer.train()
+    assert trainer.model.predict(["great wonderful film"]) == ["positive"]
+    with pytest.raises(TypeError, match="bogus"):
+        SetFitModel.from_pretrained(tiny_body_path, bogus=1)
+    with pytest.raises(ValueError, match="metric"):
+        Trainer(model=trainer.model, metric="nonsense")

@@ -1,0 +1,258 @@
+"""Registry, CPU backend and CUDA checks that run on a plain CPU machine."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+import trainers
+from trainers import base, get_backend, resolve_auto
+from trainers.cpu import CpuBackend, detect_cpu_features, parse_cpuinfo_flags
+from trainers.distributed import detect_env
+
+CPUINFO_SPR = """processor\t: 0
+vendor_id\t: GenuineIntel
+flags\t\t: fpu vme sse2 avx2 avx512f avx512bw avx512_bf16 amx_bf16 amx_tile amx_int8
+processor\t: 1
+flags\t\t: fpu vme sse2 avx2 avx512f avx512bw avx512_bf16 amx_bf16 amx_tile amx_int8
+"""
+CPUINFO_OLD = """processor\t: 0
+flags\t\t: fpu vme sse2 avx avx2 fma
+"""
+CPUINFO_ARM = """processor\t: 0
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics bf16 i8mm
+"""
+
+
+class TinyRegressor(nn.Module):
+    """forward(**batch) returns the scalar loss, as the training loop expects."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return nn.functional.mse_loss(self.linear(x).squeeze(-1).float(), y)
+
+
+def _batch() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return {"x": torch.randn(8, 4, generator=g), "y": torch.randn(8, generator=g)}
+
+
+@pytest.fixture(autouse=True)
+def _single_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(base, "_WARNED", set())
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setitem(sys.modules, "habana_frameworks", None)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake GPU")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+
+
+# ---- registry ---------------------------------------------------------------------------------
+def test_auto_picks_cpu_here(no_gpu: None) -> None:
+    backend = get_backend("auto")
+    assert isinstance(backend, CpuBackend)
+    assert backend.reason == "auto: chose cpu (no CUDA device, no Gaudi SDK)"
+    assert backend.describe().startswith("cpu: fp32")
+
+
+def test_auto_prefers_cuda_when_present(no_gpu: None, fake_gpu: None) -> None:
+    name, reason = resolve_auto()
+    assert name == "cuda"
+    assert reason.startswith("auto: chose cuda (2 CUDA device(s)")
+
+
+def test_unknown_backend_lists_names() -> None:
+    with pytest.raises(ValueError, match="unknown backend 'tpu'") as info:
+        get_backend("tpu")
+    for name in ("auto", "cpu", "cuda", "hpu", "ipu"):
+        assert repr(name) in str(info.value)
+
+
+def test_backend_instance_passes_through() -> None:
+    backend = CpuBackend()
+    assert get_backend(backend) is backend
+    with pytest.raises(ValueError, match="cannot be combined"):
+        get_backend(backend, num_threads=2)
+
+
+def test_precision_errors_on_cpu() -> None:
+    with pytest.raises(ValueError, match="'fp16' is not supported by the 'cpu' backend"):
+        get_backend("cpu", precision="fp16")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        get_backend("cpu", precision="int8")
+
+
+def test_unknown_option_is_an_error() -> None:
+    with pytest.raises(TypeError):
+        get_backend("cpu", no_such_option=1)
+
+
+def test_public_api() -> None:
+    assert trainers.NAMES == ("auto", "cpu", "cuda", "hpu", "ipu")
+    assert trainers.available_backends()["cpu"] is True
+
+
+# ---- CUDA (checked without a GPU) -------------------------------------------------------------
+def test_cuda_missing_is_a_clear_error(no_gpu: None) -> None:
+    with pytest.raises(RuntimeError, match=r"needs a CUDA GPU .*torch.cuda.is_available\(\) is False"):
+        get_backend("cuda")
+
+
+def test_cuda_bf16_unsupported(fake_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    with pytest.raises(ValueError, match="'bf16' is not supported on Fake GPU"):
+        get_backend("cuda", precision="bf16")
+
+
+def test_cuda_fp16_uses_local_rank_and_grad_scaler(fake_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    backend = get_backend("cuda", precision="fp16")
+    assert backend.device == torch.device("cuda", 1)
+    assert isinstance(backend.scaler, torch.amp.GradScaler)
+    assert backend.dist_backend == "nccl"
+    assert backend.ddp_device_ids() == [1]
+    assert backend.describe().startswith("cuda: cuda:1 (Fake GPU), fp16 autocast + GradScaler")
+    with pytest.raises(ValueError, match="dist_backend 'hccl'"):
+        get_backend("cuda", dist_backend="hccl")
+
+
+def test_cuda_local_rank_beyond_devices(fake_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "5")
+    monkeypatch.setenv("RANK", "5")
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    with pytest.raises(RuntimeError, match="LOCAL_RANK=5 but only 2 CUDA device"):
+        get_backend("cuda")
+
+
+# ---- CPU feature detection --------------------------------------------------------------------
+def test_parse_cpuinfo_flags() -> None:
+    assert {"amx_bf16", "avx512_bf16", "avx512f"} <= parse_cpuinfo_flags(CPUINFO_SPR)
+    assert "avx512f" not in parse_cpuinfo_flags(CPUINFO_OLD)
+    assert "bf16" in parse_cpuinfo_flags(CPUINFO_ARM)
+    assert parse_cpuinfo_flags("") == frozenset()
+
+
+def test_detect_cpu_features() -> None:
+    spr = detect_cpu_features(CPUINFO_SPR)
+    assert spr.amx_bf16 and spr.avx512_bf16 and spr.avx512f and spr.native_bf16
+    old = detect_cpu_features(CPUINFO_OLD)
+    assert not (old.amx_bf16 or old.avx512_bf16 or old.avx512f) and old.native_bf16 is False
+    assert detect_cpu_features(CPUINFO_ARM).native_bf16 is True
+    assert spr.mkldnn == torch.backends.mkldnn.is_available()
+    assert detect_cpu_features().known in (True, False)  # the real /proc/cpuinfo (or none) parses
+
+
+def test_describe_native_bf16() -> None:
+    text = CpuBackend(precision="bf16", cpuinfo=CPUINFO_SPR).describe()
+    assert text.startswith("cpu: bf16 autocast")
+    assert "AMX: yes, AVX512-BF16: yes, AVX512F: yes" in text
+    assert "emulated" not in text
+
+
+def test_bf16_without_native_support_warns_once() -> None:
+    with pytest.warns(RuntimeWarning, match="bf16 runs emulated"):
+        backend = CpuBackend(precision="bf16", cpuinfo=CPUINFO_OLD)
+    assert "AMX: no, AVX512-BF16: no" in backend.describe()
+    assert backend.describe().endswith("(bf16 runs emulated, may be slower)")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CpuBackend(precision="bf16", cpuinfo=CPUINFO_OLD)  # second time: silent
+
+
+# ---- CPU training ---------------------------------------------------------------------------
+def test_bf16_training_step_changes_params() -> None:
+    backend = get_backend("cpu", precision="bf16", cpuinfo=CPUINFO_SPR)
+    backend.setup()
+    model = TinyRegressor()
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.05)
+    module, optimizer = backend.prepare(model, optimizer)
+    assert module is model  # one process, no compile: no wrapper
+    with backend.autocast():
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+    losses = [
+        backend.training_step(module, optimizer, backend.to_device(_batch()), max_grad_norm=1.0) for _ in range(3)
+    ]
+    assert all(torch.isfinite(loss) and not loss.requires_grad for loss in losses)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert all(p.grad is None for p in model.parameters())  # zeroed after the step
+    backend.teardown()
+
+
+def test_num_threads_set_at_setup() -> None:
+    old = torch.get_num_threads()
+    try:
+        backend = CpuBackend(num_threads=1)
+        assert "1 threads" in backend.describe()
+        backend.setup()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(old)
+    with pytest.raises(ValueError, match="num_threads"):
+        CpuBackend(num_threads=0)
+
+
+def test_compile_flag_wraps_and_unwraps() -> None:
+    backend = get_backend("cpu", compile=True, compile_options={"backend": "eager"})
+    assert "torch.compile" in backend.describe()
+    model = TinyRegressor()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    module, optimizer = backend.prepare(model, optimizer)
+    assert module is not model and backend.unwrap(module) is model
+    before = model.linear.weight.detach().clone()
+    loss = backend.training_step(module, optimizer, _batch())
+    assert torch.isfinite(loss)
+    assert not torch.equal(before, model.linear.weight)
+
+
+def test_ipex_and_ccl_missing_name_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "intel_extension_for_pytorch", None)
+    monkeypatch.setitem(sys.modules, "oneccl_bindings_for_pytorch", None)
+    with pytest.raises(ImportError, match="install intel-extension-for-pytorch"):
+        CpuBackend(use_ipex=True)
+    with pytest.raises(ImportError, match="install oneccl_bind_pt"):
+        CpuBackend(dist_backend="ccl")
+    with pytest.raises(ValueError, match="dist_backend 'nccl' is not supported by the 'cpu' backend"):
+        CpuBackend(dist_backend="nccl")
+
+
+def test_detect_env() -> None:
+    env = detect_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "1"})
+    assert (env.rank, env.local_rank, env.world_size, env.is_distributed) == (3, 1, 4, True)
+    assert detect_env({}).world_size == 1
+    with pytest.raises(ValueError, match="inconsistent"):
+        detect_env({"RANK": "2", "WORLD_SIZE": "2"})
+    with pytest.raises(ValueError, match="not an integer"):
+        detect_env({"WORLD_SIZE": "two"})
+
+
+def test_single_process_collectives_are_noops() -> None:
+    backend = CpuBackend()
+    backend.setup()
+    assert backend.is_main_process and backend.world_size == 1
+    assert backend.gather_object({"a": 1}) == [{"a": 1}]
+    assert backend.broadcast_object("x") == "x"
+    backend.barrier()
+    assert list(backend.iter_shard([1, 2, 3])) == [1, 2, 3]
+    assert backend.state_dict() == {}
+    backend.teardown()

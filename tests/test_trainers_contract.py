@@ -1,0 +1,496 @@
+"""Gaudi and IPU backends against fake SDK modules (habana_frameworks, poptorch) that record calls."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from trainers import base, get_backend
+from trainers.cpu import CpuBackend
+from trainers.gaudi import FP32_LIST_VARS, LOWER_LIST_VARS, GaudiBackend
+from trainers.ipu import IpuBackend, assign_layers, find_layer_list
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+class Tiny(nn.Module):
+    """A BERT-shaped toy: embeddings, ``encoder.layer`` list, head; forward returns the loss."""
+
+    def __init__(self, calls: list | None = None, num_layers: int = 4) -> None:
+        super().__init__()
+        self.calls = calls if calls is not None else []
+        self.embeddings = nn.Linear(4, 8)
+        self.encoder = nn.Module()
+        self.encoder.layer = nn.ModuleList(nn.Linear(8, 8) for _ in range(num_layers))
+        self.head = nn.Linear(8, 1)
+        self.head.weight.register_hook(self._on_backward)
+
+    def _on_backward(self, grad: torch.Tensor) -> None:
+        self.calls.append("backward")
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.calls.append("forward")
+        h = self.embeddings(x)
+        for layer in self.encoder.layer:
+            h = torch.tanh(layer(h))
+        return nn.functional.mse_loss(self.head(h).squeeze(-1).float(), y.float())
+
+
+class RecordingSGD(torch.optim.SGD):
+    def __init__(self, params: Any, calls: list, lr: float = 0.1) -> None:
+        super().__init__(params, lr=lr)
+        self.calls = calls
+
+    def step(self, closure: Any = None) -> Any:
+        self.calls.append("optimizer.step")
+        return super().step(closure)
+
+
+def _batch() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return {"x": torch.randn(6, 4, generator=g), "y": torch.randn(6, generator=g)}
+
+
+def _two_groups(model: nn.Module) -> torch.optim.AdamW:
+    return torch.optim.AdamW(
+        [
+            {"params": list(model.embeddings.parameters()), "lr": 1e-3},
+            {"params": [p for n, p in model.named_parameters() if not n.startswith("embeddings")], "lr": 1e-2},
+        ],
+        weight_decay=0.0,
+    )
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, modules: dict[str, types.ModuleType]) -> None:
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+        parent, _, child = name.rpartition(".")
+        if parent in modules:
+            setattr(modules[parent], child, module)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in TORCHRUN_VARS:
+        monkeypatch.delenv(var, raising=False)
+    for var in (*LOWER_LIST_VARS, *FP32_LIST_VARS, "PT_HPU_LAZY_MODE"):
+        monkeypatch.setenv(var, "")  # so that monkeypatch restores (removes) what the backend exports
+        monkeypatch.delenv(var)
+    monkeypatch.setattr(base, "_WARNED", set())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+# ---- fake habana_frameworks -------------------------------------------------------------------
+@pytest.fixture
+def habana(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    rec = types.SimpleNamespace(calls=[], available=True, fused_adam=[], clip=[])
+    names = [
+        "habana_frameworks",
+        "habana_frameworks.torch",
+        "habana_frameworks.torch.core",
+        "habana_frameworks.torch.hpu",
+        "habana_frameworks.torch.hpex",
+        "habana_frameworks.torch.hpex.optimizers",
+        "habana_frameworks.torch.hpex.normalization",
+    ]
+    mods = {name: types.ModuleType(name) for name in names}
+    for name in names[:2] + names[4:5]:
+        mods[name].__path__ = []  # packages
+    mods["habana_frameworks.torch.core"].mark_step = lambda: rec.calls.append("mark_step")
+    mods["habana_frameworks.torch.hpu"].is_available = lambda: rec.available
+
+    class FusedAdamW(torch.optim.AdamW):
+        def __init__(
+            self, params: Any, lr: float = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-6, weight_decay: float = 0.0
+        ) -> None:
+            rec.fused_adam.append({"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay})
+            super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+        def step(self, closure: Any = None) -> Any:
+            rec.calls.append("optimizer.step")
+            return super().step(closure)
+
+    class FusedClipNorm:
+        def __init__(self, parameters: Any, max_norm: float) -> None:
+            self.max_norm = max_norm
+
+        def clip_norm(self, parameters: Any) -> None:
+            rec.calls.append("clip_norm")
+            rec.clip.append(self.max_norm)
+            torch.nn.utils.clip_grad_norm_(list(parameters), self.max_norm)
+
+    mods["habana_frameworks.torch.hpex.optimizers"].FusedAdamW = FusedAdamW
+    mods["habana_frameworks.torch.hpex.normalization"].FusedClipNorm = FusedClipNorm
+    rec.FusedAdamW = FusedAdamW
+    _install(monkeypatch, mods)
+    return rec
+
+
+def _gaudi_step(backend: GaudiBackend, calls: list, **kwargs: Any) -> torch.Tensor:
+    model = Tiny(calls)
+    module, optimizer = backend.prepare(model, RecordingSGD(model.parameters(), calls))
+    return backend.training_step(module, optimizer, _batch(), **kwargs)
+
+
+def _no_move(monkeypatch: pytest.MonkeyPatch, backend: GaudiBackend) -> None:
+    """CPU torch cannot hold hpu tensors: keep the module on the CPU for the step itself."""
+    monkeypatch.setattr(backend, "move_module", lambda module, optimizer=None: module)
+
+
+def test_gaudi_device_and_lazy_mark_step_order(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = get_backend("hpu")
+    assert isinstance(backend, GaudiBackend) and backend.lazy_mode
+    assert backend.device == torch.device("hpu") and backend.device.type == "hpu"
+    _no_move(monkeypatch, backend)
+    loss = _gaudi_step(backend, habana.calls)
+    assert torch.isfinite(loss)
+    assert habana.calls == ["forward", "backward", "mark_step", "optimizer.step", "mark_step"]
+    assert backend.describe() == "hpu: fp32, lazy mode"
+
+
+def test_gaudi_eager_mode_has_no_mark_step(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
+    backend = GaudiBackend()
+    assert not backend.lazy_mode and "eager mode" in backend.describe()
+    _no_move(monkeypatch, backend)
+    _gaudi_step(backend, habana.calls)
+    assert habana.calls == ["forward", "backward", "optimizer.step"]
+
+
+def test_gaudi_compile_needs_eager_mode(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="PT_HPU_LAZY_MODE=0"):
+        GaudiBackend(compile=True)
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
+    assert GaudiBackend(compile=True).compile_options == {"backend": "hpu_backend"}
+
+
+def test_gaudi_config_json(habana: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = {
+        "use_torch_autocast": True,
+        "autocast_bf16_ops": ["linear", "matmul"],
+        "autocast_fp32_ops": ["softmax"],
+        "use_fused_adam": True,
+        "use_fused_clip_norm": True,
+        "use_habana_mixed_precision": False,
+    }
+    (tmp_path / "gaudi_config.json").write_text(json.dumps(config))
+    with pytest.warns(UserWarning, match="SDK may ignore them"):  # the fake core module is already imported
+        backend = get_backend("hpu", gaudi_config=tmp_path)  # a folder holding gaudi_config.json
+    assert backend.precision == "bf16"
+    ctx = backend.autocast()
+    assert isinstance(ctx, torch.autocast) and ctx.device == "hpu" and ctx.fast_dtype == torch.bfloat16
+    for var in LOWER_LIST_VARS:
+        assert Path(sys.modules["os"].environ[var]).read_text() == "linear\nmatmul\n"
+    for var in FP32_LIST_VARS:
+        assert Path(sys.modules["os"].environ[var]).read_text() == "softmax\n"
+    assert "FusedAdamW" in backend.describe() and "bf16 autocast" in backend.describe()
+
+    _no_move(monkeypatch, backend)
+    model = Tiny(habana.calls)
+    module, optimizer = backend.prepare(model, _two_groups(model))
+    assert isinstance(optimizer, habana.FusedAdamW)
+    assert [g["lr"] for g in optimizer.param_groups] == [1e-3, 1e-2]
+    assert [len(g["params"]) for g in optimizer.param_groups] == [2, 10]
+    assert habana.fused_adam == [{"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}]
+    before = model.head.weight.detach().clone()
+    backend.training_step(module, optimizer, _batch(), max_grad_norm=0.5)
+    assert habana.calls == ["forward", "backward", "mark_step", "clip_norm", "optimizer.step", "mark_step"]
+    assert habana.clip == [0.5]
+    assert not torch.equal(before, model.head.weight)
+
+
+def test_gaudi_config_dict_and_errors(habana: Any, tmp_path: Path) -> None:
+    backend = GaudiBackend(precision="bf16", gaudi_config={"use_fused_adam": False})
+    assert backend.gaudi_config.use_fused_adam is False and backend.exported_op_lists == {}
+    with pytest.raises(FileNotFoundError):
+        GaudiBackend(gaudi_config=tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="autocast_bf16_ops must be a list"):
+        GaudiBackend(gaudi_config={"autocast_bf16_ops": "linear"})
+    with pytest.raises(ValueError, match="'fp16' is not supported by the 'hpu' backend"):
+        GaudiBackend(precision="fp16")
+
+
+def test_gaudi_fused_adam_skips_other_optimizers(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = GaudiBackend(gaudi_config={"use_fused_adam": True})
+    _no_move(monkeypatch, backend)
+    model = Tiny()
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.warns(UserWarning, match="use_fused_adam ignored"):
+        assert backend.prepare(model, sgd)[1] is sgd
+
+
+def test_gaudi_without_device(habana: Any) -> None:
+    habana.available = False
+    with pytest.raises(RuntimeError, match="no Gaudi device"):
+        GaudiBackend()
+    backend = get_backend("auto")
+    assert isinstance(backend, CpuBackend)
+    assert backend.reason == "auto: chose cpu (no CUDA device, Gaudi SDK installed but no Gaudi device)"
+
+
+def test_auto_picks_hpu(habana: Any) -> None:
+    backend = get_backend("auto", precision="bf16")
+    assert isinstance(backend, GaudiBackend)
+    assert backend.reason.startswith("auto: chose hpu")
+
+
+def test_gaudi_several_cards_uses_hccl(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    backend = GaudiBackend()
+    assert backend.dist_backend == "hccl" and backend.ddp_device_ids() is None
+    assert not backend.is_main_process and backend.rank == 1
+    assert "hccl rank 1/2" in backend.describe()
+
+
+def test_missing_sdks_name_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "habana_frameworks", None)
+    monkeypatch.setitem(sys.modules, "poptorch", None)
+    with pytest.raises(ImportError, match=r"'hpu' backend needs Habana's SDK: install habana-frameworks"):
+        get_backend("hpu")
+    with pytest.raises(ImportError, match=r"'ipu' backend needs Graphcore's poptorch \(Poplar SDK\)"):
+        get_backend("ipu")
+
+
+# ---- fake poptorch ----------------------------------------------------------------------------
+class FakeOptions:
+    def __init__(self, log: list) -> None:
+        self.log = log
+        self.Training = types.SimpleNamespace(gradientAccumulation=lambda n: log.append(("gradientAccumulation", n)))
+        self.Precision = types.SimpleNamespace(setPartialsType=lambda t: log.append(("setPartialsType", t)))
+
+    def deviceIterations(self, n: int) -> FakeOptions:  # noqa: N802 - poptorch's name
+        self.log.append(("deviceIterations", n))
+        return self
+
+    def replicationFactor(self, n: int) -> FakeOptions:  # noqa: N802
+        self.log.append(("replicationFactor", n))
+        return self
+
+    def enableExecutableCaching(self, path: str) -> FakeOptions:  # noqa: N802
+        self.log.append(("enableExecutableCaching", path))
+        return self
+
+    def randomSeed(self, n: int) -> FakeOptions:  # noqa: N802
+        self.log.append(("randomSeed", n))
+        return self
+
+
+class FakeExecutor:
+    """Stands in for poptorch's PoplarExecutor; training runs the whole step on the CPU."""
+
+    def __init__(self, rec: Any, model: nn.Module, options: FakeOptions, optimizer: Any = None) -> None:
+        self.rec, self.model, self.options, self.optimizer = rec, model, options, optimizer
+        self.attached = False
+        self.compiled = False
+
+    def __call__(self, **batch: torch.Tensor) -> torch.Tensor:
+        self.rec.calls.append("executor")
+        self.attached = self.compiled = True
+        loss = self.model(**batch)
+        if self.optimizer is not None:
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+        return loss.detach().repeat(2)  # one loss per replica, as PopTorch may return
+
+    def setOptimizer(self, optimizer: Any) -> None:  # noqa: N802
+        self.rec.calls.append(("setOptimizer", [g["lr"] for g in optimizer.param_groups]))
+
+    def isAttachedToDevice(self) -> bool:  # noqa: N802
+        return self.attached
+
+    def detachFromDevice(self) -> None:  # noqa: N802
+        self.rec.calls.append("detachFromDevice")
+        self.attached = False
+
+    def isCompiled(self) -> bool:  # noqa: N802
+        return self.compiled
+
+    def copyWeightsToHost(self) -> None:  # noqa: N802
+        self.rec.calls.append("copyWeightsToHost")
+
+
+@pytest.fixture
+def poptorch(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    rec = types.SimpleNamespace(calls=[], options=[], blocks=[], optimizers=[], executors=[])
+    mod = types.ModuleType("poptorch")
+    mod.__path__ = []
+    optim = types.ModuleType("poptorch.optim")
+
+    def options() -> FakeOptions:
+        log: list = []
+        rec.options.append(log)
+        return FakeOptions(log)
+
+    def training_model(model: nn.Module, options: Any = None, optimizer: Any = None) -> FakeExecutor:
+        rec.calls.append("trainingModel")
+        rec.executors.append(FakeExecutor(rec, model, options, optimizer))
+        return rec.executors[-1]
+
+    def inference_model(model: nn.Module, options: Any = None) -> FakeExecutor:
+        rec.calls.append(("inferenceModel", model.training))
+        rec.executors.append(FakeExecutor(rec, model, options))
+        return rec.executors[-1]
+
+    def begin_block(layer: nn.Module, user_id: str | None = None, ipu_id: int | None = None) -> nn.Module:
+        rec.blocks.append((user_id, ipu_id))
+        return layer
+
+    class AdamW(torch.optim.AdamW):
+        def __init__(
+            self,
+            params: Any,
+            lr: float = 1e-3,
+            betas: Any = (0.9, 0.999),
+            eps: float = 1e-8,
+            weight_decay: float = 0.01,
+            amsgrad: bool = False,
+            loss_scaling: float = 1.0,
+            max_grad_norm: float = float("inf"),
+        ) -> None:
+            rec.optimizers.append({"lr": lr, "weight_decay": weight_decay, "max_grad_norm": max_grad_norm})
+            super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+    AdamW.__module__ = "poptorch.optim"
+    optim.AdamW, optim.Adam, optim.SGD = AdamW, AdamW, AdamW
+    mod.Options, mod.trainingModel, mod.inferenceModel, mod.BeginBlock = (
+        options,
+        training_model,
+        inference_model,
+        begin_block,
+    )
+    rec.AdamW = AdamW
+    _install(monkeypatch, {"poptorch": mod, "poptorch.optim": optim})
+    return rec
+
+
+IPU_CONFIG = {
+    "layers_per_ipu": [1, 3],
+    "replication_factor": 2,
+    "gradient_accumulation_steps": 8,
+    "device_iterations": 3,
+    "enable_half_partials": True,
+    "executable_cache_dir": "./exe_cache",
+    "max_grad_norm": 1.0,
+    "embedding_serialization_factor": 2,  # an optimum-graphcore key this backend ignores
+}
+
+
+def test_ipu_options_from_json(poptorch: Any, tmp_path: Path) -> None:
+    path = tmp_path / "ipu_config.json"
+    path.write_text(json.dumps(IPU_CONFIG))
+    backend = get_backend("ipu", ipu_config=path)
+    assert isinstance(backend, IpuBackend)
+    training, inference = poptorch.options
+    assert training == [
+        ("deviceIterations", 3),
+        ("replicationFactor", 2),
+        ("gradientAccumulation", 8),
+        ("setPartialsType", torch.float16),
+        ("enableExecutableCaching", "./exe_cache"),
+    ]
+    assert inference == [
+        ("deviceIterations", 3),
+        ("replicationFactor", 2),
+        ("setPartialsType", torch.float16),
+        ("enableExecutableCaching", "./exe_cache"),
+    ]
+    assert backend.batch_multiplier == 3 * 2 * 8
+    assert backend.describe().startswith("ipu: fp32, 2 IPU(s) per replica x 2 replica(s), gradient accumulation 8")
+
+
+def test_ipu_training_model_and_lr_changes(poptorch: Any) -> None:
+    backend = IpuBackend(ipu_config=IPU_CONFIG)
+    backend.setup()
+    model = Tiny()
+    module, optimizer = backend.prepare(model, _two_groups(model))
+    executor = poptorch.executors[0]
+    assert poptorch.calls == ["trainingModel"] and module is executor
+    assert executor.model is model and executor.options is backend.options and executor.optimizer is optimizer
+    assert isinstance(optimizer, poptorch.AdamW) and [g["lr"] for g in optimizer.param_groups] == [1e-3, 1e-2]
+    assert poptorch.optimizers == [{"lr": 1e-3, "weight_decay": 0.0, "max_grad_norm": 1.0}]
+    assert poptorch.blocks == [("encoder.layer.0", 0), ("encoder.layer.1", 1)]
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5**step)
+    before = model.head.weight.detach().clone()
+    loss = backend.training_step(module, optimizer, _batch())
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    assert not torch.equal(before, model.head.weight)
+
+    scheduler.step()
+    backend.on_lr_change(optimizer)
+    assert poptorch.calls[-1] == ("setOptimizer", [5e-4, 5e-3])
+
+    assert backend.unwrap(module) is model and poptorch.calls[-1] == "copyWeightsToHost"
+    infer = backend.inference_model(module)
+    assert poptorch.calls[-2:] == ["detachFromDevice", ("inferenceModel", False)]
+    assert infer.model is model and infer.options is backend.inference_options and model.training
+    backend.teardown()
+
+
+def test_ipu_fp16_halves_the_model_and_rejects_bf16(poptorch: Any) -> None:
+    backend = IpuBackend(precision="fp16")
+    model = Tiny()
+    backend.prepare(model, torch.optim.AdamW(model.parameters()))
+    assert all(p.dtype == torch.float16 for p in model.parameters())
+    assert poptorch.blocks == []  # one IPU per replica: no pipelining
+    with pytest.raises(ValueError, match="'bf16' is not supported on IPUs"):
+        IpuBackend(precision="bf16")
+    with pytest.raises(ValueError, match="compile=True is not supported on IPUs"):
+        IpuBackend(compile=True)
+
+
+def test_ipu_clipping_argument_warns(poptorch: Any) -> None:
+    backend = IpuBackend()
+    model = Tiny()
+    module, optimizer = backend.prepare(model, torch.optim.AdamW(model.parameters()))
+    with pytest.warns(UserWarning, match="ipu_config.max_grad_norm"):
+        backend.training_step(module, optimizer, _batch(), max_grad_norm=1.0)
+
+
+def test_ipu_runs_in_one_process(poptorch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RuntimeError, match="replication_factor"):
+        IpuBackend().setup()
+
+
+def test_auto_never_picks_ipu(poptorch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "habana_frameworks", None)
+    assert isinstance(get_backend("auto"), CpuBackend)
+
+
+def test_layer_assignment() -> None:
+    assert assign_layers(4, [1, 3]) == [0, 1, 1, 1]
+    assert assign_layers(5, [-1, -1]) == [0, 0, 1, 1, 1]
+    assert assign_layers(6, [2, -1, -1]) == [0, 0, 1, 1, 2, 2]
+    assert assign_layers(3, [-1]) == [0, 0, 0]
+    with pytest.raises(ValueError, match="does not add up"):
+        assign_layers(4, [1, 2])
+    assert find_layer_list(Tiny(num_layers=3))[0] == "encoder.layer"
+    with pytest.raises(ValueError, match="could not find the encoder layers"):
+        find_layer_list(nn.Linear(2, 2))
+
+
+# ---- rank 0 only ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("rank", "main"), [("0", True), ("1", False)])
+def test_is_main_process_follows_rank(monkeypatch: pytest.MonkeyPatch, rank: str, main: bool) -> None:
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("LOCAL_RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    backend = CpuBackend()
+    assert backend.is_main_process is main and backend.rank == int(rank) and backend.world_size == 2
+    assert list(backend.iter_shard(list(range(6)))) == list(range(int(rank), 6, 2))
+    with pytest.raises(RuntimeError, match="call backend.setup"):
+        backend.gather_object(1)
+    with pytest.raises(RuntimeError, match="MASTER_ADDR/MASTER_PORT are not set"):
+        backend.setup()

@@ -1,0 +1,53 @@
+"""TrainingArguments: setfit names, tuple semantics, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from setfit_lite import TrainingArguments
+
+
+def test_setfit_defaults_and_tuples():
+    args = TrainingArguments()
+    assert (args.embedding_batch_size, args.classifier_batch_size) == (16, 2)
+    assert (args.embedding_num_epochs, args.classifier_num_epochs) == (1, 16)
+    assert args.body_embedding_learning_rate == 2e-5 and args.head_learning_rate == 1e-2
+    args = TrainingArguments(batch_size=8, num_epochs=(2, 3), body_learning_rate=1e-4)
+    assert (args.embedding_batch_size, args.classifier_batch_size) == (8, 8)
+    assert (args.embedding_num_epochs, args.classifier_num_epochs) == (2, 3)
+
+
+def test_unknown_argument_is_named():
+    with pytest.raises(TypeError, match="num_epoch"):
+        TrainingArguments(num_epoch=3)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"sampling_strategy": "random"}, "sampling_strategy"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"loss": "Nope"}, "loss"),
+    ({"eval_strategy": "sometimes"}, "eval_strategy"),
+    ({"load_best_model_at_end": True}, "load_best_model_at_end"),
+    ({"warmup_proportion": 2.0}, "warmup_proportion"),
+])
+def test_bad_values(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TrainingArguments(**kwargs)
+
+
+def test_num_iterations_selects_pairs_and_loss_class_accepted():
+    from sentence_transformers.losses import BatchHardTripletLoss
+
+    with pytest.warns(UserWarning, match="num_iterations"):
+        args = TrainingArguments(num_iterations=5)
+    assert args.objective == "pairs"
+    assert TrainingArguments(loss=BatchHardTripletLoss).loss_name == "BatchHardTripletLoss"
+
+
+def test_update_and_to_dict_round_trip():
+    args = TrainingArguments(seed=3)
+    new = args.update({"body_learning_rate": 1e-4})
+    assert new.body_embedding_learning_rate == 1e-4 and new.seed == 3
+    assert TrainingArguments(**args.to_dict()).to_dict() == args.to_dict()
+    with pytest.raises(TypeError, match="bogus"):
+        args.update({"bogus": 1})

@@ -1,0 +1,221 @@
+"""The backend interface: every device decision the training loop needs, in one small object."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str, category: type[Warning] = UserWarning) -> None:
+    """Emit ``message`` as a warning once per process."""
+    if message in _WARNED:
+        return
+    _WARNED.add(message)
+    warnings.warn(message, category, stacklevel=3)
+
+
+class Backend:
+    """Device placement, mixed precision, wrapping and process-group handling for one device kind.
+
+    The default implementation runs on ``self.device`` with optional autocast and no process
+    group; subclasses override only what differs. The training loop in ``setfit_lite.trainer``
+    never branches on the device: it calls these methods.
+    """
+
+    name: str = "base"
+    supported_precisions: tuple[str, ...] = ("fp32",)
+
+    def __init__(
+        self,
+        precision: str = "fp32",
+        compile: bool = False,
+        device: str | torch.device | None = None,
+        compile_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision not in self.supported_precisions:
+            raise ValueError(
+                f"precision {precision!r} is not supported by the {self.name!r} backend "
+                f"(supported: {', '.join(self.supported_precisions)})"
+            )
+        self.precision = precision
+        self.compile = compile
+        self.compile_options = dict(compile_options or {})
+        self.device = torch.device(device or "cpu")
+        self.rank = 0
+        self.local_rank = 0
+        self.world_size = 1
+        self.scaler: Any = None
+        #: Why this backend was chosen (set by ``trainers.get_backend``).
+        self.reason = ""
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Join a process group when launched by torchrun; otherwise do nothing."""
+
+    def teardown(self) -> None:
+        """Leave the process group, if any."""
+
+    @property
+    def is_main_process(self) -> bool:
+        """True on rank 0 only: the one process that writes, logs and saves."""
+        return self.rank == 0
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def batch_multiplier(self) -> int:
+        """How many micro-batches one ``training_step`` call consumes (IPU: iterations x replicas x accumulation)."""
+        return 1
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.device}, {self.precision})"
+
+    # ---- precision -------------------------------------------------------------------------
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return _DTYPES[self.precision]
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """Mixed-precision context for forward passes (training and inference)."""
+        dtype = self.autocast_dtype
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=dtype)
+
+    # ---- placement and wrapping ------------------------------------------------------------
+    def to_device(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: (v.to(self.device) if isinstance(v, torch.Tensor) else v) for k, v in batch.items()}
+
+    def move_module(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> torch.nn.Module:
+        """Move ``module`` to the device, keeping ``optimizer``'s parameter references valid.
+
+        ``Module.to`` normally keeps the same ``Parameter`` objects; on devices where it swaps
+        them, the optimizer's groups are re-pointed to the new parameters by name.
+        """
+        before = {id(p): name for name, p in module.named_parameters()}
+        module.to(self.device)
+        if optimizer is not None:
+            after = dict(module.named_parameters())
+            for group in optimizer.param_groups:
+                group["params"] = [after.get(before.get(id(p), ""), p) for p in group["params"]]
+        return module
+
+    def compile_module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """``torch.compile`` with ``compile_options`` (when ``compile=True``)."""
+        return torch.compile(module, **self.compile_options)
+
+    def prepare(
+        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """Move ``module`` (whose forward returns the loss) to the device and wrap it (DDP, compile...).
+
+        Always use the returned optimizer (some backends replace it) and build the LR scheduler on it.
+        """
+        module = self.move_module(module, optimizer)
+        if self.compile:
+            module = self.compile_module(module)
+        return module, optimizer
+
+    def unwrap(self, module: torch.nn.Module) -> torch.nn.Module:
+        """The user's module inside DDP / ``torch.compile`` wrappers."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        while True:
+            if isinstance(module, DistributedDataParallel):
+                module = module.module
+            elif isinstance(getattr(module, "_orig_mod", None), torch.nn.Module):
+                module = module._orig_mod
+            else:
+                return module
+
+    def inference_model(self, module: torch.nn.Module) -> torch.nn.Module:
+        """A module to run predictions with (IPU compiles an inference executable); default: unchanged."""
+        return module
+
+    # ---- one optimisation step -------------------------------------------------------------
+    def backward(self, loss: torch.Tensor) -> None:
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def after_backward(self) -> None:
+        """Hook after ``backward`` (Gaudi lazy mode marks a step here)."""
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer, max_grad_norm: float | None = None) -> None:
+        if self.scaler is not None:
+            if max_grad_norm:
+                self.scaler.unscale_(optimizer)
+                self.clip_grad_norm(optimizer, max_grad_norm)
+            self.scaler.step(optimizer)
+            self.scaler.update()
+        else:
+            if max_grad_norm:
+                self.clip_grad_norm(optimizer, max_grad_norm)
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    def clip_grad_norm(self, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+
+    def after_step(self) -> None:
+        """Hook after the optimizer step (Gaudi lazy mode marks a step here)."""
+
+    def training_step(
+        self,
+        module: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        batch: Mapping[str, Any],
+        max_grad_norm: float | None = None,
+    ) -> torch.Tensor:
+        """Forward (the module returns the loss), backward and optimizer step; returns the detached loss."""
+        with self.autocast():
+            loss = module(**batch)
+        self.backward(loss)
+        self.after_backward()
+        self.optimizer_step(optimizer, max_grad_norm)
+        self.after_step()
+        return loss.detach()
+
+    def on_lr_change(self, optimizer: torch.optim.Optimizer) -> None:
+        """Called after the scheduler changed the learning rate (IPU re-sends the optimizer)."""
+
+    # ---- collectives (no-ops in one process) -----------------------------------------------
+    def barrier(self) -> None:
+        """Wait for every rank."""
+
+    def gather_object(self, obj: Any) -> list[Any]:
+        """Every rank's ``obj``, in rank order, on every rank."""
+        return [obj]
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        """Rank ``src``'s ``obj`` on every rank."""
+        return obj
+
+    def state_dict(self) -> dict[str, Any]:
+        """State to checkpoint (the gradient scaler)."""
+        return {"scaler": self.scaler.state_dict()} if self.scaler is not None else {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if self.scaler is not None and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+
+    def iter_shard(self, items: list[Any]) -> Iterator[Any]:
+        """This rank's share of ``items`` (every ``world_size``-th item from ``rank``)."""
+        return iter(items[self.rank :: self.world_size])

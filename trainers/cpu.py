@@ -1,0 +1,170 @@
+"""CPU backend: fp32 or bf16 autocast, thread count, optional IPEX and torch.compile, gloo/ccl for torchrun."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .base import Backend, warn_once
+from .distributed import DistributedMixin
+
+logger = logging.getLogger(__name__)
+
+CPUINFO_PATH = Path("/proc/cpuinfo")
+
+
+def parse_cpuinfo_flags(text: str) -> frozenset[str]:
+    """CPU feature flags from ``/proc/cpuinfo`` text (x86 ``flags`` lines, ARM ``Features`` lines)."""
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in ("flags", "features"):
+            flags.update(value.split())
+    return frozenset(flags)
+
+
+@dataclass(frozen=True)
+class CpuFeatures:
+    """What the CPU (and this torch build) can do for bf16."""
+
+    flags: frozenset[str]
+    known: bool  # False when no cpuinfo could be read (non-Linux)
+    mkldnn: bool
+    mkldnn_bf16: bool
+
+    @property
+    def amx_bf16(self) -> bool:
+        return "amx_bf16" in self.flags
+
+    @property
+    def avx512_bf16(self) -> bool:
+        return "avx512_bf16" in self.flags
+
+    @property
+    def avx512f(self) -> bool:
+        return "avx512f" in self.flags
+
+    @property
+    def arm_bf16(self) -> bool:
+        return "bf16" in self.flags  # aarch64 "Features: ... bf16"
+
+    @property
+    def native_bf16(self) -> bool | None:
+        """True with hardware bf16 math (AMX, AVX512-BF16, ARM BF16); None when unknown."""
+        if not self.known:
+            return None
+        return self.amx_bf16 or self.avx512_bf16 or self.arm_bf16
+
+    def summary(self) -> str:
+        if not self.known:
+            return f"CPU flags unknown (no {CPUINFO_PATH}), oneDNN: {_yes(self.mkldnn)}"
+        parts = [f"AMX: {_yes(self.amx_bf16)}", f"AVX512-BF16: {_yes(self.avx512_bf16)}"]
+        if self.arm_bf16:
+            parts.append("ARM-BF16: yes")
+        parts += [f"AVX512F: {_yes(self.avx512f)}", f"oneDNN: {_yes(self.mkldnn)}"]
+        return ", ".join(parts)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def detect_cpu_features(cpuinfo: str | None = None) -> CpuFeatures:
+    """Parse ``cpuinfo`` (default: read ``/proc/cpuinfo``) and ask torch about oneDNN."""
+    known = True
+    if cpuinfo is None:
+        try:
+            cpuinfo = CPUINFO_PATH.read_text(errors="replace")
+        except OSError:
+            cpuinfo, known = "", False
+    mkldnn = bool(torch.backends.mkldnn.is_available())
+    try:
+        mkldnn_bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        mkldnn_bf16 = False
+    return CpuFeatures(parse_cpuinfo_flags(cpuinfo), known, mkldnn, mkldnn_bf16)
+
+
+class CpuBackend(DistributedMixin, Backend):
+    """Train on the CPU.
+
+    Options: ``num_threads`` (torch.set_num_threads at ``setup``), ``use_ipex`` (Intel Extension
+    for PyTorch ``ipex.optimize``, only when installed), ``dist_backend`` ("gloo", or "ccl" with
+    oneccl_bind_pt), ``find_unused_parameters`` / ``ddp_options`` for DDP, ``compile_options``
+    for torch.compile, ``cpuinfo`` (text to parse instead of /proc/cpuinfo, for tests).
+    """
+
+    name = "cpu"
+    supported_precisions = ("fp32", "bf16")
+    default_dist_backend = "gloo"
+    allowed_dist_backends = ("gloo", "ccl")
+
+    def __init__(
+        self,
+        precision: str = "fp32",
+        compile: bool = False,
+        *,
+        num_threads: int | None = None,
+        use_ipex: bool = False,
+        dist_backend: str | None = None,
+        find_unused_parameters: bool = True,
+        ddp_options: Mapping[str, Any] | None = None,
+        dist_timeout: float | None = None,
+        compile_options: Mapping[str, Any] | None = None,
+        cpuinfo: str | None = None,
+    ) -> None:
+        super().__init__(precision, compile, device="cpu", compile_options=compile_options)
+        if num_threads is not None and num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        self.num_threads = num_threads
+        self.features = detect_cpu_features(cpuinfo)
+        self.ipex: Any = None
+        if use_ipex:
+            try:
+                self.ipex = importlib.import_module("intel_extension_for_pytorch")
+            except ImportError as err:
+                raise ImportError(
+                    "use_ipex=True needs Intel Extension for PyTorch: install intel-extension-for-pytorch "
+                    "(matching your torch version), or drop use_ipex"
+                ) from err
+        self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
+        if precision == "bf16" and not self.features.native_bf16:
+            how = "could not be confirmed" if self.features.native_bf16 is None else "is missing"
+            warn_once(
+                f"bf16 on this CPU: native bf16 support (AMX / AVX512-BF16) {how}; "
+                "bf16 runs emulated and may be slower than fp32",
+                RuntimeWarning,
+            )
+
+    def setup(self) -> None:
+        if self.num_threads is not None:
+            torch.set_num_threads(self.num_threads)
+        super().setup()
+
+    def optimize_module(
+        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        if self.ipex is None:
+            return module, optimizer
+        module.train()
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
+        return self.ipex.optimize(module, optimizer=optimizer, dtype=dtype)
+
+    def describe(self) -> str:
+        mode = "bf16 autocast" if self.precision == "bf16" else "fp32"
+        threads = self.num_threads or torch.get_num_threads()
+        extras = [f"{threads} threads"]
+        if self.ipex is not None:
+            extras.append("IPEX")
+        if self.compile:
+            extras.append("torch.compile")
+        text = f"cpu: {mode}, {', '.join(extras)}; {self.features.summary()}"
+        if self.precision == "bf16" and not self.features.native_bf16:
+            text += " (bf16 runs emulated, may be slower)"
+        return text + self.describe_distributed()

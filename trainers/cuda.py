@@ -1,0 +1,81 @@
+"""CUDA backend: cuda:LOCAL_RANK, fp16 (with GradScaler) or bf16 autocast, nccl + DDP for several GPUs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from .base import Backend
+from .distributed import DistributedMixin
+
+logger = logging.getLogger(__name__)
+
+
+class CudaBackend(DistributedMixin, Backend):
+    """Train on one NVIDIA (or ROCm) GPU per process.
+
+    Options: ``dist_backend`` ("nccl", or "gloo"), ``find_unused_parameters`` / ``ddp_options``,
+    ``dist_timeout`` (seconds), ``compile_options`` for torch.compile.
+    """
+
+    name = "cuda"
+    supported_precisions = ("fp32", "bf16", "fp16")
+    default_dist_backend = "nccl"
+    allowed_dist_backends = ("nccl", "gloo")
+
+    def __init__(
+        self,
+        precision: str = "fp32",
+        compile: bool = False,
+        *,
+        dist_backend: str | None = None,
+        find_unused_parameters: bool = True,
+        ddp_options: Mapping[str, Any] | None = None,
+        dist_timeout: float | None = None,
+        compile_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "The 'cuda' backend needs a CUDA GPU and a CUDA build of PyTorch, but torch.cuda.is_available() "
+                f"is False (torch {torch.__version__}); use backend='cpu' or 'auto'"
+            )
+        super().__init__(precision, compile, device="cpu", compile_options=compile_options)
+        self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
+        count = torch.cuda.device_count()
+        if self.local_rank >= count:
+            raise RuntimeError(f"LOCAL_RANK={self.local_rank} but only {count} CUDA device(s) are visible")
+        self.device = torch.device("cuda", self.local_rank)
+        if precision == "bf16" and not torch.cuda.is_bf16_supported():
+            raise ValueError(
+                f"precision 'bf16' is not supported on {torch.cuda.get_device_name(self.local_rank)} "
+                "(torch.cuda.is_bf16_supported() is False); use precision='fp16' or 'fp32'"
+            )
+        if precision == "fp16":
+            self.scaler = torch.amp.GradScaler("cuda")
+
+    def setup(self) -> None:
+        torch.cuda.set_device(self.device)
+        super().setup()
+
+    def to_device(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            k: (v.to(self.device, non_blocking=True) if isinstance(v, torch.Tensor) else v) for k, v in batch.items()
+        }
+
+    def ddp_device_ids(self) -> list[int] | None:
+        return [self.local_rank]
+
+    def barrier_kwargs(self) -> dict[str, Any]:
+        return {"device_ids": [self.local_rank]} if self.dist_backend == "nccl" else {}
+
+    def describe(self) -> str:
+        try:
+            gpu = torch.cuda.get_device_name(self.device)
+        except (RuntimeError, AssertionError):
+            gpu = "unknown GPU"
+        mode = {"fp32": "fp32", "bf16": "bf16 autocast", "fp16": "fp16 autocast + GradScaler"}[self.precision]
+        extra = ", torch.compile" if self.compile else ""
+        return f"cuda: {self.device} ({gpu}), {mode}{extra}" + self.describe_distributed()

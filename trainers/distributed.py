@@ -1,0 +1,269 @@
+"""torch.distributed plumbing shared by every backend.
+
+torchrun environment detection, process-group creation (gloo / nccl / hccl / ccl), DDP wrapping
+and object collectives. Backends get all of it through :class:`DistributedMixin`; in a single
+process (no ``WORLD_SIZE`` > 1) every collective is a no-op.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+PROCESS_GROUP_BACKENDS = ("gloo", "nccl", "hccl", "ccl")
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    """Process coordinates as set by ``torchrun`` (defaults: one process)."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    master_addr: str | None = None
+    master_port: str | None = None
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def _int_var(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+
+def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
+    """Read ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``... (torchrun's variables)."""
+    env = os.environ if environ is None else environ
+    world_size = _int_var(env, "WORLD_SIZE", 1)
+    rank = _int_var(env, "RANK", 0)
+    local_rank = _int_var(env, "LOCAL_RANK", rank if world_size > 1 else 0)
+    local_world_size = _int_var(env, "LOCAL_WORLD_SIZE", world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"inconsistent torchrun environment: RANK={rank}, WORLD_SIZE={world_size}")
+    return DistEnv(rank, local_rank, world_size, local_world_size, env.get("MASTER_ADDR"), env.get("MASTER_PORT"))
+
+
+def load_process_group_backend(name: str) -> str:
+    """Import whatever registers ``name`` with torch.distributed; raise a clear error when it is missing."""
+    import torch.distributed as dist
+
+    if name not in PROCESS_GROUP_BACKENDS:
+        raise ValueError(f"unknown process-group backend {name!r}; choose one of {PROCESS_GROUP_BACKENDS}")
+    if not dist.is_available():
+        raise RuntimeError("this PyTorch build has no torch.distributed support")
+    if name == "ccl":
+        try:
+            importlib.import_module("oneccl_bindings_for_pytorch")
+        except ImportError as err:
+            raise ImportError(
+                "dist_backend='ccl' needs Intel's oneCCL bindings: install oneccl_bind_pt "
+                "(module oneccl_bindings_for_pytorch) matching your torch version, or use dist_backend='gloo'"
+            ) from err
+    elif name == "hccl":
+        try:
+            importlib.import_module("habana_frameworks.torch.distributed.hccl")
+        except ImportError as err:
+            raise ImportError(
+                "the 'hccl' process group needs Habana's SDK: install habana-frameworks "
+                "(habana_frameworks.torch.distributed.hccl)"
+            ) from err
+    elif name == "nccl" and not dist.is_nccl_available():
+        raise RuntimeError("this PyTorch build has no NCCL support; install a CUDA build of torch")
+    elif name == "gloo" and not dist.is_gloo_available():
+        raise RuntimeError("this PyTorch build has no gloo support")
+    return name
+
+
+def init_process_group(backend: str, env: DistEnv, timeout_s: float | None = None) -> bool:
+    """Join the torchrun process group; returns False when one already exists (then it is not ours)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        if dist.get_world_size() != env.world_size:
+            raise RuntimeError(
+                f"a process group of size {dist.get_world_size()} already exists but WORLD_SIZE={env.world_size}"
+            )
+        return False
+    if not env.master_addr or not env.master_port:
+        raise RuntimeError(
+            f"WORLD_SIZE={env.world_size} but MASTER_ADDR/MASTER_PORT are not set: launch with "
+            "`torchrun --nproc_per_node=N ...` (or export RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)"
+        )
+    load_process_group_backend(backend)
+    kwargs: dict[str, Any] = {}
+    if timeout_s is not None:
+        kwargs["timeout"] = datetime.timedelta(seconds=timeout_s)
+    dist.init_process_group(backend=backend, init_method="env://", rank=env.rank, world_size=env.world_size, **kwargs)
+    logger.info("joined %s process group: rank %d of %d", backend, env.rank, env.world_size)
+    return True
+
+
+def destroy_process_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def is_initialized() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def wrap_ddp(module: torch.nn.Module, device_ids: list[int] | None = None, **ddp_kwargs: Any) -> torch.nn.Module:
+    """``DistributedDataParallel(module, device_ids=...)`` (needs an initialised process group)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(module, device_ids=device_ids, **ddp_kwargs)
+
+
+def barrier(**kwargs: Any) -> None:
+    import torch.distributed as dist
+
+    dist.barrier(**kwargs)
+
+
+def gather_object(obj: Any, world_size: int) -> list[Any]:
+    """Every rank's picklable ``obj``, in rank order, on every rank."""
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * world_size
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def broadcast_object(obj: Any, src: int = 0) -> Any:
+    """Rank ``src``'s picklable ``obj`` on every rank."""
+    import torch.distributed as dist
+
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+class DistributedMixin:
+    """torchrun support for a :class:`~trainers.base.Backend`: put it first in the bases.
+
+    Call :meth:`_init_distributed` from ``__init__``; ``setup`` joins the process group when
+    ``WORLD_SIZE`` > 1, ``prepare`` wraps in DDP, ``teardown`` destroys the group we created.
+    """
+
+    default_dist_backend: str = "gloo"
+    allowed_dist_backends: tuple[str, ...] = ("gloo",)
+
+    rank: int
+    local_rank: int
+    world_size: int
+
+    def _init_distributed(
+        self,
+        dist_backend: str | None = None,
+        find_unused_parameters: bool = True,
+        dist_timeout: float | None = None,
+        ddp_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.dist_env = detect_env()
+        self.rank = self.dist_env.rank
+        self.local_rank = self.dist_env.local_rank
+        self.world_size = self.dist_env.world_size
+        dist_backend = dist_backend or self.default_dist_backend
+        if dist_backend not in self.allowed_dist_backends:
+            raise ValueError(
+                f"dist_backend {dist_backend!r} is not supported by the {getattr(self, 'name', '?')!r} backend "
+                f"(supported: {', '.join(self.allowed_dist_backends)})"
+            )
+        if dist_backend == "ccl":
+            load_process_group_backend("ccl")  # fail before any work when asked but missing
+        self.dist_backend = dist_backend
+        self.dist_timeout = dist_timeout
+        self.ddp_options: dict[str, Any] = {"find_unused_parameters": find_unused_parameters, **(ddp_options or {})}
+        self._owns_process_group = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def setup(self) -> None:
+        if self.world_size > 1 and not is_initialized():
+            self._owns_process_group = init_process_group(self.dist_backend, self.dist_env, self.dist_timeout)
+
+    def teardown(self) -> None:
+        if self._owns_process_group:
+            destroy_process_group()
+            self._owns_process_group = False
+
+    # ---- DDP -------------------------------------------------------------------------------
+    def ddp_device_ids(self) -> list[int] | None:
+        """``device_ids`` for DDP (``None`` except on CUDA)."""
+        return None
+
+    def wrap_distributed(self, module: torch.nn.Module) -> torch.nn.Module:
+        """DDP-wrap ``module`` when running with several processes."""
+        if self.world_size <= 1:
+            return module
+        self._require_group()
+        return wrap_ddp(module, device_ids=self.ddp_device_ids(), **self.ddp_options)
+
+    def prepare(
+        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        module = self.move_module(module, optimizer)  # type: ignore[attr-defined]
+        module, optimizer = self.optimize_module(module, optimizer)
+        module = self.wrap_distributed(module)
+        if self.compile:  # type: ignore[attr-defined]
+            module = self.compile_module(module)  # type: ignore[attr-defined]
+        return module, optimizer
+
+    def optimize_module(
+        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """Device-specific rewrite between placement and DDP (IPEX, fused optimizers); default: none."""
+        return module, optimizer
+
+    # ---- collectives -----------------------------------------------------------------------
+    def _require_group(self) -> None:
+        if not is_initialized():
+            raise RuntimeError(
+                f"WORLD_SIZE={self.world_size} but no process group: call backend.setup() before training"
+            )
+
+    def barrier_kwargs(self) -> dict[str, Any]:
+        return {}
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            self._require_group()
+            barrier(**self.barrier_kwargs())
+
+    def gather_object(self, obj: Any) -> list[Any]:
+        if self.world_size <= 1:
+            return [obj]
+        self._require_group()
+        return gather_object(obj, self.world_size)
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        if self.world_size <= 1:
+            return obj
+        self._require_group()
+        return broadcast_object(obj, src)
+
+    def describe_distributed(self) -> str:
+        if self.world_size <= 1:
+            return ""
+        return f"; {self.dist_backend} rank {self.rank}/{self.world_size} (local {self.local_rank})"

@@ -1,0 +1,268 @@
+"""Intel Gaudi (HPU) backend: lazy or eager mode, bf16 autocast, fused AdamW / clip-norm, hccl + DDP.
+
+The Habana SDK (``habana_frameworks.torch``) is imported only when this backend is built.
+``gaudi_config.json`` is read like optimum-habana's ``GaudiConfig``:
+
+    {"use_torch_autocast": true, "autocast_bf16_ops": ["linear", "matmul"], "autocast_fp32_ops": ["softmax"],
+     "use_fused_adam": true, "use_fused_clip_norm": true}
+
+Autocast op lists are handed to the SDK the way optimum-habana does it: written to text files
+whose paths go in ``LOWER_LIST`` / ``FP32_LIST`` (older SDKs) and
+``PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST`` / ``PT_HPU_AUTOCAST_FP32_OPS_LIST`` (newer SDKs),
+before ``habana_frameworks.torch.core`` is imported; ``torch.autocast("hpu", torch.bfloat16)``
+then applies them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .base import Backend, warn_once
+from .distributed import DistributedMixin
+
+logger = logging.getLogger(__name__)
+
+GAUDI_CONFIG_NAME = "gaudi_config.json"
+LOWER_LIST_VARS = ("LOWER_LIST", "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST")
+FP32_LIST_VARS = ("FP32_LIST", "PT_HPU_AUTOCAST_FP32_OPS_LIST")
+SDK_HINT = (
+    "The 'hpu' backend needs Habana's SDK: install habana-frameworks (habana_frameworks.torch, shipped as "
+    "habana-torch-plugin with the Intel Gaudi software stack / PyTorch container) on a machine with Gaudi cards"
+)
+# torch.optim.AdamW group keys that only select a torch implementation; not passed to FusedAdamW.
+_TORCH_IMPL_KEYS = ("foreach", "maximize", "capturable", "differentiable", "fused", "decoupled_weight_decay", "amsgrad")
+
+
+@dataclass
+class GaudiConfig:
+    """The ``gaudi_config.json`` keys this backend understands (others are ignored)."""
+
+    use_torch_autocast: bool = False
+    autocast_bf16_ops: list[str] | None = None
+    autocast_fp32_ops: list[str] | None = None
+    use_fused_adam: bool = False
+    use_fused_clip_norm: bool = False
+
+    @classmethod
+    def load(cls, source: GaudiConfig | Mapping[str, Any] | str | os.PathLike | None) -> GaudiConfig:
+        """From a dict, a JSON file, or a folder holding ``gaudi_config.json``; ``None`` gives defaults."""
+        if source is None:
+            return cls()
+        if isinstance(source, GaudiConfig):
+            return source
+        if isinstance(source, Mapping):
+            data = dict(source)
+        else:
+            path = Path(source)
+            if path.is_dir():
+                path = path / GAUDI_CONFIG_NAME
+            if not path.is_file():
+                raise FileNotFoundError(f"Gaudi config not found: {path}")
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise TypeError(f"{path} must hold a JSON object")
+        known = {f.name for f in fields(cls)}
+        ignored = sorted(set(data) - known)
+        if ignored:
+            logger.info("gaudi_config: ignoring keys %s", ", ".join(ignored))
+        if data.get("use_habana_mixed_precision"):
+            warn_once("gaudi_config: use_habana_mixed_precision (HMP) is not supported; use use_torch_autocast")
+        config = cls(**{k: v for k, v in data.items() if k in known})
+        for name in ("autocast_bf16_ops", "autocast_fp32_ops"):
+            ops = getattr(config, name)
+            if ops is not None and (not isinstance(ops, list) or not all(isinstance(op, str) for op in ops)):
+                raise ValueError(f"gaudi_config: {name} must be a list of op names, got {ops!r}")
+        return config
+
+
+def declare_autocast_ops(config: GaudiConfig, directory: str | os.PathLike | None = None) -> dict[str, str]:
+    """Write the autocast op lists to files and export their paths (before the SDK is imported).
+
+    Returns the environment variables set.
+    """
+    lists = [
+        (ops, filename, names)
+        for ops, filename, names in (
+            (config.autocast_bf16_ops, "lower_list.txt", LOWER_LIST_VARS),
+            (config.autocast_fp32_ops, "fp32_list.txt", FP32_LIST_VARS),
+        )
+        if ops is not None
+    ]
+    if not lists:
+        return {}
+    if all(_exported(names, ops) for ops, _, names in lists):  # already declared (e.g. by backend="auto")
+        return {name: os.environ[name] for _, _, names in lists for name in names}
+    if "habana_frameworks.torch.core" in sys.modules:
+        warn_once(
+            "gaudi_config autocast op lists are set after habana_frameworks.torch.core was imported; "
+            "the SDK may ignore them (build the backend before importing habana_frameworks)"
+        )
+    folder = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="setfit_lite_hpu_"))
+    exported: dict[str, str] = {}
+    for ops, filename, names in lists:
+        path = folder / filename
+        path.write_text("".join(op + "\n" for op in ops))
+        for name in names:
+            os.environ[name] = str(path)
+            exported[name] = str(path)
+    return exported
+
+
+def _exported(names: tuple[str, ...], ops: list[str]) -> bool:
+    """True when every variable in ``names`` points to a file listing exactly ``ops``."""
+    for name in names:
+        path = os.environ.get(name)
+        try:
+            if not path or Path(path).read_text().split() != ops:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _import_sdk() -> Any:
+    try:
+        return importlib.import_module("habana_frameworks.torch.core")
+    except ImportError as err:
+        raise ImportError(f"{SDK_HINT} ({err})") from err
+
+
+def hpu_available() -> bool:
+    """True when the Habana SDK imports and reports a Gaudi device."""
+    try:
+        hpu = importlib.import_module("habana_frameworks.torch.hpu")
+    except ImportError:
+        return False
+    try:
+        return bool(hpu.is_available())
+    except Exception:  # noqa: BLE001 - the SDK raises assorted errors without a device
+        return False
+
+
+def lazy_mode_enabled() -> bool:
+    """Lazy mode unless ``PT_HPU_LAZY_MODE=0`` (when unset, ask the SDK, else assume lazy)."""
+    value = os.environ.get("PT_HPU_LAZY_MODE")
+    if value is not None:
+        return value.strip() != "0"
+    try:
+        internal = importlib.import_module("habana_frameworks.torch.utils.internal")
+        return bool(internal.is_lazy())
+    except (ImportError, AttributeError):
+        return True
+
+
+def _is_adamw(optimizer: torch.optim.Optimizer) -> bool:
+    if isinstance(optimizer, torch.optim.AdamW):
+        return True
+    return isinstance(optimizer, torch.optim.Adam) and all(
+        g.get("decoupled_weight_decay") for g in optimizer.param_groups
+    )
+
+
+class GaudiBackend(DistributedMixin, Backend):
+    """Train on Intel Gaudi cards (device ``hpu``), one card per process under torchrun.
+
+    Options: ``gaudi_config`` (dict, JSON path or folder with gaudi_config.json), ``dist_backend``
+    ("hccl"), ``find_unused_parameters`` / ``ddp_options``, ``dist_timeout``, ``compile_options``
+    (default backend "hpu_backend"; compile needs eager mode, ``PT_HPU_LAZY_MODE=0``).
+    """
+
+    name = "hpu"
+    supported_precisions = ("fp32", "bf16")
+    default_dist_backend = "hccl"
+    allowed_dist_backends = ("hccl",)
+
+    def __init__(
+        self,
+        precision: str = "fp32",
+        compile: bool = False,
+        *,
+        gaudi_config: GaudiConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+        dist_backend: str | None = None,
+        find_unused_parameters: bool = True,
+        ddp_options: Mapping[str, Any] | None = None,
+        dist_timeout: float | None = None,
+        compile_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.gaudi_config = GaudiConfig.load(gaudi_config)
+        if self.gaudi_config.use_torch_autocast and precision == "fp32":
+            logger.info("gaudi_config.use_torch_autocast=true: training with bf16 autocast")
+            precision = "bf16"
+        super().__init__(precision, compile, device="cpu", compile_options=compile_options)
+        self.exported_op_lists = declare_autocast_ops(self.gaudi_config)
+        self.htcore = _import_sdk()
+        if not hpu_available():
+            raise RuntimeError("Habana's SDK is installed but no Gaudi device (hpu) is available")
+        self.device = torch.device("hpu")
+        self.lazy_mode = lazy_mode_enabled()
+        if compile:
+            if self.lazy_mode:
+                raise ValueError("compile=True on Gaudi needs eager mode: set PT_HPU_LAZY_MODE=0")
+            self.compile_options.setdefault("backend", "hpu_backend")
+        self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
+        self._fused_clip: Any = None
+        self._fused_clip_norm_value: float | None = None
+
+    # ---- lazy-mode graph breaks ------------------------------------------------------------
+    def mark_step(self) -> None:
+        """Flush the accumulated lazy graph to the device (no-op in eager mode)."""
+        if self.lazy_mode:
+            self.htcore.mark_step()
+
+    def after_backward(self) -> None:
+        self.mark_step()
+
+    def after_step(self) -> None:
+        self.mark_step()
+
+    # ---- fused optimizer / clipping --------------------------------------------------------
+    def optimize_module(
+        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        if not self.gaudi_config.use_fused_adam:
+            return module, optimizer
+        if not _is_adamw(optimizer) or any(g.get("amsgrad") for g in optimizer.param_groups):
+            warn_once(f"use_fused_adam ignored: {type(optimizer).__name__} is not a plain AdamW")
+            return module, optimizer
+        if optimizer.state:
+            warn_once("use_fused_adam: the AdamW state is dropped; load optimizer state after backend.prepare()")
+        fused_cls = importlib.import_module("habana_frameworks.torch.hpex.optimizers").FusedAdamW
+        groups = [{k: v for k, v in g.items() if k not in _TORCH_IMPL_KEYS} for g in optimizer.param_groups]
+        d = optimizer.defaults
+        fused = fused_cls(groups, lr=d["lr"], betas=d["betas"], eps=d["eps"], weight_decay=d["weight_decay"])
+        return module, fused
+
+    def clip_grad_norm(self, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
+        if not self.gaudi_config.use_fused_clip_norm:
+            super().clip_grad_norm(optimizer, max_grad_norm)
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if self._fused_clip is None or self._fused_clip_norm_value != max_grad_norm:
+            norm_cls = importlib.import_module("habana_frameworks.torch.hpex.normalization").FusedClipNorm
+            self._fused_clip = norm_cls(params, max_grad_norm)
+            self._fused_clip_norm_value = max_grad_norm
+        self._fused_clip.clip_norm(params)
+
+    def describe(self) -> str:
+        mode = "bf16 autocast" if self.precision == "bf16" else "fp32"
+        parts = [mode, "lazy mode" if self.lazy_mode else "eager mode"]
+        if self.exported_op_lists:
+            parts.append("custom autocast op lists")
+        if self.gaudi_config.use_fused_adam:
+            parts.append("FusedAdamW")
+        if self.gaudi_config.use_fused_clip_norm:
+            parts.append("FusedClipNorm")
+        if self.compile:
+            parts.append("torch.compile(hpu_backend)")
+        return f"hpu: {', '.join(parts)}" + self.describe_distributed()

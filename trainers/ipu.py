@@ -1,0 +1,347 @@
+"""Graphcore IPU backend through PopTorch (imported only when this backend is built).
+
+``ipu_config.json`` follows the spirit of optimum-graphcore's ``IPUConfig``:
+
+    {"layers_per_ipu": [4, 4], "replication_factor": 2, "gradient_accumulation_steps": 16,
+     "device_iterations": 1, "enable_half_partials": true, "executable_cache_dir": "./exe_cache"}
+
+and becomes ``poptorch.Options``. ``prepare`` wraps the module with ``poptorch.trainingModel``: one call
+runs forward, backward and the optimizer step on the IPUs, so the loss must be computed inside the
+module (``module(**batch)`` returns it, as everywhere in setfit_lite). One call consumes
+``batch_multiplier`` = device_iterations x replication_factor x gradient_accumulation_steps micro-batches
+stacked along the first dimension.
+
+Pipelining: with ``layers_per_ipu`` of length N > 1 the module's encoder layers (the longest
+``nn.ModuleList`` named ``layer``/``layers``/``h``/``block(s)``, e.g. BERT's ``encoder.layer``) are
+split across N IPUs with ``poptorch.BeginBlock``: IPU 0 also holds the embeddings, the last IPU the
+pooling and loss. ``-1`` entries share the remaining layers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .base import Backend, warn_once
+from .distributed import DistributedMixin
+
+logger = logging.getLogger(__name__)
+
+IPU_CONFIG_NAME = "ipu_config.json"
+SDK_HINT = (
+    "The 'ipu' backend needs Graphcore's poptorch (Poplar SDK): install the Poplar SDK, enable it "
+    "(source poplar/enable.sh) and pip install the poptorch wheel shipped with it, on a machine with IPUs"
+)
+_LAYER_LIST_NAMES = ("layer", "layers", "h", "block", "blocks")
+_TORCH_IMPL_KEYS = ("foreach", "maximize", "capturable", "differentiable", "fused", "decoupled_weight_decay", "amsgrad")
+
+
+@dataclass
+class IpuConfig:
+    """The ``ipu_config.json`` keys this backend understands (others are ignored)."""
+
+    layers_per_ipu: list[int] = field(default_factory=lambda: [-1])
+    replication_factor: int = 1
+    gradient_accumulation_steps: int = 1
+    device_iterations: int = 1
+    enable_half_partials: bool = False
+    executable_cache_dir: str | None = None
+    inference_device_iterations: int | None = None
+    inference_replication_factor: int | None = None
+    max_grad_norm: float | None = None
+    loss_scaling: float | None = None
+    random_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.layers_per_ipu, int):
+            self.layers_per_ipu = [self.layers_per_ipu]
+        if not self.layers_per_ipu or not all(isinstance(n, int) and (n >= 0 or n == -1) for n in self.layers_per_ipu):
+            raise ValueError(f"ipu_config: layers_per_ipu must be a list of ints >= 0 or -1, got {self.layers_per_ipu}")
+        for name in ("replication_factor", "gradient_accumulation_steps", "device_iterations"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"ipu_config: {name} must be an int >= 1, got {getattr(self, name)!r}")
+
+    @property
+    def ipus_per_replica(self) -> int:
+        return len(self.layers_per_ipu)
+
+    @classmethod
+    def load(cls, source: IpuConfig | Mapping[str, Any] | str | os.PathLike | None) -> IpuConfig:
+        """From a dict, a JSON file, or a folder holding ``ipu_config.json``; ``None`` gives defaults."""
+        if source is None:
+            return cls()
+        if isinstance(source, IpuConfig):
+            return source
+        if isinstance(source, Mapping):
+            data = dict(source)
+        else:
+            path = Path(source)
+            if path.is_dir():
+                path = path / IPU_CONFIG_NAME
+            if not path.is_file():
+                raise FileNotFoundError(f"IPU config not found: {path}")
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise TypeError(f"{path} must hold a JSON object")
+        known = {f.name for f in fields(cls)}
+        ignored = sorted(set(data) - known)
+        if ignored:
+            logger.info("ipu_config: ignoring keys %s", ", ".join(ignored))
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def assign_layers(num_layers: int, layers_per_ipu: list[int]) -> list[int]:
+    """The IPU id of each of ``num_layers`` layers; ``-1`` entries share what the others leave."""
+    fixed = sum(n for n in layers_per_ipu if n >= 0)
+    auto = [i for i, n in enumerate(layers_per_ipu) if n == -1]
+    remaining = num_layers - fixed
+    if remaining < 0 or (not auto and remaining != 0):
+        raise ValueError(f"layers_per_ipu {layers_per_ipu} does not add up to the model's {num_layers} layers")
+    counts = list(layers_per_ipu)
+    for j, i in enumerate(auto):  # later IPUs take the extra layers: IPU 0 also holds the embeddings
+        counts[i] = remaining // len(auto) + (1 if j >= len(auto) - remaining % len(auto) else 0)
+    return [ipu for ipu, count in enumerate(counts) for _ in range(count)]
+
+
+def find_layer_list(module: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
+    """The encoder's layer list: the longest ``nn.ModuleList`` named layer/layers/h/block(s)."""
+    best: tuple[str, torch.nn.ModuleList] | None = None
+    for name, sub in module.named_modules():
+        is_layers = isinstance(sub, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] in _LAYER_LIST_NAMES
+        if is_layers and len(sub) and (best is None or len(sub) > len(best[1])):
+            best = (name, sub)
+    if best is None:
+        raise ValueError(
+            "could not find the encoder layers (an nn.ModuleList named layer/layers/h/block) to pipeline "
+            "across IPUs; use a single IPU per replica (layers_per_ipu: [-1])"
+        )
+    return best
+
+
+def _import_poptorch() -> Any:
+    try:
+        return importlib.import_module("poptorch")
+    except ImportError as err:
+        raise ImportError(f"{SDK_HINT} ({err})") from err
+
+
+class IpuBackend(DistributedMixin, Backend):
+    """Train on Graphcore IPUs with PopTorch (one host process; data parallelism via replication_factor).
+
+    Options: ``ipu_config`` (dict, JSON path or folder with ipu_config.json, or :class:`IpuConfig`).
+    Precisions: fp32, fp16 (the model is cast to half); bf16 is not available on IPUs.
+    """
+
+    name = "ipu"
+    supported_precisions = ("fp32", "fp16")
+
+    def __init__(
+        self,
+        precision: str = "fp32",
+        compile: bool = False,
+        *,
+        ipu_config: IpuConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+    ) -> None:
+        if precision == "bf16":
+            raise ValueError("precision 'bf16' is not supported on IPUs; use precision='fp16' or 'fp32'")
+        if compile:
+            raise ValueError("compile=True is not supported on IPUs: PopTorch compiles the whole graph itself")
+        super().__init__(precision, compile, device="cpu")  # tensors stay on the host; PopTorch streams them
+        self.ipu_config = IpuConfig.load(ipu_config)
+        self.poptorch = _import_poptorch()
+        self._init_distributed()
+        self.options = self.build_options(training=True)
+        self.inference_options = self.build_options(training=False)
+        self.training_model: Any = None
+        self._originals: dict[int, torch.nn.Module] = {}
+        self._inference_models: list[Any] = []
+
+    # ---- options ---------------------------------------------------------------------------
+    def build_options(self, training: bool = True) -> Any:
+        """``poptorch.Options`` from the IPU config (inference: no gradient accumulation)."""
+        cfg = self.ipu_config
+        opts = self.poptorch.Options()
+        if training:
+            opts.deviceIterations(cfg.device_iterations)
+            opts.replicationFactor(cfg.replication_factor)
+            opts.Training.gradientAccumulation(cfg.gradient_accumulation_steps)
+        else:
+            opts.deviceIterations(cfg.inference_device_iterations or cfg.device_iterations)
+            opts.replicationFactor(cfg.inference_replication_factor or cfg.replication_factor)
+        if cfg.enable_half_partials:
+            opts.Precision.setPartialsType(torch.float16)
+        if cfg.executable_cache_dir:
+            opts.enableExecutableCaching(str(cfg.executable_cache_dir))
+        if cfg.random_seed is not None:
+            opts.randomSeed(cfg.random_seed)
+        return opts
+
+    @property
+    def batch_multiplier(self) -> int:
+        cfg = self.ipu_config
+        return cfg.device_iterations * cfg.replication_factor * cfg.gradient_accumulation_steps
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """No autocast on IPUs: fp16 means a half model (``prepare`` casts it)."""
+        return contextlib.nullcontext()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def setup(self) -> None:
+        if self.world_size > 1:
+            raise RuntimeError(
+                "the 'ipu' backend runs in one process (WORLD_SIZE must be 1): use replication_factor in "
+                "ipu_config.json for data parallelism instead of torchrun"
+            )
+
+    def teardown(self) -> None:
+        for model in [self.training_model, *self._inference_models]:
+            if model is not None and _call(model, "isAttachedToDevice", default=False):
+                model.detachFromDevice()
+        super().teardown()
+
+    # ---- wrapping --------------------------------------------------------------------------
+    def pipeline(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Annotate encoder layers with ``poptorch.BeginBlock`` when several IPUs per replica."""
+        if self.ipu_config.ipus_per_replica <= 1:
+            return module
+        name, layers = find_layer_list(module)
+        ipu_of = assign_layers(len(layers), self.ipu_config.layers_per_ipu)
+        for i, ipu in enumerate(ipu_of):
+            if i == 0 or ipu != ipu_of[i - 1]:
+                layers[i] = self.poptorch.BeginBlock(layers[i], user_id=f"{name}.{i}", ipu_id=ipu)
+        if self.ipu_config.gradient_accumulation_steps < 2 * self.ipu_config.ipus_per_replica - 1:
+            warn_once(
+                "pipelined training over several IPUs usually needs gradient_accumulation_steps >= "
+                "2 x ipus_per_replica - 1; PopTorch may refuse to compile"
+            )
+        logger.info("pipelined %s over %d IPUs: %s", name, self.ipu_config.ipus_per_replica, ipu_of)
+        return module
+
+    def convert_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        """The PopTorch optimizer equivalent to ``optimizer`` (same groups and learning rates)."""
+        optim = self.poptorch.optim
+        if type(optimizer).__module__.startswith("poptorch"):
+            return optimizer
+        if isinstance(optimizer, torch.optim.AdamW):
+            cls, keys = optim.AdamW, ("lr", "betas", "eps", "weight_decay")
+        elif isinstance(optimizer, torch.optim.Adam):
+            cls, keys = optim.Adam, ("lr", "betas", "eps", "weight_decay")
+        elif isinstance(optimizer, torch.optim.SGD):
+            cls, keys = optim.SGD, ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+        else:
+            raise TypeError(
+                f"the 'ipu' backend cannot convert {type(optimizer).__name__}; use AdamW, Adam or SGD "
+                "(or pass a poptorch.optim optimizer)"
+            )
+        if any(g.get("amsgrad") for g in optimizer.param_groups):
+            raise ValueError("amsgrad is not supported by PopTorch optimizers")
+        kwargs = {k: optimizer.defaults[k] for k in keys if k in optimizer.defaults}
+        accepted = _parameters(cls)
+        for key, value in (
+            ("max_grad_norm", self.ipu_config.max_grad_norm),
+            ("loss_scaling", self.ipu_config.loss_scaling),
+        ):
+            if value is not None:
+                if accepted is not None and key not in accepted:
+                    raise ValueError(f"ipu_config.{key} is not supported by this poptorch version's {cls.__name__}")
+                kwargs[key] = value
+        groups = [{k: v for k, v in g.items() if k not in _TORCH_IMPL_KEYS} for g in optimizer.param_groups]
+        return cls(groups, **kwargs)
+
+    def prepare(
+        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        module.train()
+        if self.precision == "fp16":
+            module.half()
+        module = self.pipeline(module)
+        optimizer = self.convert_optimizer(optimizer)
+        self.training_model = self.poptorch.trainingModel(module, options=self.options, optimizer=optimizer)
+        self._originals[id(self.training_model)] = module
+        return self.training_model, optimizer
+
+    def inference_model(self, module: torch.nn.Module) -> Any:
+        """``poptorch.inferenceModel`` of the (unwrapped) module; detaches the training model first."""
+        original = self.unwrap(module)
+        if self.training_model is not None and _call(self.training_model, "isAttachedToDevice", default=False):
+            self.training_model.detachFromDevice()
+        was_training = original.training
+        original.eval()
+        model = self.poptorch.inferenceModel(original, options=self.inference_options)
+        original.train(was_training)
+        self._inference_models.append(model)
+        self._originals[id(model)] = original
+        return model
+
+    def unwrap(self, module: torch.nn.Module) -> torch.nn.Module:
+        """The host module behind a PopTorch executor, with the trained weights copied back."""
+        original = self._originals.get(id(module))
+        if original is None:
+            return super().unwrap(module)
+        if _call(module, "isCompiled", default=False):
+            module.copyWeightsToHost()
+        return original
+
+    # ---- one optimisation step -------------------------------------------------------------
+    def training_step(
+        self,
+        module: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        batch: Mapping[str, Any],
+        max_grad_norm: float | None = None,
+    ) -> torch.Tensor:
+        """One PopTorch call: forward, backward and optimizer step on the IPUs; returns the mean loss."""
+        if max_grad_norm and max_grad_norm != self.ipu_config.max_grad_norm:
+            warn_once(
+                "on IPUs gradient clipping is set with ipu_config.max_grad_norm; the max_grad_norm argument is ignored"
+            )
+        loss = module(**batch)
+        optimizer._opt_called = True  # the step ran on the IPU: keeps LR schedulers from warning
+        if isinstance(loss, (tuple, list)):
+            loss = loss[0]
+        return loss.detach().float().mean()
+
+    def on_lr_change(self, optimizer: torch.optim.Optimizer) -> None:
+        if self.training_model is not None:
+            self.training_model.setOptimizer(optimizer)
+
+    def describe(self) -> str:
+        cfg = self.ipu_config
+        mode = "fp16 (half model)" if self.precision == "fp16" else "fp32"
+        parts = [
+            mode,
+            f"{cfg.ipus_per_replica} IPU(s) per replica x {cfg.replication_factor} replica(s)",
+            f"gradient accumulation {cfg.gradient_accumulation_steps}",
+            f"device iterations {cfg.device_iterations}",
+        ]
+        if cfg.enable_half_partials:
+            parts.append("half partials")
+        if cfg.executable_cache_dir:
+            parts.append(f"executable cache {cfg.executable_cache_dir}")
+        return "ipu: " + ", ".join(parts)
+
+
+def _call(obj: Any, method: str, default: Any = None) -> Any:
+    fn = getattr(obj, method, None)
+    return fn() if callable(fn) else default
+
+
+def _parameters(cls: type) -> set[str] | None:
+    """Keyword names ``cls`` accepts (None when unknown or ``**kwargs``)."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return set(params)

@@ -1,0 +1,95 @@
+"""Pick and build a :class:`~trainers.base.Backend` by name ("auto", "cpu", "cuda", "hpu", "ipu")."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import sys
+from typing import Any
+
+import torch
+
+from .base import Backend
+
+logger = logging.getLogger(__name__)
+
+BACKENDS: dict[str, tuple[str, str, str]] = {
+    # name: (module, class, what it runs on)
+    "cpu": ("trainers.cpu", "CpuBackend", "CPU"),
+    "cuda": ("trainers.cuda", "CudaBackend", "NVIDIA/AMD GPU"),
+    "hpu": ("trainers.gaudi", "GaudiBackend", "Intel Gaudi"),
+    "ipu": ("trainers.ipu", "IpuBackend", "Graphcore IPU"),
+}
+NAMES = ("auto", *BACKENDS)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The Backend class registered under ``name`` (imports no device SDK)."""
+    module, cls, _ = BACKENDS[name]
+    return getattr(importlib.import_module(module), cls)
+
+
+def _module_present(name: str) -> bool:
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def resolve_auto(**options: Any) -> tuple[str, str]:
+    """``(name, reason)`` for ``backend="auto"``: hpu, else cuda, else cpu (ipu only when asked by name)."""
+    notes = []
+    if _module_present("habana_frameworks"):
+        from .gaudi import GaudiConfig, declare_autocast_ops, hpu_available
+
+        if options.get("gaudi_config") is not None:  # op lists must be exported before the SDK is imported
+            declare_autocast_ops(GaudiConfig.load(options["gaudi_config"]))
+        if hpu_available():
+            return "hpu", "auto: chose hpu (Gaudi SDK installed, Gaudi device available)"
+        notes.append("Gaudi SDK installed but no Gaudi device")
+    else:
+        notes.append("no Gaudi SDK")
+    if torch.cuda.is_available():
+        return "cuda", f"auto: chose cuda ({torch.cuda.device_count()} CUDA device(s); {', '.join(notes)})"
+    return "cpu", f"auto: chose cpu (no CUDA device, {', '.join(notes)})"
+
+
+def get_backend(
+    name: str | Backend = "auto", precision: str = "fp32", compile: bool = False, **options: Any
+) -> Backend:
+    """Build the backend ``name`` with ``precision`` ("fp32" | "bf16" | "fp16") and backend ``options``.
+
+    Fails before any work: unknown name (ValueError), missing SDK (ImportError naming the package),
+    no device (RuntimeError), precision the device cannot do (ValueError; never a silent fallback).
+    The returned backend's ``reason`` says why it was chosen; ``describe()`` what it detected.
+    A Backend instance is returned as is.
+    """
+    if isinstance(name, Backend):
+        if options:
+            raise ValueError("backend options cannot be combined with a Backend instance")
+        return name
+    key = str(name).strip().lower()
+    if key not in NAMES:
+        listed = ", ".join(f"{n!r} ({BACKENDS[n][2]})" if n in BACKENDS else repr(n) for n in NAMES)
+        raise ValueError(f"unknown backend {name!r}; choose one of {listed}")
+    if key == "auto":
+        key, reason = resolve_auto(**options)
+    else:
+        reason = f"requested {key!r}"
+    backend = backend_class(key)(precision=precision, compile=compile, **options)
+    backend.reason = reason
+    logger.info("backend: %s -> %s", reason, backend.describe())
+    return backend
+
+
+def available_backends() -> dict[str, bool]:
+    """Which backends could be built here, without importing SDKs (a quick, approximate check)."""
+    return {
+        "cpu": True,
+        "cuda": torch.cuda.is_available(),
+        "hpu": _module_present("habana_frameworks"),
+        "ipu": _module_present("poptorch"),
+    }
