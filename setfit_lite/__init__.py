@@ -1,10 +1,26 @@
 """setfit_lite: few-shot text classification with Sentence Transformers, setfit's API, faster and safer."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-from .data import sample_dataset  # noqa: E402
-from .modeling import SetFitModel  # noqa: E402
-from .trainer import Trainer  # noqa: E402
-from .training_args import TrainingArguments  # noqa: E402
+_EXPORTS = {
+    "SetFitModel": "modeling",
+    "Trainer": "trainer",
+    "TrainingArguments": "training_args",
+    "sample_dataset": "data",
+}
 
-__all__ = ["SetFitModel", "Trainer", "TrainingArguments", "sample_dataset", "__version__"]
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the heavy modules (torch, transformers) only when their names are first used."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'setfit_lite' has no attribute {name!r}")

@@ -81,7 +81,9 @@ def _is_series(obj: Any) -> bool:
 
 
 def _is_listlike(obj: Any) -> bool:
-    return isinstance(obj, (list, tuple, np.ndarray)) or _is_series(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.ndim > 0
+    return isinstance(obj, (list, tuple)) or _is_series(obj)
 
 
 def _is_missing(value: Any) -> bool:

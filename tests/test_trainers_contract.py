@@ -14,7 +14,7 @@ from torch import nn
 
 from trainers import base, get_backend
 from trainers.cpu import CpuBackend
-from trainers.gaudi import FP32_LIST_VARS, LOWER_LIST_VARS, GaudiBackend
+from trainers.gaudi import FP32_LIST_VARS, LOWER_LIST_VARS, GaudiBackend, declare_autocast_ops
 from trainers.ipu import IpuBackend, assign_layers, find_layer_list
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -190,6 +190,7 @@ def test_gaudi_config_json(habana: Any, monkeypatch: pytest.MonkeyPatch, tmp_pat
         assert Path(sys.modules["os"].environ[var]).read_text() == "linear\nmatmul\n"
     for var in FP32_LIST_VARS:
         assert Path(sys.modules["os"].environ[var]).read_text() == "softmax\n"
+    assert declare_autocast_ops(backend.gaudi_config) == backend.exported_op_lists  # idempotent
     assert "FusedAdamW" in backend.describe() and "bf16 autocast" in backend.describe()
 
     _no_move(monkeypatch, backend)

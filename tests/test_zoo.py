@@ -104,9 +104,7 @@ def write_e5s1(path: Path, seed: int = 0) -> dict[str, np.ndarray]:
     blob = b"".join(p.encode() for p in PIECES)
     offsets = np.cumsum([0] + [len(p.encode()) for p in PIECES]).astype("<u4")
     scores = np.array([SCORES.get(p, 0.0 if p.startswith("<") else -5.0) for p in PIECES], dtype="<f4")
-    norm = b"".join(
-        struct.pack("<IB", cp, len(r)) + struct.pack(f"<{len(r)}I", *map(ord, r)) for cp, r in NORM.items()
-    )
+    norm = b"".join(struct.pack("<IB", cp, len(r)) + struct.pack(f"<{len(r)}I", *map(ord, r)) for cp, r in NORM.items())
     head = b"E5S1" + struct.pack("<I", 1) + struct.pack("<7ifi", H, NL, NH, FF, VOC, MAXP, TVS, EPS, 32)
     head += struct.pack("<5iQ", len(PIECES), 0, 2, 1, 3, len(blob)) + offsets.tobytes() + scores.tobytes() + blob
     head += struct.pack("<iI", len(NORM), len(norm)) + norm + struct.pack("<i", len(tensors))
@@ -252,9 +250,14 @@ def test_converted_folder_loads_and_tokenizes(e5_file: tuple[Path, dict[str, np.
 
     _, expected = e5_file
     st = SentenceTransformer(str(converted), device="cpu")
-    assert st.max_seq_length == MAXP and st.prompts == {"query": "query: ", "passage": "passage: "}
+    assert st.max_seq_length == MAXP
+    assert st.prompts["query"] == "query: " and st.prompts["passage"] == "passage: "
     state = st[0].auto_model.state_dict()
-    for key in ("embeddings.word_embeddings.weight", "encoder.layer.1.output.dense.weight", "encoder.layer.0.attention.self.key.bias"):
+    for key in (
+        "embeddings.word_embeddings.weight",
+        "encoder.layer.1.output.dense.weight",
+        "encoder.layer.0.attention.self.key.bias",
+    ):
         torch.testing.assert_close(state[key], torch.from_numpy(expected[key]), rtol=0, atol=0)
     emb = st.encode(["hello world", "the cat"], convert_to_numpy=True)
     assert emb.shape == (2, H) and np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
