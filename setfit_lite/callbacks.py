@@ -24,7 +24,8 @@ class CallbackHandler:
     def remove(self, callback: Any) -> None:
         self.callbacks = [cb for cb in self.callbacks if cb is not callback and type(cb) is not callback]
 
-    def __call__(self, event: str, args: Any, state: TrainerState, control: TrainerControl, **kwargs: Any) -> TrainerControl:
+    def __call__(self, event: str, args: Any, state: TrainerState, control: TrainerControl,
+                 **kwargs: Any) -> TrainerControl:
         for cb in self.callbacks:
             method = getattr(cb, event, None)
             if method is None:

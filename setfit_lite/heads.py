@@ -15,6 +15,7 @@ import contextlib
 import copy
 import importlib
 import math
+import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -100,13 +101,14 @@ def _check_labels(y: Any, num_classes: int | None, multi_label: bool, n_samples:
             raise ValueError(f"single-label labels must be class ids of shape (n,), got shape {arr.shape}")
         hi = num_classes if num_classes is not None else np.inf
         if arr.size and (arr.min() < 0 or arr.max() >= hi):
-            raise ValueError(f"class ids must be in 0..{num_classes - 1}, got {arr.min()}..{arr.max()}")
+            valid = f"0..{num_classes - 1}" if num_classes is not None else ">= 0"
+            raise ValueError(f"class ids must be in {valid}, got {arr.min()}..{arr.max()}")
     return arr
 
 
 def _check_num_classes(num_classes: Any) -> None:
     if num_classes is not None and (
-        isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
+        isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1
     ):
         raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
 
@@ -393,7 +395,7 @@ class SklearnHead:
             wrapped = MULTI_TARGET_STRATEGIES[strategy](base) if strategy else base
         if strategy in ("multi-output", "classifier-chain") and not multi_label:
             raise ValueError(f"multi_target_strategy {strategy!r} needs multi-label data (multi_label=True)")
-        self.num_classes = num_classes
+        self.num_classes = int(num_classes) if num_classes is not None else None
         self.multi_label = bool(multi_label)
         self.multi_target_strategy = strategy
         self.estimator = wrapped
@@ -574,10 +576,12 @@ class TorchHead(nn.Module):
     ) -> None:
         super().__init__()
         for name, value in (("in_features", in_features), ("num_classes", num_classes), ("hidden_size", hidden_size)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        in_features, num_classes = int(in_features), int(num_classes)
+        hidden_size = int(hidden_size) if hidden_size else None
         self.in_features, self.num_classes, self.multi_label = in_features, num_classes, bool(multi_label)
         self.hidden_size, self.dropout_p = hidden_size, float(dropout)
         self.dropout = nn.Dropout(self.dropout_p)
@@ -792,7 +796,7 @@ def build_head(
             )
         head = copy.deepcopy(head)
         if isinstance(head, SklearnHead) and head.num_classes is None:
-            head.num_classes = num_classes
+            head.num_classes = int(num_classes) if num_classes is not None else None
         return head
     if head is None:
         head = _TORCH_HEAD_NAMES[0] if use_differentiable_head else _SKLEARN_HEAD_NAMES[0]

@@ -98,7 +98,8 @@ class SetFitModel:
         model = cls(body, model_head=head, labels=saved_labels if saved_labels is not None else labels,
                     multi_target_strategy=config.get("multi_target_strategy"),
                     use_differentiable_head=config.get("use_differentiable_head", False),
-                    head_params=config.get("head_params"), normalize_embeddings=config.get("normalize_embeddings", False),
+                    head_params=config.get("head_params"),
+                    normalize_embeddings=config.get("normalize_embeddings", False),
                     prompt=prompt if prompt is not None else config.get("prompt"), source=config.get("source"))
         model.training_info = config.get("training_info", {})
         return model
@@ -121,7 +122,8 @@ class SetFitModel:
 
     @property
     def has_differentiable_head(self) -> bool:
-        return isinstance(self.model_head, torch.nn.Module) or (self.model_head is None and self.use_differentiable_head)
+        head = self.model_head
+        return isinstance(head, torch.nn.Module) or (head is None and self.use_differentiable_head)
 
     # ---- encoding -----------------------------------------------------------------------------
     def with_prompt(self, texts: list[str]) -> list[str]:

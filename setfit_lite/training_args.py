@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from typing import Any
 
 OBJECTIVES = ("sentence_batch", "pairs")
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")

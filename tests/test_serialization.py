@@ -215,13 +215,28 @@ def test_manifest_round_trip_and_tampering(tmp_path: Path) -> None:
         verify_manifest(folder)
 
 
+def test_manifest_follows_symlinked_files(tmp_path: Path) -> None:
+    blobs = tmp_path / "blobs"  # hub-cache layout: snapshot files are symlinks to blobs elsewhere
+    blobs.mkdir()
+    (blobs / "abc123").write_text('{"x": 1}')
+    folder = tmp_path / "snapshot"
+    folder.mkdir()
+    (folder / "config.json").symlink_to(blobs / "abc123")
+    write_manifest(folder)
+    verify_manifest(folder)
+    (blobs / "abc123").write_text('{"x": 2}')
+    with pytest.raises(ValueError, match="config.json"):
+        verify_manifest(folder)
+
+
 def test_manifest_invalid(tmp_path: Path) -> None:
     folder = _model_folder(tmp_path / "m")
     with pytest.raises(ValueError, match=r"manifest file .*manifest\.json is missing"):
         verify_manifest(folder)
-    save_json(folder / "manifest.json", {"../outside": "00"})
-    with pytest.raises(ValueError, match="outside the folder"):
-        verify_manifest(folder)
+    for bad in ("../outside", "/etc/passwd", "head/../../x"):
+        save_json(folder / "manifest.json", {bad: "00"})
+        with pytest.raises(ValueError, match="outside the folder"):
+            verify_manifest(folder)
     save_json(folder / "manifest.json", ["not", "a", "mapping"])
     with pytest.raises(ValueError, match="must map"):
         verify_manifest(folder)
