@@ -118,7 +118,9 @@ class SetFitModel:
 
     @property
     def embedding_dim(self) -> int:
-        return int(self.model_body.get_sentence_embedding_dimension())
+        body = self.model_body
+        getter = getattr(body, "get_embedding_dimension", None) or body.get_sentence_embedding_dimension
+        return int(getter())
 
     @property
     def has_differentiable_head(self) -> bool:
