@@ -87,9 +87,7 @@ _CANONICAL = {name.lower(): name for name in KNOWN_MODELS} | _ALIASES
 
 # Hub files that sentence-transformers never needs (other frameworks / export formats).
 _HUB_IGNORE = ["*.onnx", "onnx/*", "openvino/*", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*", "rust_model*"]
-
-
-_HUB_TIMEOUT_S = 10.0
+_HUB_TIMEOUT_S = 10.0  # seconds, for the Hub metadata requests
 
 
 class ModelNotFoundError(OSError):
@@ -257,7 +255,7 @@ class _ConcatReader(io.RawIOBase):
     """Seekable read-only view of several files laid end to end (so the split zip needs no joined copy)."""
 
     def __init__(self, paths: list[Path]) -> None:
-        self._files = [open(p, "rb") for p in paths]  # noqa: SIM115 - closed in close()
+        self._files = [open(p, "rb") for p in paths]  # closed in close()
         self._sizes = [os.fstat(f.fileno()).st_size for f in self._files]
         self._starts = [sum(self._sizes[:i]) for i in range(len(self._sizes))]
         self._size = sum(self._sizes)
@@ -281,7 +279,7 @@ class _ConcatReader(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         done = 0
         while done < len(view) and self._pos < self._size:
-            i = max(k for k, start in enumerate(self._starts) if start <= self._pos)
+            i = next(k for k, (a, n) in enumerate(zip(self._starts, self._sizes)) if a <= self._pos < a + n)
             f = self._files[i]
             f.seek(self._pos - self._starts[i])
             n = f.readinto(view[done : done + min(len(view) - done, self._starts[i] + self._sizes[i] - self._pos)])
