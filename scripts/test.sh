@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/pytest ] || ./scripts/setup.sh
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# One math thread per process: the test models are tiny, and on small shared VMs two OpenMP threads per process
+# (times the two DDP test processes) spin against each other and run several times slower.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 exec python -m pytest -q -p no:cacheprovider "$@"

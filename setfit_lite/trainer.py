@@ -26,11 +26,6 @@ from .training_args import TrainingArguments
 
 logger = logging.getLogger(__name__)
 
-# With the sentence-batch objective one pass over 16 sentences is a single step: too few updates for the
-# body to move. An epoch is therefore at least this many steps (chosen by benchmarks/compare_setfit.py).
-MIN_SENTENCE_BATCH_STEPS = 8
-
-
 def set_seed(seed: int) -> None:
     """Seed python, numpy and torch."""
     random.seed(seed)
@@ -192,7 +187,7 @@ class Trainer:
             return PairSampler(ids, args.embedding_batch_size, args.seed, args.sampling_strategy,
                                args.num_iterations, rank=backend.rank, world_size=backend.world_size)
         batch_size = args.sentence_batch_size or args.embedding_batch_size
-        per_epoch = max(math.ceil(len(ids) / batch_size), MIN_SENTENCE_BATCH_STEPS)
+        per_epoch = max(math.ceil(len(ids) / batch_size), args.min_steps_per_epoch)
         return SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size,
                                     batches_per_epoch=per_epoch * backend.world_size)
 
@@ -217,8 +212,8 @@ class Trainer:
         total = len(sampler) * num_epochs
         if args.max_steps > 0:
             total = min(total, args.max_steps) if phase == "embedding" else total
+        wrapped, optimizer = backend.prepare(module, optimizer)  # the scheduler must drive the prepared optimizer
         scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(total * args.warmup_proportion), total)
-        wrapped, optimizer = backend.prepare(module, optimizer)
         module.train()
         state, handler = self.state, self.handler
         state.max_steps, state.global_step = total, 0
@@ -401,14 +396,16 @@ class Trainer:
                                          hp_name=hp_name, **kwargs)
 
     def apply_hyperparameters(self, params: dict[str, Any], final_model: bool = False) -> None:
-        """Use ``params`` (training arguments and ``model_init`` parameters) for the next ``train()``."""
-        from .search import split_hyperparameters
+        """Use ``params`` (training arguments, head and ``model_init`` parameters) for the next ``train()``."""
+        from .search import apply_head_params, split_hyperparameters
 
         arg_params, init_params = split_hyperparameters(self, params)
+        head_params = {k: v for k, v in params.items() if k not in arg_params and k not in init_params}
         self.args = self.args.update(arg_params)
         if self.model_init is not None and (final_model or init_params):
             set_seed(self.args.seed)
-            self.model = self.call_model_init(init_params or params)
+            self.model = self.call_model_init(init_params)
+        apply_head_params(self.model, head_params)
 
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "

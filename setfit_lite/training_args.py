@@ -37,7 +37,8 @@ class TrainingArguments:
     Differences from setfit, on purpose:
     - ``objective="sentence_batch"`` (default) encodes each sentence of a label-balanced batch once and
       trains on every pair of the batch; ``objective="pairs"`` reproduces setfit's pair sampling
-      (``sampling_strategy``/``num_iterations``).
+      (``sampling_strategy``/``num_iterations``). With sentence batches an epoch is one pass over the
+      data but at least ``min_steps_per_epoch`` steps (a 16-sentence set would otherwise give one step).
     - ``loss`` is a name (or a sentence-transformers loss class) rather than only a class.
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
     """
@@ -74,7 +75,7 @@ class TrainingArguments:
     # setfit_lite's own
     objective: str = "sentence_batch"
     sentence_batch_size: int | None = None
-    body_epochs: int | None = None
+    min_steps_per_epoch: int = 8
     early_stopping_patience: int | None = None
     max_grad_norm: float | None = 1.0
     backend: str = "auto"
@@ -117,6 +118,8 @@ class TrainingArguments:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
         if self.sampling_strategy not in SAMPLING_STRATEGIES:
             raise ValueError(f"sampling_strategy must be one of {SAMPLING_STRATEGIES}, got {self.sampling_strategy!r}")
+        if not isinstance(self.min_steps_per_epoch, int) or self.min_steps_per_epoch < 1:
+            raise ValueError(f"min_steps_per_epoch must be a positive integer, got {self.min_steps_per_epoch!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.num_iterations is not None and self.objective == "sentence_batch":

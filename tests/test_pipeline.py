@@ -8,7 +8,7 @@ import pytest
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.callbacks import TrainerCallback
 
-FAST = {"num_epochs": (2, 4), "body_learning_rate": 1e-3, "show_progress_bar": False, "backend": "cpu"}
+FAST = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu"}
 
 
 def train(tiny_body_path, data, eval_data=None, labels=None, **kwargs):
@@ -24,21 +24,31 @@ def train(tiny_body_path, data, eval_data=None, labels=None, **kwargs):
 _MODEL_KW = ("use_differentiable_head", "multi_target_strategy", "head_params")
 
 
+@pytest.fixture(scope="module")
+def trained(tiny_body_path):
+    """One model trained with the defaults (sentence batches), shared by the tests that only read it."""
+    from conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    return train(tiny_body_path, {"text": texts, "label": labels}, seed=7)
+
+
 @pytest.mark.parametrize("objective", ["sentence_batch", "pairs"])
 def test_train_predict_string_labels(tiny_body_path, toy_data, toy_eval, objective):
     model, trainer = train(tiny_body_path, toy_data, toy_eval, objective=objective)
     assert model.labels == ["negative", "positive"]
     result = trainer.evaluate()
     assert set(result) == {"accuracy"} and result["accuracy"] >= 0.8
-    preds = model.predict(["the film was great and wonderful", "the movie was awful and dull"])
-    assert preds == ["positive", "negative"]
-    assert model.predict("a lovely superb film") == "positive"
+    preds = model.predict(toy_eval["text"])
+    assert all(isinstance(p, str) for p in preds)
+    assert np.mean([p == y for p, y in zip(preds, toy_eval["label"])]) == result["accuracy"]
+    assert model.predict(toy_eval["text"][0]) == preds[0]
 
 
 def test_predict_proba_columns_follow_labels_order(tiny_body_path, toy_data):
     # labels given in non-sorted order: predict and predict_proba must agree on it
     model, _ = train(tiny_body_path, toy_data, labels=["positive", "negative"])
-    texts = ["great wonderful film", "awful dull movie", "the plot was nice", "boring sad acting"]
+    texts = ["great wonderful superb film", "awful dull terrible movie", "the plot was nice", "boring sad acting"]
     proba = model.predict_proba(texts)
     assert proba.shape == (4, 2)
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
@@ -49,13 +59,13 @@ def test_predict_proba_columns_follow_labels_order(tiny_body_path, toy_data):
 def test_int_labels_with_names(tiny_body_path, toy_data):
     data = {"text": toy_data["text"], "label": [1 if y == "positive" else 0 for y in toy_data["label"]]}
     model, _ = train(tiny_body_path, data, labels=["negative", "positive"])
-    assert model.predict(["great wonderful film"]) == ["positive"]
+    assert model.predict(["great wonderful superb film"]) == ["positive"]
     model2, _ = train(tiny_body_path, data)
-    assert model2.labels == [0, 1] and model2.predict(["great wonderful film"]) == [1]
+    assert model2.labels == [0, 1] and model2.predict(["great wonderful superb film"]) == [1]
 
 
-def test_save_load_identical_and_seeded(tiny_body_path, toy_data, tmp_path):
-    model, _ = train(tiny_body_path, toy_data, seed=7)
+def test_save_load_identical_and_seeded(tiny_body_path, toy_data, tmp_path, trained):
+    model, _ = trained
     texts = toy_data["text"][:6]
     model.save_pretrained(tmp_path / "m")
     files = {p.name for p in (tmp_path / "m").iterdir()}
@@ -68,8 +78,8 @@ def test_save_load_identical_and_seeded(tiny_body_path, toy_data, tmp_path):
     assert np.array_equal(model.predict_proba(texts), again.predict_proba(texts))
 
 
-def test_tampered_model_folder_is_refused(tiny_body_path, toy_data, tmp_path):
-    model, _ = train(tiny_body_path, toy_data)
+def test_tampered_model_folder_is_refused(tmp_path, trained):
+    model, _ = trained
     model.save_pretrained(tmp_path / "m")
     config = tmp_path / "m" / "config_setfit_lite.json"
     config.write_text(config.read_text().replace("positive", "positivo"))
@@ -94,7 +104,7 @@ def test_multi_label(tiny_body_path, toy_data):
     labels = [[1, 0] if y == "positive" else [0, 1] for y in toy_data["label"]]
     data = {"text": toy_data["text"], "label": labels}
     model, _ = train(tiny_body_path, data, multi_target_strategy="one-vs-rest")
-    pred = model.predict(["great wonderful film", "awful dull movie"])
+    pred = model.predict(["great wonderful superb film", "awful dull terrible movie"])
     assert pred.shape == (2, 2)
     assert pred[0].tolist() == [1, 0] and pred[1].tolist() == [0, 1]
 
@@ -124,8 +134,8 @@ def test_eval_during_training_reports_real_metric_and_stops_early(tiny_body_path
     assert trainer.state.global_step < 20 * 8  # stopped early
 
 
-def test_evaluate_group_by(tiny_body_path, toy_data, toy_eval):
-    _, trainer = train(tiny_body_path, toy_data)
+def test_evaluate_group_by(toy_eval, trained):
+    _, trainer = trained
     data = dict(toy_eval, lang=["en", "fr"] * (len(toy_eval["text"]) // 2))
     result = trainer.evaluate(data, group_by="lang")
     assert set(result["groups"]) == {"en", "fr"} and result["groups"]["en"]["n"] == len(toy_eval["text"]) // 2
@@ -146,26 +156,26 @@ def test_bad_input_fails_before_training(tiny_body_path, bad, match):
         Trainer(model=model, args=TrainingArguments(**FAST), train_dataset=bad).train()
 
 
-def test_unknown_label_at_evaluate_and_unfitted_predict(tiny_body_path, toy_data):
+def test_unknown_label_at_evaluate_and_unfitted_predict(tiny_body_path, trained):
     model = SetFitModel.from_pretrained(tiny_body_path)
     with pytest.raises(ValueError, match="no fitted head"):
         model.predict(["a film"])
-    _, trainer = train(tiny_body_path, toy_data)
+    _, trainer = trained
     with pytest.raises(ValueError, match="neutral"):
         trainer.evaluate({"text": ["ok film"], "label": ["neutral"]})
 
 
-@pytest.mark.parametrize("loss", ["ContrastiveLoss", "BatchHardTripletLoss", "BatchAllTripletLoss"])
+@pytest.mark.parametrize("loss", ["ContrastiveLoss", "BatchHardTripletLoss"])
 def test_other_losses(tiny_body_path, toy_data, loss):
     model, _ = train(tiny_body_path, toy_data, loss=loss)
-    assert model.predict(["great wonderful film"]) == ["positive"]
+    assert model.predict(["great wonderful superb film"]) == ["positive"]
 
 
 def test_model_init_and_unknown_args(tiny_body_path, toy_data):
     trainer = Trainer(model_init=lambda: SetFitModel.from_pretrained(tiny_body_path),
                       args=TrainingArguments(**FAST), train_dataset=toy_data)
     trainer.train()
-    assert trainer.model.predict(["great wonderful film"]) == ["positive"]
+    assert trainer.model.predict(["great wonderful superb film"]) == ["positive"]
     with pytest.raises(TypeError, match="bogus"):
         SetFitModel.from_pretrained(tiny_body_path, bogus=1)
     with pytest.raises(ValueError, match="metric"):

