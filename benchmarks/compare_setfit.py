@@ -196,6 +196,37 @@ def markdown(results: dict) -> str:
     return "\n".join(lines + [""] + lines_ratio) + "\n"
 
 
+def task_entry(runs: dict[str, list[dict]]) -> dict:
+    """Summary per configuration and ratios against setfit (else against setfit_lite's defaults)."""
+    entry: dict = {"runs": runs, "summary": {fw: summarize(r) for fw, r in runs.items() if r}}
+    base = "setfit" if "setfit" in entry["summary"] else "setfit_lite" if "setfit_lite" in entry["summary"] else None
+    entry["ratios"] = [ratios(entry["summary"][fw], entry["summary"][base]) | {"of": fw, "against": base}
+                       for fw in entry["summary"] if base is not None and fw != base]
+    return entry
+
+
+def summarize_log(path: Path, command: str) -> dict:
+    """Results from the JSON lines a run printed, keeping only seeds that every configuration finished."""
+    runs: dict[str, dict[str, list[dict]]] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("{") and '"framework"' in line:
+            row = json.loads(line)
+            runs.setdefault(row.pop("task"), {}).setdefault(row.pop("framework"), []).append(row)
+    results: dict = {"command": command, "source_log": str(path), "tasks": {}}
+    for spec, per in runs.items():
+        complete = set.intersection(*({r["seed"] for r in rs} for rs in per.values()))
+        per = {fw: [r for r in rs if r["seed"] in complete] for fw, rs in per.items()}
+        results["tasks"][spec] = task_entry(per)
+    return results
+
+
+def write_results(results: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    out.with_suffix(".md").write_text(f"`{results['command']}`\n\n" + markdown(results))
+    print(markdown(results))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -212,11 +243,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-lite-default", action="store_true", help="run only the --variant configurations")
     parser.add_argument("--test-limit", type=int, default=None,
                         help="evaluate on this many test sentences (a fixed random subset) instead of the whole split")
+    parser.add_argument("--summarize", type=Path, default=None,
+                        help="only rebuild the JSON + Markdown from the per-run lines a (possibly interrupted) run "
+                             "printed to stdout")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "compare_setfit")
     ns = parser.parse_args(argv)
     if ns.worker:
         return worker(ns.worker)
 
+    if ns.summarize is not None:
+        return write_results(summarize_log(ns.summarize, f"{Path(sys.argv[0]).name} {' '.join(argv or sys.argv[1:])}"),
+                             ns.out)
     sys.path.insert(0, str(ROOT))
     from sklearn.metrics import accuracy_score
 
@@ -253,18 +290,10 @@ def main(argv: list[str] | None = None) -> None:
                 reply["seed"] = seed
                 runs[fw].append(reply)
                 print(json.dumps({"task": spec, "framework": fw, **reply}), flush=True)
-        entry: dict = {"runs": runs, "summary": {fw: summarize(r) for fw, r in runs.items()}}
-        base = "setfit" if "setfit" in runs else "setfit_lite" if "setfit_lite" in runs else None
-        others = [fw for fw in runs if fw != base]
-        entry["ratios"] = [ratios(entry["summary"][fw], entry["summary"][base]) | {"of": fw, "against": base}
-                           for fw in others]
-        results["tasks"][spec] = entry
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-        ns.out.with_suffix(".md").write_text(f"`{results['command']}`\n\n" + markdown(results))
+        results["tasks"][spec] = task_entry(runs)
+        write_results(results, ns.out)
     for w in {id(w): w for w, _ in configs.values()}.values():
         w.close()
-    print(markdown(results))
 
 
 if __name__ == "__main__":
