@@ -70,7 +70,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_process_gloo_ddp(tmp_path: Path) -> None:
+def launch(script: str, *args: str, timeout: int = 900) -> None:
+    """Run ``script args`` as ranks 0..WORLD_SIZE-1 with torchrun's environment; fail with a rank's output."""
     port = str(_free_port())
     procs = []
     for rank in range(WORLD_SIZE):
@@ -85,12 +86,12 @@ def test_two_process_gloo_ddp(tmp_path: Path) -> None:
             "OMP_NUM_THREADS": "1",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         }
-        cmd = [sys.executable, __file__, str(tmp_path)]
+        cmd = [sys.executable, script, *args]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = []
     try:
         for proc in procs:
-            outputs.append(proc.communicate(timeout=900)[0])  # seconds normally; generous for loaded CI
+            outputs.append(proc.communicate(timeout=timeout)[0])  # seconds normally; generous for loaded CI
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -98,6 +99,9 @@ def test_two_process_gloo_ddp(tmp_path: Path) -> None:
     for rank, (proc, out) in enumerate(zip(procs, outputs)):
         assert proc.returncode == 0, f"rank {rank} failed:\n{out}"
 
+
+def test_two_process_gloo_ddp(tmp_path: Path) -> None:
+    launch(__file__, str(tmp_path))
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE))
     assert (r0["is_main"], r1["is_main"]) == (True, False)
     assert r0["module_type"] == r1["module_type"] == "DistributedDataParallel"
