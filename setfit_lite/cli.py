@@ -1,4 +1,4 @@
-"""``setfit-lite`` command line: demo | train | search | evaluate | predict."""
+"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export."""
 
 from __future__ import annotations
 
@@ -68,11 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--group-by", default=None, help="also report the metric per value of this column")
 
     predict = sub.add_parser("predict", help="predict labels for a file or stdin, one JSON line per text")
-    predict.add_argument("model_dir")
+    predict.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
     predict.add_argument("data", nargs="?", default="-", help="CSV/JSON/JSONL file, a text file, or - for stdin")
     predict.add_argument("--text-column", default="text")
     predict.add_argument("--batch-size", type=int, default=64)
     predict.add_argument("--proba", action="store_true", help="also print class probabilities")
+
+    export = sub.add_parser("export", help="export a saved model to ONNX (one graph: token ids to probabilities)")
+    export.add_argument("model_dir")
+    export.add_argument("output_dir")
+    export.add_argument("--quantize", choices=["int8"], default=None, help="dynamic int8 weight quantisation")
+    export.add_argument("--opset", type=int, default=17)
     return parser
 
 
@@ -218,9 +224,13 @@ def _maybe_json_text(line: str, text_column: str) -> str:
 def cmd_predict(ns: argparse.Namespace) -> None:
     from itertools import islice
 
+    from .export import ONNX_CONFIG_NAME
     from .modeling import SetFitModel
 
-    model = SetFitModel.from_pretrained(ns.model_dir)
+    if (Path(ns.model_dir) / ONNX_CONFIG_NAME).is_file():
+        model: Any = SetFitModel.from_onnx(ns.model_dir)
+    else:
+        model = SetFitModel.from_pretrained(ns.model_dir)
     texts = _read_texts(ns.data, ns.text_column)
     while chunk := list(islice(texts, 4096)):
         proba = model.predict_proba(chunk, batch_size=ns.batch_size)
@@ -230,6 +240,16 @@ def cmd_predict(ns: argparse.Namespace) -> None:
             if ns.proba:
                 row["proba"] = {str(k): round(float(v), 6) for k, v in zip(model.labels, p)}
             print(json.dumps(row, ensure_ascii=False, default=str))
+
+
+def cmd_export(ns: argparse.Namespace) -> dict[str, Any]:
+    from .modeling import SetFitModel
+
+    model = SetFitModel.from_pretrained(ns.model_dir)
+    out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset)
+    result = {"exported_to": str(out), "quantized": ns.quantize, "labels": model.labels}
+    print(json.dumps(result, default=str))
+    return result
 
 
 def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
@@ -265,10 +285,10 @@ def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     commands = {"demo": cmd_demo, "train": cmd_train, "search": cmd_search, "evaluate": cmd_evaluate,
-                "predict": cmd_predict}
+                "predict": cmd_predict, "export": cmd_export}
     try:
         commands[ns.command](ns)
-    except (ValueError, TypeError, OSError) as error:
+    except (ValueError, TypeError, OSError, ImportError) as error:
         print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -129,14 +129,11 @@ class SetFitModel:
 
     # ---- encoding -----------------------------------------------------------------------------
     def with_prompt(self, texts: list[str]) -> list[str]:
-        return [self.prompt + t for t in texts] if self.prompt else texts
+        return with_prompt(texts, self.prompt)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids (unpadded, truncated to the body's max length) of prompted texts."""
-        tokenizer = self.model_body.tokenizer
-        out = tokenizer(self.with_prompt(texts), truncation=True, max_length=self.model_body.max_seq_length,
-                        padding=False, return_attention_mask=False, return_token_type_ids=False)
-        return out["input_ids"]
+        return tokenize_texts(self.model_body.tokenizer, texts, self.prompt, self.model_body.max_seq_length)
 
     def collate(self, token_ids: Sequence[list[int]]) -> dict[str, torch.Tensor]:
         """Pad a batch of token id lists into body features."""
@@ -148,16 +145,14 @@ class SetFitModel:
         """Embeddings of pre-tokenised texts, batched by length, returned in input order."""
         body = self.model_body
         device = body.device
-        order = np.argsort([-len(t) for t in token_ids], kind="stable")
         out = np.empty((len(token_ids), self.embedding_dim), dtype=np.float32)
         was_training = body.training
         body.eval()
-        starts = range(0, len(order), batch_size)
-        bar = tqdm(starts, desc="Encoding", disable=not _show(show_progress_bar, len(token_ids)))
+        batches = length_sorted_batches(token_ids, batch_size)
+        bar = tqdm(batches, desc="Encoding", disable=not _show(show_progress_bar, len(token_ids)))
         try:
             with torch.inference_mode():
-                for start in bar:
-                    idx = order[start:start + batch_size]
+                for idx in bar:
                     features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
                     with autocast if autocast is not None else contextlib.nullcontext():
                         emb = body(features)["sentence_embedding"]
@@ -202,14 +197,7 @@ class SetFitModel:
 
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
         """The labels ``predict`` gives for probabilities ``proba``."""
-        if self.multi_label:
-            return (proba >= 0.5).astype(np.int64)
-        if proba.ndim == 1:
-            return self.labels[int(np.argmax(proba))]
-        ids = proba.argmax(axis=-1)
-        if as_numpy:
-            return np.asarray(self.labels)[ids]
-        return [self.labels[i] for i in ids]
+        return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
 
     __call__ = predict
 
@@ -217,6 +205,20 @@ class SetFitModel:
         """Class ids of user labels (errors on labels the model never saw)."""
         ids, _, _ = encode_labels(raw_labels, known_labels=self.labels, multi_label=self.multi_label or None)
         return ids
+
+    # ---- ONNX ---------------------------------------------------------------------------------
+    def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17) -> Path:
+        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.export``."""
+        from .export import export_onnx
+
+        return export_onnx(self, path, quantize=quantize, opset=opset)
+
+    @staticmethod
+    def from_onnx(path: str | os.PathLike, num_threads: int | None = None) -> Any:
+        """Load a folder written by ``export_onnx`` as an ``OnnxSetFitModel`` (onnxruntime, no torch forward)."""
+        from .export import OnnxSetFitModel
+
+        return OnnxSetFitModel.load(path, num_threads=num_threads)
 
     # ---- saving -------------------------------------------------------------------------------
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
@@ -266,6 +268,35 @@ def default_prompt(body: SentenceTransformer) -> str:
     if name and name in prompts:
         return prompts[name]
     return prompts.get("query", "")
+
+
+def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
+    return [prompt + t for t in texts] if prompt else texts
+
+
+def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None) -> list[list[int]]:
+    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended."""
+    out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
+                    return_attention_mask=False, return_token_type_ids=False)
+    return out["input_ids"]
+
+
+def length_sorted_batches(token_ids: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
+    """Index batches of ``token_ids`` from longest to shortest (little padding); together they cover every row."""
+    order = np.argsort([-len(t) for t in token_ids], kind="stable")
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as_numpy: bool = False) -> Any:
+    """Predicted labels for probabilities ``proba`` (columns in ``labels`` order); multi-label: multi-hot >= 0.5."""
+    if multi_label:
+        return (proba >= 0.5).astype(np.int64)
+    if proba.ndim == 1:
+        return labels[int(np.argmax(proba))]
+    ids = proba.argmax(axis=-1)
+    if as_numpy:
+        return np.asarray(labels)[ids]
+    return [labels[i] for i in ids]
 
 
 def _is_fitted_head(head: Any) -> bool:

@@ -1,0 +1,328 @@
+"""Export a trained SetFitModel to one ONNX graph (token ids to class probabilities) and run it with onnxruntime.
+
+The exported folder holds ``model.onnx`` (inputs ``input_ids`` and ``attention_mask``, int64 of shape
+(batch, sequence); output ``probabilities``, float32 of shape (batch, len(labels)), columns in ``labels``
+order), the tokenizer files, ``config_setfit_lite_onnx.json`` and an integrity manifest. With
+``quantize="int8"`` the weights are dynamically quantised to int8 and ``model.onnx`` is the quantised graph
+(the float32 graph is not kept).
+
+The head becomes graph operations: LogisticRegression (plain, one-vs-rest or multi-output) from its fitted
+``coef_``/``intercept_``, reproducing scikit-learn's ``predict_proba``, and a ``TorchHead`` through its own
+forward. Other heads cannot be exported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .data import validate_texts
+from .modeling import _chunks, labels_from_proba, length_sorted_batches, tokenize_texts
+from .serialization import atomic_directory, load_json, refuse_pickles, save_json, verify_manifest, write_manifest
+
+__all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
+
+ONNX_CONFIG_NAME = "config_setfit_lite_onnx.json"
+ONNX_MODEL_NAME = "model.onnx"
+ONNX_FORMAT_VERSION = 1
+QUANTIZE_OPTIONS = (None, "int8")
+INPUT_NAMES = ("input_ids", "attention_mask")
+OUTPUT_NAME = "probabilities"
+
+
+def _require(module: str) -> ModuleType:
+    """Import an optional dependency of the ``onnx`` extra, or fail saying how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"ONNX export and inference need {module.split('.')[0]}: "
+                          'pip install "setfit_lite[onnx]"') from exc
+
+
+# ------------------------------------------------------------------------------------------------ head graphs
+
+
+def _head_name(estimator: Any) -> str:
+    """The estimator's class name; a multi-target wrapper also names what it wraps."""
+    from .heads import MULTI_TARGET_STRATEGIES
+
+    name = type(estimator).__name__
+    if type(estimator) in MULTI_TARGET_STRATEGIES.values():
+        return f"{name}({type(estimator.estimator).__name__})"
+    return name
+
+
+def _lr_uses_ovr(lr: Any) -> bool:
+    """Whether a multiclass LogisticRegression's predict_proba is one-vs-rest (normalised sigmoids), not softmax.
+
+    scikit-learn >= 1.8 always uses softmax; older versions use OvR for ``multi_class="ovr"`` or for
+    ``"auto"`` with the liblinear solver.
+    """
+    multi_class = getattr(lr, "multi_class", "auto")
+    return multi_class in ("ovr", "warn") or (multi_class in ("auto", "deprecated") and lr.solver == "liblinear")
+
+
+def _linear_head_spec(head: Any) -> dict[str, Any]:
+    """Constant arrays and the activation reproducing an sklearn head's ``predict_proba`` (see ``_LinearProba``).
+
+    Raises ValueError for heads without a graph equivalent.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier, _ConstantPredictor
+    from sklearn.multioutput import MultiOutputClassifier
+
+    est, k = head.estimator, head.num_classes
+    name = _head_name(est)
+    if type(est) is LogisticRegression:
+        classes = np.asarray(est.classes_).astype(np.int64)
+        if len(classes) <= 2:
+            kind = "binary"
+        else:
+            kind = "normalized_sigmoid" if _lr_uses_ovr(est) else "softmax"
+        return {"weight": est.coef_, "bias": est.intercept_, "kind": kind, "columns": classes, "num_classes": k}
+    members = list(getattr(est, "estimators_", []))
+    if type(est) is OneVsRestClassifier and type(est.estimator) is LogisticRegression:
+        if not all(type(m) in (LogisticRegression, _ConstantPredictor) for m in members):
+            raise ValueError(f"cannot export the {name} head to ONNX: it holds estimators other than "
+                             "LogisticRegression")
+        if head.multi_label:
+            kind, columns = "sigmoid", np.arange(k)
+        else:
+            columns = np.asarray(est.label_binarizer_.classes_).astype(np.int64)
+            kind = "binary" if len(members) == 1 else "normalized_sigmoid"
+    elif type(est) is MultiOutputClassifier and all(type(m) is LogisticRegression for m in members):
+        if not all(list(np.asarray(m.classes_)) == [0, 1] for m in members):
+            raise ValueError(f"cannot export the {name} head to ONNX: a label's estimator was not fitted on "
+                             "both 0 and 1")
+        kind, columns = "sigmoid", np.arange(k)
+    else:
+        raise ValueError(
+            f"cannot export a {name} head to ONNX: only LogisticRegression heads (plain, one-vs-rest or "
+            f"multi-output) and the differentiable TorchHead can be written as graph operations; {name} has "
+            "no such form here. Keep it with save_pretrained, or train with the default head to export.")
+    d = int(est.n_features_in_)
+    weight, bias = np.zeros((len(members), d)), np.zeros(len(members))
+    constant = np.full(len(members), np.nan)
+    for i, member in enumerate(members):
+        if type(member) is LogisticRegression:
+            weight[i], bias[i] = np.asarray(member.coef_).reshape(-1), np.asarray(member.intercept_).reshape(-1)[0]
+        else:  # a label constant in the training data: predict_proba is that constant
+            constant[i] = float(np.asarray(member.y_).reshape(-1)[0])
+    return {"weight": weight, "bias": bias, "kind": kind, "columns": columns, "num_classes": k,
+            "constant": constant if np.isfinite(constant).any() else None}
+
+
+def _build_graph(model: Any) -> Any:
+    """A torch module ``(input_ids, attention_mask) -> probabilities`` for the fitted ``model``."""
+    import torch
+    from torch import nn
+
+    from .heads import SklearnHead, TorchHead
+
+    class LinearProba(nn.Module):
+        """``predict_proba`` of a LogisticRegression-family head from its fitted coefficients.
+
+        kind: "binary" (sigmoid p -> [1 - p, p]), "softmax" (multinomial), "normalized_sigmoid" (one-vs-rest:
+        sigmoids divided by their row sum) or "sigmoid" (independent labels). Output columns are then scattered
+        to class ids (classes absent from training get zeros, as ``SklearnHead.predict_proba``).
+        """
+
+        def __init__(self, spec: dict[str, Any]) -> None:
+            super().__init__()
+            self.kind = spec["kind"]
+            self.register_buffer("weight", torch.as_tensor(np.asarray(spec["weight"]), dtype=torch.float32))
+            self.register_buffer("bias", torch.as_tensor(np.asarray(spec["bias"]), dtype=torch.float32))
+            constant = spec.get("constant")
+            self.has_constant = constant is not None
+            if self.has_constant:
+                self.register_buffer("constant_mask", torch.as_tensor(np.isfinite(constant)))
+                self.register_buffer("constant", torch.as_tensor(np.nan_to_num(constant), dtype=torch.float32))
+            columns = np.asarray(spec["columns"])
+            n_out = 2 if self.kind == "binary" else len(columns)
+            scatter = np.zeros((n_out, spec["num_classes"]), dtype=np.float32)
+            scatter[np.arange(n_out), columns[:n_out]] = 1.0
+            self.register_buffer("scatter", torch.as_tensor(scatter))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            z = x @ self.weight.T + self.bias
+            if self.kind == "softmax":
+                return torch.softmax(z, dim=-1) @ self.scatter
+            p = torch.sigmoid(z)
+            if self.has_constant:
+                p = torch.where(self.constant_mask, self.constant, p)
+            if self.kind == "binary":
+                p = torch.cat([1 - p, p], dim=-1)
+            elif self.kind == "normalized_sigmoid":
+                total = p.sum(dim=-1, keepdim=True)
+                p = p / torch.where(total == 0, torch.ones_like(total), total)
+            return p @ self.scatter
+
+    class TorchProba(nn.Module):
+        def __init__(self, head: TorchHead) -> None:
+            super().__init__()
+            self.head = head
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            logits = self.head(x.to(self.head.linear.weight.dtype)).float()
+            return torch.sigmoid(logits) if self.head.multi_label else torch.softmax(logits, dim=-1)
+
+    class Graph(nn.Module):
+        def __init__(self, body: nn.Module, head: nn.Module, normalize: bool) -> None:
+            super().__init__()
+            self.body, self.head, self.normalize = body, head, normalize
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            emb = self.body({"input_ids": input_ids, "attention_mask": attention_mask})["sentence_embedding"]
+            if self.normalize:
+                emb = nn.functional.normalize(emb, dim=-1)
+            return self.head(emb.float())
+
+    head = model.model_head
+    if isinstance(head, TorchHead):
+        head_module: nn.Module = TorchProba(head)
+    elif isinstance(head, SklearnHead):
+        head_module = LinearProba(_linear_head_spec(head))
+    else:
+        raise ValueError(f"cannot export a {type(head).__name__} head to ONNX: only SklearnHead (LogisticRegression) "
+                         "and TorchHead heads can be written as graph operations")
+    return Graph(model.model_body, head_module, model.normalize_embeddings).to(model.device)
+
+
+# ----------------------------------------------------------------------------------------------------- export
+
+
+def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None, opset: int = 17) -> Path:
+    """Write ``model`` (a fitted SetFitModel) as an ONNX folder at ``path`` (atomically); return the folder.
+
+    ``quantize="int8"`` dynamically quantises the weights (smaller and usually faster on CPU, slightly less
+    accurate); ``model.onnx`` is then the quantised graph. Raises ValueError for heads with no graph form.
+    """
+    if quantize not in QUANTIZE_OPTIONS:
+        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
+    model._check_fitted()
+    _require("onnx")
+    if quantize is not None:
+        _require("onnxruntime")
+    import torch
+
+    graph = _build_graph(model)
+    body_was_training = model.model_body.training
+    head_was_training = getattr(model.model_head, "training", False)
+    graph.eval()
+    tokenizer = model.model_body.tokenizer
+    example = model.collate(model.tokenize(["an example text to trace", "short"]))  # padded: traces the mask
+    inputs = tuple(example[name].to(model.device) for name in INPUT_NAMES)
+    dynamic = {name: {0: "batch", 1: "sequence"} for name in INPUT_NAMES}
+    try:
+        with atomic_directory(path) as tmp:
+            fp32_path = tmp / (ONNX_MODEL_NAME if quantize is None else "model-fp32.onnx")
+            with torch.no_grad(), warnings.catch_warnings():
+                # tracing notes shapes read as Python values; the example batch is padded, so the traced
+                # graph keeps the attention-mask path, and batch and sequence axes are declared dynamic
+                warnings.simplefilter("ignore", torch.jit.TracerWarning)
+                warnings.filterwarnings("ignore", message="Exporting aten::index operator")  # non-negative here
+                torch.onnx.export(graph, inputs, str(fp32_path), input_names=list(INPUT_NAMES),
+                                  output_names=[OUTPUT_NAME], dynamic_axes={**dynamic, OUTPUT_NAME: {0: "batch"}},
+                                  opset_version=opset, do_constant_folding=True, dynamo=False)
+            if quantize == "int8":
+                from onnxruntime.quantization import QuantType, quantize_dynamic
+
+                quantize_dynamic(str(fp32_path), str(tmp / ONNX_MODEL_NAME), weight_type=QuantType.QInt8)
+                fp32_path.unlink()
+            tokenizer.save_pretrained(str(tmp))
+            save_json(tmp / ONNX_CONFIG_NAME, {
+                "format_version": ONNX_FORMAT_VERSION,
+                "setfit_lite_version": __version__,
+                "labels": model.labels,
+                "multi_label": model.multi_label,
+                "prompt": model.prompt,
+                "max_seq_length": model.model_body.max_seq_length,
+                "quantized": quantize,
+                "opset": opset,
+                "model_file": ONNX_MODEL_NAME,
+                "inputs": list(INPUT_NAMES),
+                "output": OUTPUT_NAME,
+            })
+            write_manifest(tmp)
+    finally:
+        model.model_body.train(body_was_training)
+        if hasattr(model.model_head, "train"):
+            model.model_head.train(head_was_training)
+    return Path(path)
+
+
+# -------------------------------------------------------------------------------------------------- inference
+
+
+class OnnxSetFitModel:
+    """An exported SetFitModel run by onnxruntime: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
+
+    def __init__(self, session: Any, tokenizer: Any, config: dict[str, Any]) -> None:
+        self.session, self.tokenizer, self.config = session, tokenizer, config
+        self.labels: list = list(config["labels"])
+        self.multi_label = bool(config["multi_label"])
+        self.prompt: str = config.get("prompt") or ""
+        self.max_seq_length: int | None = config.get("max_seq_length")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, num_threads: int | None = None) -> OnnxSetFitModel:
+        """Load a folder written by ``export_onnx``, checking its manifest and refusing pickles.
+
+        ``num_threads``: onnxruntime intra-op threads (default: onnxruntime's choice).
+        """
+        folder = Path(path)
+        refuse_pickles(folder)
+        verify_manifest(folder)
+        config_path = folder / ONNX_CONFIG_NAME
+        config = load_json(config_path, what="setfit_lite ONNX config")
+        if not isinstance(config, dict) or not isinstance(config.get("labels"), list) or "multi_label" not in config:
+            raise ValueError(f"{config_path} is not a setfit_lite ONNX config (labels and multi_label are required)")
+        if config.get("format_version", 0) > ONNX_FORMAT_VERSION:
+            raise ValueError(f"{config_path} has format_version {config['format_version']}; this setfit_lite reads "
+                             f"up to {ONNX_FORMAT_VERSION}: upgrade setfit_lite")
+        ort = _require("onnxruntime")
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        options = ort.SessionOptions()
+        if num_threads is not None:
+            options.intra_op_num_threads = int(num_threads)
+        session = ort.InferenceSession(str(folder / config.get("model_file", ONNX_MODEL_NAME)),
+                                       sess_options=options, providers=["CPUExecutionProvider"])
+        return cls(session, tokenizer, config)
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return tokenize_texts(self.tokenizer, texts, self.prompt, self.max_seq_length)
+
+    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32) -> np.ndarray:
+        """Class probabilities (n, len(labels)), columns in ``labels`` order; a single text gives one row."""
+        single = isinstance(inputs, str)
+        chunks = [self._proba_chunk(chunk, batch_size) for chunk in _chunks([inputs] if single else inputs)]
+        proba = np.concatenate(chunks) if chunks else np.zeros((0, len(self.labels)), dtype=np.float32)
+        return proba[0] if single else proba
+
+    def _proba_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
+        token_ids = self.tokenize(validate_texts(texts))
+        out = np.empty((len(token_ids), len(self.labels)), dtype=np.float32)
+        for idx in length_sorted_batches(token_ids, batch_size):
+            batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in idx]}, return_tensors="np")
+            feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUT_NAMES}
+            out[idx] = self.session.run([OUTPUT_NAME], feeds)[0]
+        return out
+
+    def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False) -> Any:
+        """Predicted labels (multi-label: a multi-hot array in ``labels`` order)."""
+        return self.labels_from_proba(self.predict_proba(inputs, batch_size=batch_size), as_numpy=as_numpy)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
+        return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
+
+    __call__ = predict

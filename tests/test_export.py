@@ -1,0 +1,178 @@
+"""ONNX export: one graph from token ids to probabilities, matching the torch model; loading, safety, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments  # noqa: E402
+from setfit_lite.export import ONNX_CONFIG_NAME, ONNX_MODEL_NAME, OnnxSetFitModel  # noqa: E402
+from setfit_lite.heads import SklearnHead, TorchHead  # noqa: E402
+
+FAST = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu", "seed": 3}
+TEXTS = ["great wonderful superb film", "awful dull terrible movie", "the plot was nice", "boring sad acting",
+         "the movie was a really good story", "so very bad", "plot", "acting was fine but the story was weak"]
+
+
+@pytest.fixture(scope="module")
+def lr_model(tiny_body_path):
+    """The one trained model: default LR head, labels given in non-sorted order."""
+    from conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"])
+    Trainer(model=model, args=TrainingArguments(**FAST), train_dataset={"text": texts, "label": labels}).train()
+    return model
+
+
+@pytest.fixture(scope="module")
+def embeddings(lr_model):
+    from conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    return lr_model.encode(texts), np.array([y == "positive" for y in labels])
+
+
+def with_head(base, head, labels, **kwargs):
+    """A model sharing ``base``'s trained body with another fitted head (heads fitted on embeddings are cheap)."""
+    return SetFitModel(base.model_body, model_head=head, labels=labels, **kwargs)
+
+
+def eval_texts():
+    from conftest import make_sentences
+
+    return make_sentences(10, seed=1)[0] + TEXTS
+
+
+def assert_matches(model, path, atol=1e-4):
+    onnx_model = SetFitModel.from_onnx(path)
+    texts = eval_texts()
+    expected = model.predict_proba(texts)
+    got = onnx_model.predict_proba(texts, batch_size=5)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=atol)
+    pred, onnx_pred = model.predict(texts), onnx_model.predict(texts)
+    assert np.array_equal(np.asarray(pred), np.asarray(onnx_pred))
+    return onnx_model
+
+
+def test_fp32_lr_head_matches_torch(lr_model, tmp_path):
+    out = lr_model.export_onnx(tmp_path / "onnx")
+    files = {p.name for p in out.iterdir()}
+    assert {ONNX_MODEL_NAME, ONNX_CONFIG_NAME, "manifest.json", "tokenizer.json"} <= files
+    config = json.loads((out / ONNX_CONFIG_NAME).read_text())
+    assert config["labels"] == ["positive", "negative"] and config["quantized"] is None
+    assert config["multi_label"] is False and config["opset"] == 17
+    onnx_model = assert_matches(lr_model, out)
+    assert onnx_model.labels == ["positive", "negative"]
+    preds = onnx_model.predict(TEXTS[:2])
+    assert preds == ["positive", "negative"]
+    assert onnx_model.predict(TEXTS[0]) == "positive"
+    np.testing.assert_allclose(onnx_model.predict_proba(TEXTS[0]), lr_model.predict_proba(TEXTS[0]), atol=1e-4)
+    # the graph has dynamic batch and sequence axes, and the declared input/output names
+    session = onnx_model.session
+    assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask"]
+    assert [o.name for o in session.get_outputs()] == ["probabilities"]
+    assert all(isinstance(d, str) for i in session.get_inputs() for d in i.shape)
+
+
+def test_int8_export_is_smaller_and_agrees(lr_model, tmp_path):
+    fp32 = lr_model.export_onnx(tmp_path / "fp32")
+    int8 = lr_model.export_onnx(tmp_path / "int8", quantize="int8")
+    assert (int8 / ONNX_MODEL_NAME).stat().st_size < (fp32 / ONNX_MODEL_NAME).stat().st_size
+    assert sorted(p.name for p in int8.glob("*.onnx")) == [ONNX_MODEL_NAME]
+    assert json.loads((int8 / ONNX_CONFIG_NAME).read_text())["quantized"] == "int8"
+    texts = eval_texts()
+    onnx_model = OnnxSetFitModel.load(int8, num_threads=1)
+    agreement = np.mean([a == b for a, b in zip(onnx_model.predict(texts), lr_model.predict(texts))])
+    assert agreement >= 0.8
+    with pytest.raises(ValueError, match="quantize"):
+        lr_model.export_onnx(tmp_path / "bad", quantize="int4")
+
+
+def test_multilabel_one_vs_rest_matches(lr_model, embeddings, tmp_path):
+    X, positive = embeddings
+    multi_hot = np.stack([positive, ~positive], axis=1).astype(np.int64)
+    multi_hot[:3] = 1  # some rows carry both labels
+    head = SklearnHead(num_classes=2, multi_label=True, multi_target_strategy="one-vs-rest").fit(X, multi_hot)
+    model = with_head(lr_model, head, ["pos", "neg"])
+    onnx_model = assert_matches(model, model.export_onnx(tmp_path / "ml"))
+    assert onnx_model.multi_label and onnx_model.predict(TEXTS).dtype == np.int64
+
+
+@pytest.mark.parametrize("case", ["multi-output", "multiclass", "absent-class"])
+def test_other_lr_heads_match(lr_model, embeddings, tmp_path, case):
+    from sklearn.linear_model import LogisticRegression
+
+    X, positive = embeddings
+    if case == "multi-output":
+        y = np.stack([positive, ~positive, np.arange(len(X)) % 2 == 0], axis=1).astype(np.int64)
+        head = SklearnHead(num_classes=3, multi_label=True, multi_target_strategy="multi-output").fit(X, y)
+        labels = ["a", "b", "c"]
+    else:
+        y = np.where(positive, 0, 1 + np.arange(len(X)) % 2)  # three classes: softmax
+        k = 3 if case == "multiclass" else 4  # class 3 never seen: a column of zeros
+        head = SklearnHead(LogisticRegression(max_iter=1000), num_classes=k).fit(X, y)
+        labels = ["a", "b", "c", "d"][:k]
+    model = with_head(lr_model, head, labels, normalize_embeddings=case == "multiclass")
+    assert_matches(model, model.export_onnx(tmp_path / case))
+
+
+def test_torch_head_matches(lr_model, embeddings, tmp_path):
+    X, positive = embeddings
+    head = TorchHead(X.shape[1], 2, hidden_size=8).fit(X, positive.astype(np.int64), epochs=5, seed=0)
+    model = with_head(lr_model, head, ["negative", "positive"])
+    head.train()
+    assert_matches(model, model.export_onnx(tmp_path / "torch"))
+    assert head.training and not model.model_body.training  # export restores train/eval modes
+    ml_head = TorchHead(X.shape[1], 2, multi_label=True).fit(X, np.stack([positive, ~positive], 1), epochs=3, seed=0)
+    ml_model = with_head(lr_model, ml_head, ["x", "y"])
+    assert_matches(ml_model, ml_model.export_onnx(tmp_path / "torch-ml"))
+
+
+def test_unsupported_head_is_refused(lr_model, embeddings, tmp_path):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, positive = embeddings
+    head = SklearnHead(RandomForestClassifier(n_estimators=3, random_state=0), num_classes=2).fit(X, positive)
+    model = with_head(lr_model, head, ["negative", "positive"])
+    with pytest.raises(ValueError, match="RandomForestClassifier"):
+        model.export_onnx(tmp_path / "rf")
+    assert not (tmp_path / "rf").exists()
+    with pytest.raises(ValueError, match="no fitted head"):
+        SetFitModel(lr_model.model_body).export_onnx(tmp_path / "unfitted")
+
+
+def test_tampered_folder_and_pickles_are_refused(lr_model, tmp_path):
+    out = lr_model.export_onnx(tmp_path / "onnx")
+    config_path = out / ONNX_CONFIG_NAME
+    original = config_path.read_text()
+    config_path.write_text(original.replace('"positive"', '"negative!"'))
+    with pytest.raises(ValueError, match="changed"):
+        OnnxSetFitModel.load(out)
+    config_path.write_text(original)
+    OnnxSetFitModel.load(out)
+    (out / "extra.pkl").write_bytes(b"\x80\x04N.")
+    with pytest.raises(ValueError, match="pickle"):
+        SetFitModel.from_onnx(out)
+
+
+def test_cli_export_and_predict(lr_model, tmp_path, capsys):
+    from setfit_lite.cli import main
+
+    lr_model.save_pretrained(tmp_path / "model")
+    assert main(["export", str(tmp_path / "model"), str(tmp_path / "onnx")]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["exported_to"] == str(tmp_path / "onnx")
+    data = tmp_path / "texts.txt"
+    data.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    assert main(["predict", str(tmp_path / "onnx"), str(data), "--proba"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [r["text"] for r in rows] == TEXTS
+    assert [r["label"] for r in rows] == lr_model.predict(TEXTS)
+    assert list(rows[0]["proba"]) == ["positive", "negative"]
+    assert main(["export", str(tmp_path / "missing"), str(tmp_path / "x")]) == 2
