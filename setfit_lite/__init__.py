@@ -12,6 +12,8 @@ _EXPORTS = {
     "Trainer": "trainer",
     "TrainingArguments": "training_args",
     "sample_dataset": "data",
+    "get_templated_dataset": "data",
+    "DistillationTrainer": "distillation",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -117,3 +117,27 @@ def build_loss(loss: object, margin: float = 0.25, distance_metric=None, balance
     if name in TRIPLET_LOSSES:
         return TripletLoss(name, margin=margin, distance_metric=distance_metric)
     raise ValueError(f"unknown loss {name!r}; choose one of {PAIR_LOSSES + TRIPLET_LOSSES}")
+
+
+class SimilarityDistillationLoss(torch.nn.Module):
+    """Distillation: the student's cosine similarities regress onto the teacher's, over every pair of a batch.
+
+    The teacher's embeddings of all training texts are computed once and held here (normalised); the batch's
+    ``labels`` are the row indices of its texts in that matrix. Cost grows with the texts, not with pairs.
+    """
+
+    def __init__(self, teacher_embeddings: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("teacher", F.normalize(torch.as_tensor(teacher_embeddings).float(), dim=-1),
+                             persistent=False)
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
+                pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
+        if labels is None:
+            raise ValueError("SimilarityDistillationLoss needs the batch's row indices as labels")
+        n = embeddings.shape[0]
+        i, j = torch.triu_indices(n, n, offset=1, device=embeddings.device)
+        teacher = self.teacher[labels.long()]
+        target = (teacher[i] * teacher[j]).sum(-1)
+        normed = F.normalize(embeddings.float(), dim=-1)
+        return ((normed[i] * normed[j]).sum(-1) - target).pow(2).mean()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from . import __version__
+
 
 def render_model_card(model: Any) -> str:
     """Markdown: labels, body it started from, training arguments, data sizes, evaluation results."""
@@ -22,7 +24,10 @@ def render_model_card(model: Any) -> str:
         f"- Head: `{type(model.model_head).__name__ if model.model_head is not None else 'none'}`"
         + (" (multi-label)" if model.multi_label else ""),
         f"- Prompt: `{model.prompt!r}`" if model.prompt else "- Prompt: none",
+        f"- setfit_lite version: {__version__}",
     ]
+    if info.get("distilled_from"):
+        lines.append(f"- Distilled from the teacher: `{info['distilled_from']}`")
     if info.get("dataset_sizes"):
         lines += ["", "## Data", ""] + [f"- {k}: {v} examples" for k, v in info["dataset_sizes"].items()]
     if info.get("eval_results"):

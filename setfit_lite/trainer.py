@@ -169,11 +169,15 @@ class Trainer:
     def _labels_tensor(self, ids: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(ids, dtype=torch.float32 if ids.ndim > 1 else torch.long)
 
+    def _batch_labels(self, ids: np.ndarray, idx: Any) -> torch.Tensor:
+        """What the loss receives as ``labels`` for the rows ``idx`` of a batch."""
+        return self._labels_tensor(ids[idx])
+
     def _batches(self, sampler: Any, tokens: list[list[int]], ids: np.ndarray, epoch: int) -> Iterator[dict[str, Any]]:
         for raw in sampler.epoch(epoch):
             idx = raw["indices"]
             batch: dict[str, Any] = self.model.collate([tokens[i] for i in idx])
-            batch["labels"] = self._labels_tensor(ids[idx])
+            batch["labels"] = self._batch_labels(ids, idx)
             if "pair_index" in raw:
                 batch["pair_index"] = torch.as_tensor(raw["pair_index"])
                 batch["pair_target"] = torch.as_tensor(raw["pair_target"])

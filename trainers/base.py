@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,6 +26,38 @@ def warn_once(message: str, category: type[Warning] = UserWarning) -> None:
         return
     _WARNED.add(message)
     warnings.warn(message, category, stacklevel=3)
+
+
+def read_json_config(
+    source: Mapping[str, Any] | str | os.PathLike,
+    filename: str,
+    kind: str,
+    known: set[str],
+    unsupported: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A vendor config (``gaudi_config.json``, ``ipu_config.json``) as a dict of its ``known`` keys.
+
+    ``source`` is a dict, a JSON file, or a folder holding ``filename``; other keys are logged and dropped,
+    and a truthy key of ``unsupported`` warns with its message.
+    """
+    if isinstance(source, Mapping):
+        data = dict(source)
+    else:
+        path = Path(source)
+        if path.is_dir():
+            path = path / filename
+        if not path.is_file():
+            raise FileNotFoundError(f"{kind} not found: {path}")
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise TypeError(f"{path} must hold a JSON object")
+    for key, message in (unsupported or {}).items():
+        if data.get(key):
+            warn_once(message)
+    ignored = sorted(set(data) - known)
+    if ignored:
+        logger.info("%s: ignoring keys %s", filename.removesuffix(".json"), ", ".join(ignored))
+    return {k: v for k, v in data.items() if k in known}
 
 
 class Backend:

@@ -16,7 +16,6 @@ then applies them.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import sys
@@ -28,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .base import Backend, warn_once
+from .base import Backend, read_json_config, warn_once
 from .distributed import DistributedMixin
 
 logger = logging.getLogger(__name__)
@@ -61,24 +60,10 @@ class GaudiConfig:
             return cls()
         if isinstance(source, GaudiConfig):
             return source
-        if isinstance(source, Mapping):
-            data = dict(source)
-        else:
-            path = Path(source)
-            if path.is_dir():
-                path = path / GAUDI_CONFIG_NAME
-            if not path.is_file():
-                raise FileNotFoundError(f"Gaudi config not found: {path}")
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict):
-                raise TypeError(f"{path} must hold a JSON object")
+        hmp = "gaudi_config: use_habana_mixed_precision (HMP) is not supported; use use_torch_autocast"
         known = {f.name for f in fields(cls)}
-        ignored = sorted(set(data) - known)
-        if ignored:
-            logger.info("gaudi_config: ignoring keys %s", ", ".join(ignored))
-        if data.get("use_habana_mixed_precision"):
-            warn_once("gaudi_config: use_habana_mixed_precision (HMP) is not supported; use use_torch_autocast")
-        config = cls(**{k: v for k, v in data.items() if k in known})
+        config = cls(**read_json_config(source, GAUDI_CONFIG_NAME, "Gaudi config", known,
+                                        unsupported={"use_habana_mixed_precision": hmp}))
         for name in ("autocast_bf16_ops", "autocast_fp32_ops"):
             ops = getattr(config, name)
             if ops is not None and (not isinstance(ops, list) or not all(isinstance(op, str) for op in ops)):

@@ -22,17 +22,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-import json
 import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from .base import Backend, warn_once
+from .base import Backend, read_json_config, warn_once
 from .distributed import DistributedMixin
 
 logger = logging.getLogger(__name__)
@@ -82,22 +80,7 @@ class IpuConfig:
             return cls()
         if isinstance(source, IpuConfig):
             return source
-        if isinstance(source, Mapping):
-            data = dict(source)
-        else:
-            path = Path(source)
-            if path.is_dir():
-                path = path / IPU_CONFIG_NAME
-            if not path.is_file():
-                raise FileNotFoundError(f"IPU config not found: {path}")
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict):
-                raise TypeError(f"{path} must hold a JSON object")
-        known = {f.name for f in fields(cls)}
-        ignored = sorted(set(data) - known)
-        if ignored:
-            logger.info("ipu_config: ignoring keys %s", ", ".join(ignored))
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**read_json_config(source, IPU_CONFIG_NAME, "IPU config", {f.name for f in fields(cls)}))
 
 
 def assign_layers(num_layers: int, layers_per_ipu: list[int]) -> list[int]:

@@ -1,7 +1,8 @@
-"""A real 2-process gloo run on the CPU through CpuBackend (DDP, sharding, object collectives).
+"""Real 2-process gloo runs on the CPU (torchrun's environment), launched once for the whole module.
 
-The test launches this file twice with torchrun's environment variables (RANK, WORLD_SIZE,
-LOCAL_RANK, MASTER_ADDR, MASTER_PORT); each process trains on its shard and saves its results.
+Each rank first trains a tiny regressor through ``CpuBackend`` directly (DDP, sharding, object collectives),
+then runs the ``Trainer`` itself on the toy data in the same process group; both save their results, which
+the tests compare across ranks and against one process.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 WORLD_SIZE = 2
 STEPS = 3
 LR = 0.1
+TRAINER_ARGS = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu",
+                "seed": 3}
 
 
 class Regressor(nn.Module):
@@ -36,11 +42,11 @@ def _data() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(8, 4, generator=g), torch.randn(8, generator=g)
 
 
-def worker(out_dir: Path) -> None:
-    """One rank: DDP training on this rank's shard, collectives, results saved to ``out_dir``."""
+def backend_worker(out_dir: Path):
+    """One rank: DDP training on this rank's shard, collectives; results saved to ``out_dir``."""
     from trainers import get_backend
 
-    backend = get_backend("cpu", num_threads=1, dist_timeout=120)
+    backend = get_backend("cpu", num_threads=1, dist_timeout=300)
     backend.setup()
     rank = backend.rank
     model = Regressor(seed=0 if rank == 0 else 100 + rank)  # DDP must broadcast rank 0's weights
@@ -61,7 +67,33 @@ def worker(out_dir: Path) -> None:
     }
     backend.barrier()
     torch.save(result, out_dir / f"rank{rank}.pt")
-    backend.teardown()
+    return backend
+
+
+def train_and_report(body_path: str, out_dir: Path | None) -> dict:
+    """Train the Trainer on the toy data; return (and on a rank, save) the body's parameters and eval results."""
+    sys.path.insert(0, str(HERE))
+    from conftest import make_sentences
+
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    texts, labels = make_sentences(12, seed=0)
+    eval_texts, eval_labels = make_sentences(10, seed=1)
+    model = SetFitModel.from_pretrained(body_path)
+    trainer = Trainer(model=model, args=TrainingArguments(**TRAINER_ARGS),
+                      train_dataset={"text": texts, "label": labels})
+    trainer.train()
+    result = {
+        "state": {k: v.detach().clone() for k, v in model.model_body.state_dict().items()},
+        "proba": model.predict_proba(eval_texts),
+        "accuracy": float(np.mean([p == y for p, y in zip(model.predict(eval_texts), eval_labels)])),
+        "steps": trainer.state.global_step,
+        "backend": model.training_info["backend"],
+    }
+    if out_dir is not None:
+        rank = trainer.backend.rank if trainer.backend is not None else 0
+        torch.save(result, out_dir / f"trainer_rank{rank}.pt")
+    return result
 
 
 def _free_port() -> int:
@@ -70,7 +102,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(script: str, *args: str, timeout: int = 900) -> None:
+def launch(script: str, *args: str, timeout: int = 1800) -> None:
     """Run ``script args`` as ranks 0..WORLD_SIZE-1 with torchrun's environment; fail with a rank's output."""
     port = str(_free_port())
     procs = []
@@ -91,7 +123,7 @@ def launch(script: str, *args: str, timeout: int = 900) -> None:
     outputs = []
     try:
         for proc in procs:
-            outputs.append(proc.communicate(timeout=timeout)[0])  # seconds normally; generous for loaded CI
+            outputs.append(proc.communicate(timeout=timeout)[0])  # a minute normally; generous for loaded CI
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -100,9 +132,16 @@ def launch(script: str, *args: str, timeout: int = 900) -> None:
         assert proc.returncode == 0, f"rank {rank} failed:\n{out}"
 
 
-def test_two_process_gloo_ddp(tmp_path: Path) -> None:
-    launch(__file__, str(tmp_path))
-    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE))
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str) -> Path:
+    """One 2-process launch (imports are the slow part) shared by the tests of this module."""
+    out = tmp_path_factory.mktemp("ranks")
+    launch(__file__, str(out), tiny_body_path)
+    return out
+
+
+def test_two_process_gloo_ddp(ranks: Path) -> None:
+    r0, r1 = (torch.load(ranks / f"rank{r}.pt", weights_only=False) for r in range(WORLD_SIZE))
     assert (r0["is_main"], r1["is_main"]) == (True, False)
     assert r0["module_type"] == r1["module_type"] == "DistributedDataParallel"
     assert "gloo rank 1/2" in r1["describe"]
@@ -127,5 +166,19 @@ def test_two_process_gloo_ddp(tmp_path: Path) -> None:
     assert r0["from_1"] == r1["from_1"] == "hello from 1"
 
 
+def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
+    r0, r1 = (torch.load(ranks / f"trainer_rank{r}.pt", weights_only=False) for r in range(2))
+    assert "rank 0/2" in r0["backend"] and "rank 1/2" in r1["backend"]
+    for key in r0["state"]:  # every rank ends with the same model
+        assert torch.equal(r0["state"][key], r1["state"][key]), key
+    np.testing.assert_array_equal(r0["proba"], r1["proba"])
+    single = train_and_report(tiny_body_path, None)
+    assert r0["accuracy"] >= single["accuracy"] - 0.15, (r0["accuracy"], single["accuracy"])
+    assert r0["accuracy"] >= 0.8
+
+
 if __name__ == "__main__":
-    worker(Path(sys.argv[1]))
+    out_dir = Path(sys.argv[1])
+    group_owner = backend_worker(out_dir)  # the Trainer then joins the group this backend created
+    train_and_report(sys.argv[2], out_dir)
+    group_owner.teardown()

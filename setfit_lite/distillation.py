@@ -1,0 +1,86 @@
+"""Knowledge distillation: a small student body learns a trained teacher's similarities on unlabelled texts.
+
+The teacher encodes every training text once. The student is trained on batches of texts (each encoded once
+per step) to reproduce the teacher's cosine similarity of every pair of the batch, so the cost grows with the
+number of texts, not pairs. The student's head is then fitted on its own embeddings with the labels the
+teacher predicts for those texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from .data import LabeledData, to_labeled_data
+from .losses import SimilarityDistillationLoss
+from .modeling import SetFitModel
+from .sampling import SentenceBatchSampler
+from .trainer import EmbeddingModule, Trainer, _freeze_word_embeddings
+from .training_args import TrainingArguments
+
+
+class DistillationTrainer(Trainer):
+    """Distil ``teacher_model`` (a trained :class:`SetFitModel`) into ``student_model``, like setfit's.
+
+    ``train_dataset`` holds texts; any labels in it are ignored (the teacher labels them). ``eval_dataset``, when
+    given, must be labelled and is scored with the student. ``args.loss`` is not used: the objective is the
+    regression of the student's in-batch cosine similarities onto the teacher's.
+    """
+
+    def __init__(self, teacher_model: SetFitModel, student_model: SetFitModel | None = None,
+                 args: TrainingArguments | None = None, train_dataset: Any = None, eval_dataset: Any = None,
+                 model_init: Callable[..., SetFitModel] | None = None, metric: str | Callable = "accuracy",
+                 metric_kwargs: dict[str, Any] | None = None, callbacks: list[Any] | None = None,
+                 column_mapping: dict[str, str] | None = None) -> None:
+        if not isinstance(teacher_model, SetFitModel):
+            raise TypeError(f"teacher_model must be a SetFitModel, got {type(teacher_model).__name__}")
+        teacher_model._check_fitted()
+        self.teacher_model = teacher_model
+        super().__init__(model=student_model, args=args, train_dataset=None, eval_dataset=eval_dataset,
+                         model_init=model_init, metric=metric, metric_kwargs=metric_kwargs, callbacks=callbacks,
+                         column_mapping=column_mapping)
+        self.train_dataset = train_dataset
+        self._unlabelled = (to_labeled_data(train_dataset, column_mapping=column_mapping, require_labels=False)
+                            if train_dataset is not None else None)
+        self._teacher_embeddings: np.ndarray | None = None
+
+    def train(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
+        """Label the texts with the teacher, distil its similarities into the student body, fit the student head."""
+        if self._unlabelled is None:
+            raise ValueError("DistillationTrainer.train needs a train_dataset of texts")
+        teacher = self.teacher_model
+        texts = self._unlabelled.texts
+        self._teacher_embeddings = teacher.encode(texts)
+        proba = np.asarray(teacher.model_head.predict_proba(self._teacher_embeddings))
+        predicted = teacher.labels_from_proba(proba)
+        if teacher.multi_label:
+            predicted = [row.tolist() for row in predicted]
+        if self.model.labels is None:
+            self.model.labels = list(teacher.labels)
+        self._train_data = LabeledData(texts, list(predicted), self._unlabelled.columns)
+        try:
+            super().train(args, trial, **kwargs)
+        finally:
+            self._train_data = None
+        self.model.training_info["distilled_from"] = teacher.source or "a SetFitModel in memory"
+
+    def _batch_labels(self, ids: np.ndarray, idx: Any) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(idx), dtype=torch.long)  # rows of the teacher's embedding matrix
+
+    def train_embeddings(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray) -> None:
+        """Phase 1: the student body regresses the teacher's in-batch cosine similarities."""
+        backend = self.backend
+        assert backend is not None and self._teacher_embeddings is not None
+        body = self.model.model_body
+        _freeze_word_embeddings(body, args.freeze_word_embeddings)
+        batch_size = args.sentence_batch_size or args.embedding_batch_size
+        sampler = SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size)
+        module = EmbeddingModule(body, SimilarityDistillationLoss(torch.from_numpy(self._teacher_embeddings)))
+        module.loss.to(backend.device)
+        params = [p for p in body.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=args.body_embedding_learning_rate, weight_decay=0.01)
+        self._run_phase(args, module, optimizer, sampler, tokens, ids, args.embedding_num_epochs, phase="embedding")
+        _freeze_word_embeddings(body, False)

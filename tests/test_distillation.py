@@ -1,0 +1,126 @@
+"""Zero-shot templated datasets, the distillation loss and DistillationTrainer on tiny models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from datasets import ClassLabel, Dataset, Features, Value
+
+from setfit_lite import DistillationTrainer, SetFitModel, Trainer, TrainingArguments, get_templated_dataset
+from setfit_lite.losses import SimilarityDistillationLoss
+
+FAST = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu"}
+
+
+# ---- get_templated_dataset -----------------------------------------------------------------------
+
+
+def test_templated_examples_from_label_names() -> None:
+    ds = get_templated_dataset(candidate_labels=["sad", "happy"], template="I feel {}.", sample_size=3)
+    assert ds["text"] == ["I feel sad."] * 3 + ["I feel happy."] * 3
+    assert ds["label"] == [0, 0, 0, 1, 1, 1]
+    multi = get_templated_dataset(candidate_labels=["a", "b", "c"], multi_label=True, sample_size=1)
+    assert multi["label"] == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert multi["text"][1] == "This sentence is b"
+
+
+def test_templated_examples_mix_with_real_ones() -> None:
+    real = {"text": ["what a day", "so bad"], "label": [1, 0]}
+    ds = get_templated_dataset(real, candidate_labels=["negative", "positive"], sample_size=1)
+    assert ds["text"] == ["what a day", "so bad", "This sentence is negative", "This sentence is positive"]
+    assert ds["label"] == [1, 0, 0, 1]
+    named = get_templated_dataset({"text": ["so bad"], "label": ["negative"]},
+                                  candidate_labels=["negative", "positive"])
+    assert named["label"] == [0, 0, 0, 1, 1]
+
+
+def test_label_names_from_a_reference_dataset() -> None:
+    features = Features({"text": Value("string"), "label": ClassLabel(names=["anger", "joy"])})
+    ref = Dataset.from_dict({"text": ["x", "y"], "label": [0, 1]}, features=features)
+    assert get_templated_dataset(reference_dataset=ref, sample_size=1)["text"] == [
+        "This sentence is anger", "This sentence is joy"]
+    ref2 = Dataset.from_dict({"text": ["x", "y", "z"], "label": [1, 0, 1], "label_text": ["joy", "anger", "joy"]})
+    assert get_templated_dataset(reference_dataset=ref2, sample_size=1)["label"] == [0, 1]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({}, ValueError, "candidate_labels"),
+    ({"candidate_labels": "abc"}, TypeError, "list of non-empty strings"),
+    ({"candidate_labels": ["a", "a"]}, ValueError, "unique"),
+    ({"candidate_labels": []}, ValueError, "non-empty"),
+    ({"candidate_labels": ["a", "b"], "template": "no slot"}, ValueError, "template"),
+    ({"candidate_labels": ["a", "b"], "sample_size": 0}, ValueError, "sample_size"),
+    ({"candidate_labels": ["a", "b"], "dataset": {"text": ["t"], "label": [5]}}, ValueError, "ids 0..1"),
+    ({"candidate_labels": ["a", "b"], "dataset": {"text": ["t"], "label": ["c"]}}, ValueError, "not in the known"),
+    ({"candidate_labels": ["a", "b"], "dataset": {"text": ["t"], "label": [0]}, "multi_label": True},
+     ValueError, "multi_label"),
+    ({"reference_dataset": {"text": ["t"], "label": [0]}}, ValueError, "label names"),
+])
+def test_templated_dataset_errors(kwargs: dict, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        get_templated_dataset(**kwargs)
+
+
+def test_zero_shot_classifier_from_label_names(tiny_body_path: str) -> None:
+    train = get_templated_dataset(candidate_labels=["bad", "good"], template="the movie was {}", sample_size=4)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["bad", "good"])
+    Trainer(model=model, args=TrainingArguments(**FAST, seed=1), train_dataset=train).train()
+    assert model.predict(["the movie was good", "the movie was bad"]) == ["good", "bad"]
+
+
+# ---- distillation --------------------------------------------------------------------------------
+
+
+def test_distillation_loss_is_zero_only_when_similarities_match() -> None:
+    teacher = torch.randn(6, 8)
+    loss = SimilarityDistillationLoss(teacher)
+    rows = torch.tensor([4, 1, 3])
+    assert float(loss(teacher[rows] * 3.0, rows)) == pytest.approx(0.0, abs=1e-6)  # cosine ignores scale
+    assert float(loss(torch.randn(3, 8), rows)) > 1e-3
+    with pytest.raises(ValueError, match="row indices"):
+        loss(teacher[rows], None)
+
+
+@pytest.fixture(scope="module")
+def teacher(tiny_body_path: str) -> SetFitModel:
+    from conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    Trainer(model=model, args=TrainingArguments(**FAST, seed=7), train_dataset={"text": texts, "label": labels}).train()
+    return model
+
+
+def test_student_learns_the_teacher(teacher: SetFitModel, tiny_body_path: str, tmp_path) -> None:
+    from conftest import make_sentences
+
+    unlabelled, _ = make_sentences(20, seed=5)
+    eval_texts, eval_labels = make_sentences(10, seed=1)
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    before = student.encode(eval_texts)
+    trainer = DistillationTrainer(teacher_model=teacher, student_model=student,
+                                  args=TrainingArguments(**FAST, seed=3, logging_steps=4),
+                                  train_dataset={"text": unlabelled})
+    trainer.train()
+    assert student.labels == teacher.labels and student.model_head is not None
+    assert not np.allclose(before, student.encode(eval_texts))
+    agreement = np.mean(np.array(student.predict(eval_texts)) == np.array(teacher.predict(eval_texts)))
+    accuracy = np.mean(np.array(student.predict(eval_texts)) == np.array(eval_labels))
+    assert agreement >= 0.8 and accuracy >= 0.75, (agreement, accuracy)
+    losses = [e["embedding_loss"] for e in trainer.state.log_history if "embedding_loss" in e]
+    assert len(losses) >= 2 and losses[-1] < losses[0]
+    assert trainer.evaluate({"text": eval_texts, "label": eval_labels})["accuracy"] == accuracy
+    student.save_pretrained(tmp_path / "student")
+    card = (tmp_path / "student" / "README.md").read_text(encoding="utf-8")
+    assert "Distilled from the teacher" in card and "setfit_lite version" in card
+
+
+def test_distillation_errors(teacher: SetFitModel, tiny_body_path: str) -> None:
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.raises(ValueError, match="no fitted head"):
+        DistillationTrainer(teacher_model=SetFitModel.from_pretrained(tiny_body_path), student_model=student)
+    with pytest.raises(TypeError, match="teacher_model"):
+        DistillationTrainer(teacher_model="teacher", student_model=student)
+    with pytest.raises(ValueError, match="train_dataset"):
+        DistillationTrainer(teacher_model=teacher, student_model=student).train()
