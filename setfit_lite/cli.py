@@ -119,9 +119,11 @@ def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.train()
     result: dict[str, Any] = {"train_examples": len(rows), "train_seconds": round(time.perf_counter() - start, 2)}
+    if not trainer.is_world_process_zero():  # under torchrun every rank holds the same model; rank 0 reports
+        return result
     if eval_rows is not None:
         result["eval"] = trainer.evaluate()
-    model.save_pretrained(ns.output_dir)
+    trainer.save_model(ns.output_dir)
     result["saved_to"] = ns.output_dir
     print(json.dumps(result, default=str))
     return result
@@ -271,13 +273,15 @@ def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
+    if not trainer.is_world_process_zero():
+        return {"train_seconds": seconds}
     result = trainer.evaluate()
     print(f"accuracy: {result['accuracy']:.3f}   training time: {seconds:.1f} s")
     examples = ["a gripping, beautiful film", "dull and far too long", "the best movie of the year",
                 "i wanted my two hours back"]
     for text, label in zip(examples, model.predict(examples)):
         print(f"  {label:>8}  <- {text}")
-    model.save_pretrained(ns.output_dir)
+    trainer.save_model(ns.output_dir)
     print(f"model saved to {ns.output_dir}")
     return {"accuracy": result["accuracy"], "train_seconds": seconds}
 

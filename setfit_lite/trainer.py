@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
 import math
+import os
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +22,16 @@ from transformers import get_linear_schedule_with_warmup
 from trainers import Backend, get_backend
 
 from .callbacks import CallbackHandler, EarlyStopping, TrainerControl, TrainerState
+from .checkpoint import (
+    CheckpointError,
+    finalize_checkpoint,
+    load_checkpoint,
+    new_staging_dir,
+    resolve_checkpoint,
+    set_rng_state,
+    staging_dir,
+    write_rank_state,
+)
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .losses import build_loss
 from .metrics import check_metric, compute_metric
@@ -31,6 +46,38 @@ def set_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped by SIGTERM/SIGINT after saving a checkpoint; the message says where."""
+
+
+class _StopSignal:
+    """While saving is on, SIGTERM/SIGINT only set a flag: the loop checkpoints after the current step and stops."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+        if enabled and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+        logger.warning("signal %d received: saving a checkpoint after this step, then stopping", signum)
+
+    def received(self, backend: Backend) -> bool:
+        """Whether any rank got a stop signal (all ranks agree, so they checkpoint together)."""
+        if not self._previous:
+            return False
+        if backend.world_size == 1:
+            return self.signum is not None
+        return any(backend.gather_object(self.signum is not None))
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
 
 
 class EmbeddingModule(torch.nn.Module):
@@ -88,6 +135,7 @@ class Trainer:
         self.report_hook: Callable[[dict[str, float], int], None] | None = None
         self.state = TrainerState()
         self.backend: Backend | None = None
+        self._resume_path: Path | None = None
         if model is None:
             set_seed(self.args.seed)
             model = self.call_model_init()
@@ -119,9 +167,9 @@ class Trainer:
         """Validate the data, train the body contrastively, then fit the head."""
         if kwargs:
             raise TypeError(f"train() got unknown argument(s): {', '.join(sorted(kwargs))}")
-        if resume_from_checkpoint:
-            raise ValueError("resume_from_checkpoint is not supported yet")
         args = args or self.args
+        self._resume_path = resolve_checkpoint(resume_from_checkpoint, args.output_dir) if resume_from_checkpoint \
+            else None
         if self._train_data is None:
             raise ValueError("Trainer.train needs a train_dataset")
         data = self._train_data
@@ -163,6 +211,19 @@ class Trainer:
         self.control = self.handler("on_train_end", args, self.state, self.control)
         backend.teardown()
 
+    def is_world_process_zero(self) -> bool:
+        """Whether this process is the one that logs and saves (rank 0, or the only process)."""
+        if self.backend is not None:
+            return self.backend.is_main_process
+        return int(os.environ.get("RANK", "0")) == 0
+
+    def save_model(self, output_dir: str | os.PathLike) -> bool:
+        """Save the model on rank 0 only (other ranks hold the same model); returns whether this process saved."""
+        if not self.is_world_process_zero():
+            return False
+        self.model.save_pretrained(output_dir)
+        return True
+
     def model_labels_check(self, data: LabeledData, labels: list, multi_label: bool) -> None:
         encode_labels(data.labels, known_labels=labels, multi_label=multi_label)
 
@@ -173,8 +234,10 @@ class Trainer:
         """What the loss receives as ``labels`` for the rows ``idx`` of a batch."""
         return self._labels_tensor(ids[idx])
 
-    def _batches(self, sampler: Any, tokens: list[list[int]], ids: np.ndarray, epoch: int) -> Iterator[dict[str, Any]]:
-        for raw in sampler.epoch(epoch):
+    def _batches(self, sampler: Any, tokens: list[list[int]], ids: np.ndarray, epoch: int, skip: int = 0
+                 ) -> Iterator[dict[str, Any]]:
+        """The epoch's batches, after the first ``skip`` (already trained before a checkpoint)."""
+        for raw in itertools.islice(sampler.epoch(epoch), skip, None):
             idx = raw["indices"]
             batch: dict[str, Any] = self.model.collate([tokens[i] for i in idx])
             batch["labels"] = self._batch_labels(ids, idx)
@@ -223,23 +286,31 @@ class Trainer:
         state.max_steps, state.global_step = total, 0
         stopper = EarlyStopping(args.early_stopping_patience, greater_is_better=self._greater_is_better(args))
         best_state: dict[str, torch.Tensor] | None = None
+        loop = {"epoch": 0, "step_in_epoch": 0, "running": 0.0}
+        if phase == "embedding" and self._resume_path is not None:
+            best_state = self._resume(self._resume_path, optimizer, scheduler, stopper, loop)
+        saving = phase == "embedding" and args.save_strategy != "no"
         show = args.show_progress_bar and backend.is_main_process
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, desc=f"Training ({phase})", disable=not show)
-        running = 0.0
-        epoch = 0
+        bar = tqdm(total=total, initial=state.global_step, desc=f"Training ({phase})", disable=not show)
+        running, epoch = loop["running"], loop["epoch"]
+        skip = loop["step_in_epoch"]
+        stop_signal = _StopSignal(enabled=saving)
         try:
             while state.global_step < total and not self.control.should_training_stop:
                 state.epoch = epoch
-                self.control = handler("on_epoch_begin", args, state, self.control)
-                for batch in self._batches(sampler, tokens, ids, epoch):
+                if not skip:
+                    self.control = handler("on_epoch_begin", args, state, self.control)
+                step_in_epoch = skip
+                for batch in self._batches(sampler, tokens, ids, epoch, skip=skip):
                     self.control = handler("on_step_begin", args, state, self.control)
                     loss = backend.training_step(wrapped, optimizer, backend.to_device(batch), args.max_grad_norm)
                     scheduler.step()
                     backend.on_lr_change(optimizer)
                     state.global_step += 1
                     running += float(loss)
+                    step_in_epoch += 1
                     bar.update(1)
                     self.control = handler("on_step_end", args, state, self.control)
                     if args.logging_strategy == "steps" and state.global_step % args.logging_steps == 0:
@@ -249,18 +320,82 @@ class Trainer:
                     if (phase == "embedding" and args.eval_strategy == "steps"
                             and state.global_step % (args.eval_steps or args.logging_steps) == 0):
                         best_state = self._eval_during_training(args, stopper, best_state, tokens, ids)
+                    interrupted = stop_signal.received(backend)
+                    if saving and (interrupted or (args.save_strategy == "steps"
+                                                   and state.global_step % args.save_steps == 0)):
+                        loop = {"epoch": epoch, "step_in_epoch": step_in_epoch, "running": running}
+                        path = self._save_checkpoint(args, optimizer, scheduler, stopper, best_state, loop)
+                        if interrupted:
+                            raise TrainingInterrupted(f"training stopped by signal {stop_signal.signum} at step "
+                                                      f"{state.global_step}; checkpoint saved to {path}; resume "
+                                                      "with trainer.train(resume_from_checkpoint=True)")
                     if state.global_step >= total or self.control.should_training_stop:
                         break
+                skip = 0
                 epoch += 1
                 self.control = handler("on_epoch_end", args, state, self.control)
                 if phase == "embedding" and args.eval_strategy == "epoch":
                     best_state = self._eval_during_training(args, stopper, best_state, tokens, ids)
+                if saving and args.save_strategy == "epoch":
+                    loop = {"epoch": epoch, "step_in_epoch": 0, "running": running}
+                    self._save_checkpoint(args, optimizer, scheduler, stopper, best_state, loop)
         finally:
+            stop_signal.restore()
             bar.close()
         self.control.should_training_stop = False
         if best_state is not None and args.load_best_model_at_end:
             self.model.model_body.load_state_dict(best_state)
         module.eval()
+
+    def _save_checkpoint(self, args: TrainingArguments, optimizer: torch.optim.Optimizer, scheduler: Any,
+                         stopper: EarlyStopping, best_state: Any, loop: dict[str, Any]) -> Path:
+        """Checkpoint the embedding phase after a step: every rank writes its RNG state, rank 0 the rest."""
+        backend = self.backend
+        assert backend is not None
+        step = self.state.global_step
+        folder = staging_dir(args.output_dir, step)
+        if backend.is_main_process:
+            new_staging_dir(args.output_dir, step)
+        backend.barrier()
+        write_rank_state(folder, backend.rank)
+        backend.barrier()
+        final = Path(args.output_dir) / f"checkpoint-{step}"
+        if backend.is_main_process:
+            trainer_state = {"global_step": step, "log_history": self.state.log_history,
+                             "best_metric": stopper.best, "bad_evaluations": stopper.bad_evaluations, **loop}
+            states = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                      "backend": backend.state_dict(), "trainer_state": trainer_state, "best_body": best_state}
+            final = finalize_checkpoint(folder, step=step, body=self.model.model_body, states=states,
+                                        world_size=backend.world_size, save_total_limit=args.save_total_limit)
+        backend.barrier()
+        self.control = self.handler("on_save", args, self.state, self.control)
+        return final
+
+    def _resume(self, path: Path, optimizer: torch.optim.Optimizer, scheduler: Any, stopper: EarlyStopping,
+                loop: dict[str, Any]) -> Any:
+        """Restore the embedding phase from a checkpoint; returns the best body state it held (or None)."""
+        backend = self.backend
+        assert backend is not None
+        saved = load_checkpoint(path, backend.rank)
+        if saved["manifest"]["world_size"] != backend.world_size:
+            raise CheckpointError(f"checkpoint {path} was written by {saved['manifest']['world_size']} process(es); "
+                                  f"resume it with the same number (now {backend.world_size})")
+        body = self.model.model_body
+        missing, unexpected = body.load_state_dict(saved["body"], strict=False)
+        if unexpected or [k for k in missing if not k.endswith("position_ids")]:
+            raise CheckpointError(f"checkpoint {path} does not fit this model's body "
+                                  f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        backend.load_state_dict(saved.get("backend") or {})
+        ts = saved["trainer_state"]
+        self.state.global_step, self.state.log_history = ts["global_step"], list(ts["log_history"])
+        stopper.best, stopper.bad_evaluations = ts["best_metric"], ts["bad_evaluations"]
+        self.state.best_metric = stopper.best
+        loop.update(epoch=ts["epoch"], step_in_epoch=ts["step_in_epoch"], running=ts["running"])
+        set_rng_state(saved["rng"])
+        logger.info("resumed from %s at step %d", path, self.state.global_step)
+        return saved.get("best_body")
 
     def _greater_is_better(self, args: TrainingArguments) -> bool:
         if args.greater_is_better is not None:

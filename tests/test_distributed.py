@@ -80,7 +80,8 @@ def train_and_report(body_path: str, out_dir: Path | None) -> dict:
     texts, labels = make_sentences(12, seed=0)
     eval_texts, eval_labels = make_sentences(10, seed=1)
     model = SetFitModel.from_pretrained(body_path)
-    trainer = Trainer(model=model, args=TrainingArguments(**TRAINER_ARGS),
+    saving = {"save_strategy": "steps", "save_steps": 8, "output_dir": str(out_dir / "ckpt")} if out_dir else {}
+    trainer = Trainer(model=model, args=TrainingArguments(**TRAINER_ARGS, **saving),
                       train_dataset={"text": texts, "label": labels})
     trainer.train()
     result = {
@@ -92,6 +93,7 @@ def train_and_report(body_path: str, out_dir: Path | None) -> dict:
     }
     if out_dir is not None:
         rank = trainer.backend.rank if trainer.backend is not None else 0
+        result["saved"] = trainer.save_model(out_dir / "model")  # rank 0 only
         torch.save(result, out_dir / f"trainer_rank{rank}.pt")
     return result
 
@@ -167,11 +169,21 @@ def test_two_process_gloo_ddp(ranks: Path) -> None:
 
 
 def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
+    from conftest import make_sentences
+
+    from setfit_lite import SetFitModel
+    from setfit_lite.checkpoint import latest_checkpoint, verify_checkpoint
+
+    eval_texts = make_sentences(10, seed=1)[0]
     r0, r1 = (torch.load(ranks / f"trainer_rank{r}.pt", weights_only=False) for r in range(2))
     assert "rank 0/2" in r0["backend"] and "rank 1/2" in r1["backend"]
     for key in r0["state"]:  # every rank ends with the same model
         assert torch.equal(r0["state"][key], r1["state"][key]), key
     np.testing.assert_array_equal(r0["proba"], r1["proba"])
+    assert (r0["saved"], r1["saved"]) == (True, False)  # only rank 0 writes
+    manifest = verify_checkpoint(latest_checkpoint(ranks / "ckpt"))  # one checkpoint, every rank's RNG state
+    assert manifest["world_size"] == 2 and {"rng_rank0.json", "rng_rank1.json"} <= set(manifest["files"])
+    np.testing.assert_array_equal(SetFitModel.from_pretrained(ranks / "model").predict_proba(eval_texts), r0["proba"])
     single = train_and_report(tiny_body_path, None)
     assert r0["accuracy"] >= single["accuracy"] - 0.15, (r0["accuracy"], single["accuracy"])
     assert r0["accuracy"] >= 0.8

@@ -1,0 +1,142 @@
+"""Checkpoints: an interrupted-and-resumed run ends with the same model as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.checkpoint import (
+    CheckpointError,
+    _join,
+    _split,
+    latest_checkpoint,
+    verify_checkpoint,
+)
+from setfit_lite.trainer import TrainingInterrupted
+
+ARGS = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu", "seed": 3,
+        "logging_steps": 4}
+TOTAL_STEPS = 24  # 3 epochs x 8 steps
+
+
+def run(body: str, data: dict, out: Path, callbacks: list | None = None, resume=None, **kwargs) -> Trainer:
+    model = SetFitModel.from_pretrained(body)
+    args = TrainingArguments(**{**ARGS, "output_dir": str(out), **kwargs})
+    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=callbacks)
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer
+
+
+def assert_same_model(a: Trainer, b: Trainer, texts: list[str]) -> None:
+    sa, sb = a.model.model_body.state_dict(), b.model.model_body.state_dict()
+    for key in sa:
+        assert torch.equal(sa[key], sb[key]), key
+    np.testing.assert_array_equal(a.model.predict_proba(texts), b.model.predict_proba(texts))
+
+
+class SendSignal(TrainerCallback):
+    def __init__(self, step: int, signum: int = signal.SIGTERM) -> None:
+        self.step, self.signum = step, signum
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            os.kill(os.getpid(), self.signum)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Trainer, Path]:
+    """The uninterrupted run, checkpointing every 5 steps, keeping them all."""
+    from conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    out = tmp_path_factory.mktemp("reference")
+    return run(tiny_body_path, {"text": texts, "label": labels}, out, save_strategy="steps", save_steps=5,
+               save_total_limit=None), out
+
+
+def test_saving_does_not_change_training(reference, tiny_body_path, toy_data, toy_eval, tmp_path) -> None:
+    trainer, out = reference
+    assert sorted(p.name for p in out.iterdir()) == [f"checkpoint-{s}" for s in (10, 15, 20, 5)]
+    plain = run(tiny_body_path, toy_data, tmp_path)  # save_strategy="no": same RNG stream, same model
+    assert_same_model(trainer, plain, toy_eval["text"])
+    assert not any(tmp_path.iterdir())
+
+
+def test_sigterm_checkpoints_and_resume_gives_the_same_model(reference, tiny_body_path, toy_data, toy_eval,
+                                                            tmp_path) -> None:
+    with pytest.raises(TrainingInterrupted, match="checkpoint saved to .*checkpoint-7"):
+        run(tiny_body_path, toy_data, tmp_path, [SendSignal(7)], save_strategy="steps", save_steps=5)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+    assert (tmp_path / "checkpoint-7" / "checkpoint.json").exists()
+    resumed = run(tiny_body_path, toy_data, tmp_path, resume=True, save_strategy="steps", save_steps=5)
+    assert resumed.state.global_step == TOTAL_STEPS
+    assert_same_model(reference[0], resumed, toy_eval["text"])
+    # the loss log continues where it stopped, identical to the uninterrupted run
+    assert resumed.state.log_history == reference[0].state.log_history
+
+
+def test_resume_from_an_explicit_checkpoint_and_epoch_strategy(reference, tiny_body_path, toy_data, toy_eval,
+                                                               tmp_path) -> None:
+    resumed = run(tiny_body_path, toy_data, tmp_path, resume=reference[1] / "checkpoint-15")
+    assert_same_model(reference[0], resumed, toy_eval["text"])
+    by_epoch = run(tiny_body_path, toy_data, tmp_path / "epochs", save_strategy="epoch", save_total_limit=2)
+    assert sorted(p.name for p in (tmp_path / "epochs").iterdir()) == ["checkpoint-16", "checkpoint-24"]
+    again = run(tiny_body_path, toy_data, tmp_path / "epochs", resume=tmp_path / "epochs" / "checkpoint-16")
+    assert_same_model(by_epoch, again, toy_eval["text"])
+
+
+def test_broken_checkpoints_are_detected_and_skipped(reference, tmp_path, caplog) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(reference[1], out)
+    (out / ".tmp-checkpoint-25").mkdir()  # a save killed before the rename: never a candidate
+    shutil.copytree(out / "checkpoint-20", out / "checkpoint-22")
+    os.remove(out / "checkpoint-22" / "checkpoint.json")  # killed before the manifest
+    shutil.copytree(out / "checkpoint-20", out / "checkpoint-21")
+    weights = out / "checkpoint-21" / "body.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])  # truncated
+    assert latest_checkpoint(out) == out / "checkpoint-20"
+    assert "checkpoint-22" in caplog.text and "checkpoint-21" in caplog.text
+    with pytest.raises(CheckpointError, match="body.safetensors is truncated or modified"):
+        verify_checkpoint(out / "checkpoint-21")
+    with pytest.raises(CheckpointError, match="no checkpoint.json"):
+        verify_checkpoint(out / "checkpoint-22")
+    manifest = json.loads((out / "checkpoint-20" / "checkpoint.json").read_text())
+    manifest["format_version"] = 99
+    (out / "checkpoint-20" / "checkpoint.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match="format_version"):
+        verify_checkpoint(out / "checkpoint-20")
+
+
+def test_resume_errors(tiny_body_path, toy_data, tmp_path) -> None:
+    with pytest.raises(CheckpointError, match="no complete checkpoint"):
+        run(tiny_body_path, toy_data, tmp_path, resume=True)
+    with pytest.raises(TypeError, match="resume_from_checkpoint"):
+        run(tiny_body_path, toy_data, tmp_path, resume=3)
+
+
+def test_state_round_trip_without_pickle() -> None:
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    state = {"optimizer": optimizer.state_dict(), "rng": np.random.get_state(), "t": (1, None, "x")}
+    tensors: dict = {}
+    data = json.loads(json.dumps(_split(state, "", tensors)))
+    back = _join(data, tensors)
+    restored = torch.optim.AdamW(model.parameters(), lr=0.5)
+    restored.load_state_dict(back["optimizer"])
+    assert restored.state_dict()["param_groups"] == optimizer.state_dict()["param_groups"]
+    assert torch.equal(restored.state_dict()["state"][0]["exp_avg"], optimizer.state_dict()["state"][0]["exp_avg"])
+    assert back["rng"][0] == "MT19937" and np.array_equal(back["rng"][1], state["rng"][1])
+    assert back["t"] == (1, None, "x")
+    with pytest.raises(TypeError, match="cannot checkpoint"):
+        _split({"f": object()}, "", {})
