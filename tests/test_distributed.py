@@ -70,7 +70,7 @@ def backend_worker(out_dir: Path):
     return backend
 
 
-def train_and_report(body_path: str, out_dir: Path | None) -> dict:
+def train_and_report(body_path: str, out_dir: Path | None, resume: Path | None = None) -> dict:
     """Train the Trainer on the toy data; return (and on a rank, save) the body's parameters and eval results."""
     sys.path.insert(0, str(HERE))
     from conftest import make_sentences
@@ -80,10 +80,11 @@ def train_and_report(body_path: str, out_dir: Path | None) -> dict:
     texts, labels = make_sentences(12, seed=0)
     eval_texts, eval_labels = make_sentences(10, seed=1)
     model = SetFitModel.from_pretrained(body_path)
-    saving = {"save_strategy": "steps", "save_steps": 8, "output_dir": str(out_dir / "ckpt")} if out_dir else {}
+    saving = ({"save_strategy": "steps", "save_steps": 8, "save_total_limit": None, "output_dir": str(out_dir / "ckpt")}
+              if out_dir and not resume else {})
     trainer = Trainer(model=model, args=TrainingArguments(**TRAINER_ARGS, **saving),
                       train_dataset={"text": texts, "label": labels})
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     result = {
         "state": {k: v.detach().clone() for k, v in model.model_body.state_dict().items()},
         "proba": model.predict_proba(eval_texts),
@@ -91,7 +92,9 @@ def train_and_report(body_path: str, out_dir: Path | None) -> dict:
         "steps": trainer.state.global_step,
         "backend": model.training_info["backend"],
     }
-    if out_dir is not None:
+    if out_dir is not None and resume is not None:
+        torch.save(result, out_dir / f"resumed_rank{trainer.backend.rank}.pt")
+    elif out_dir is not None:
         rank = trainer.backend.rank if trainer.backend is not None else 0
         result["saved"] = trainer.save_model(out_dir / "model")  # rank 0 only
         torch.save(result, out_dir / f"trainer_rank{rank}.pt")
@@ -183,6 +186,11 @@ def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
     assert (r0["saved"], r1["saved"]) == (True, False)  # only rank 0 writes
     manifest = verify_checkpoint(latest_checkpoint(ranks / "ckpt"))  # one checkpoint, every rank's RNG state
     assert manifest["world_size"] == 2 and {"rng_rank0.json", "rng_rank1.json"} <= set(manifest["files"])
+    for rank, full in enumerate((r0, r1)):  # resumed from step 8 on 2 processes: the same model as uninterrupted
+        resumed = torch.load(ranks / f"resumed_rank{rank}.pt", weights_only=False)
+        for key in full["state"]:
+            assert torch.equal(resumed["state"][key], full["state"][key]), (rank, key)
+        np.testing.assert_array_equal(resumed["proba"], full["proba"])
     np.testing.assert_array_equal(SetFitModel.from_pretrained(ranks / "model").predict_proba(eval_texts), r0["proba"])
     single = train_and_report(tiny_body_path, None)
     assert r0["accuracy"] >= single["accuracy"] - 0.15, (r0["accuracy"], single["accuracy"])
@@ -193,4 +201,5 @@ if __name__ == "__main__":
     out_dir = Path(sys.argv[1])
     group_owner = backend_worker(out_dir)  # the Trainer then joins the group this backend created
     train_and_report(sys.argv[2], out_dir)
+    train_and_report(sys.argv[2], out_dir, resume=out_dir / "ckpt" / "checkpoint-8")  # resumed under torchrun
     group_owner.teardown()
