@@ -6,13 +6,15 @@ One model (MiniLM-L6, SST-2 8 per class, seed 0, setfit_lite defaults; or ``--mo
 fp32 and int8. On the SST-2 test split (1,821 sentences; larger sizes add SST-2 training sentences) it records:
 agreement of each export with the torch model (labels, max |Δp|), accuracy, throughput (sentences/s) of
 ``predict_proba`` for torch, ONNX fp32, ONNX int8 and setfit 1.2's ``predict`` on the same body and the same
-logistic-regression weights, and batch-1 latency (median, p95) for the three setfit_lite variants.
+logistic-regression weights, and batch-1 latency (median, p95) for each setfit_lite variant. When OpenVINO is
+installed, the two ONNX graphs are also run by OpenVINO.
 Writes ``--out``.json and .md.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import subprocess
@@ -89,6 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     for name, quantize in (("onnx_fp32", None), ("onnx_int8", "int8")):
         model.export_onnx(work / name, quantize=quantize)
         exports[name] = OnnxSetFitModel.load(work / name, num_threads=args.threads)
+    if importlib.util.find_spec("openvino") is not None:  # the same graphs run by OpenVINO
+        for name in ("onnx_fp32", "onnx_int8"):
+            exports[name.replace("onnx", "openvino")] = OnnxSetFitModel.load(work / name, num_threads=args.threads,
+                                                                             runtime="openvino")
 
     with open(args.data_dir / "sst2" / "train.jsonl", encoding="utf-8") as f:
         extra = [json.loads(line)["text"] for line in f if line.strip()]

@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--text-column", default="text")
     predict.add_argument("--batch-size", type=int, default=64)
     predict.add_argument("--proba", action="store_true", help="also print class probabilities")
+    predict.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
+                         help="runtime for an exported (ONNX) model")
 
     export = sub.add_parser("export", help="export a saved model to ONNX (one graph: token ids to probabilities)")
     export.add_argument("model_dir")
@@ -230,7 +232,7 @@ def cmd_predict(ns: argparse.Namespace) -> None:
     from .modeling import SetFitModel
 
     if (Path(ns.model_dir) / ONNX_CONFIG_NAME).is_file():
-        model: Any = SetFitModel.from_onnx(ns.model_dir)
+        model: Any = SetFitModel.from_onnx(ns.model_dir, runtime=ns.runtime)
     else:
         model = SetFitModel.from_pretrained(ns.model_dir)
     texts = _read_texts(ns.data, ns.text_column)

@@ -80,10 +80,15 @@ def _is_series(obj: Any) -> bool:
     return pd is not None and isinstance(obj, pd.Series)
 
 
+def _is_dataset_column(obj: Any) -> bool:
+    """A column of a ``datasets.Dataset`` (``ds["text"]`` is a lazy ``Column`` in datasets 4+, not a list)."""
+    return type(obj).__name__ == "Column" and type(obj).__module__.startswith("datasets")
+
+
 def _is_listlike(obj: Any) -> bool:
     if isinstance(obj, np.ndarray):
         return obj.ndim > 0
-    return isinstance(obj, (list, tuple)) or _is_series(obj)
+    return isinstance(obj, (list, tuple)) or _is_series(obj) or _is_dataset_column(obj)
 
 
 def _is_missing(value: Any) -> bool:

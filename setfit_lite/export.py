@@ -262,6 +262,27 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
 # -------------------------------------------------------------------------------------------------- inference
 
 
+class OpenVinoSession:
+    """The exported ONNX graph compiled by OpenVINO for the CPU, behind onnxruntime's ``run`` signature."""
+
+    def __init__(self, model_file: str, num_threads: int | None = None) -> None:
+        try:
+            import openvino as ov
+        except ImportError as exc:
+            raise ImportError('runtime="openvino" needs OpenVINO: pip install "setfit_lite[openvino]"') from exc
+        # f32 execution: on CPUs with AMX, OpenVINO would otherwise run fp32 graphs in bf16 (probabilities off
+        # by ~1e-3); int8 graphs keep their quantised matmuls either way.
+        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+        if num_threads is not None:
+            config["INFERENCE_NUM_THREADS"] = int(num_threads)
+        self.compiled = ov.Core().compile_model(model_file, "CPU", config)
+        self.request = self.compiled.create_infer_request()
+
+    def run(self, output_names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        result = self.request.infer(feeds)
+        return [np.asarray(result[self.compiled.output(name)]) for name in output_names]
+
+
 class OnnxSetFitModel:
     """An exported SetFitModel run by onnxruntime: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
 
@@ -273,10 +294,12 @@ class OnnxSetFitModel:
         self.max_seq_length: int | None = config.get("max_seq_length")
 
     @classmethod
-    def load(cls, path: str | os.PathLike, num_threads: int | None = None) -> OnnxSetFitModel:
+    def load(cls, path: str | os.PathLike, num_threads: int | None = None,
+             runtime: str = "onnxruntime") -> OnnxSetFitModel:
         """Load a folder written by ``export_onnx``, checking its manifest and refusing pickles.
 
-        ``num_threads``: onnxruntime intra-op threads (default: onnxruntime's choice).
+        ``num_threads``: inference threads (default: the runtime's choice). ``runtime``: ``"onnxruntime"``, or
+        ``"openvino"`` (Intel's runtime reads the same ONNX graph; ``pip install "setfit_lite[openvino]"``).
         """
         folder = Path(path)
         refuse_pickles(folder)
@@ -288,15 +311,20 @@ class OnnxSetFitModel:
         if config.get("format_version", 0) > ONNX_FORMAT_VERSION:
             raise ValueError(f"{config_path} has format_version {config['format_version']}; this setfit_lite reads "
                              f"up to {ONNX_FORMAT_VERSION}: upgrade setfit_lite")
-        ort = _require("onnxruntime")
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        options = ort.SessionOptions()
-        if num_threads is not None:
-            options.intra_op_num_threads = int(num_threads)
-        session = ort.InferenceSession(str(folder / config.get("model_file", ONNX_MODEL_NAME)),
-                                       sess_options=options, providers=["CPUExecutionProvider"])
+        model_file = str(folder / config.get("model_file", ONNX_MODEL_NAME))
+        if runtime == "openvino":
+            session: Any = OpenVinoSession(model_file, num_threads)
+        elif runtime == "onnxruntime":
+            ort = _require("onnxruntime")
+            options = ort.SessionOptions()
+            if num_threads is not None:
+                options.intra_op_num_threads = int(num_threads)
+            session = ort.InferenceSession(model_file, sess_options=options, providers=["CPUExecutionProvider"])
+        else:
+            raise ValueError(f"runtime must be 'onnxruntime' or 'openvino', got {runtime!r}")
         return cls(session, tokenizer, config)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:

@@ -214,11 +214,11 @@ class SetFitModel:
         return export_onnx(self, path, quantize=quantize, opset=opset)
 
     @staticmethod
-    def from_onnx(path: str | os.PathLike, num_threads: int | None = None) -> Any:
-        """Load a folder written by ``export_onnx`` as an ``OnnxSetFitModel`` (onnxruntime, no torch forward)."""
+    def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime") -> Any:
+        """Load a folder written by ``export_onnx`` as an ``OnnxSetFitModel`` (onnxruntime or OpenVINO, no torch)."""
         from .export import OnnxSetFitModel
 
-        return OnnxSetFitModel.load(path, num_threads=num_threads)
+        return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime)
 
     # ---- saving -------------------------------------------------------------------------------
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:

@@ -570,3 +570,12 @@ def test_demo_dataset():
     ld = to_labeled_data(ds)
     assert len(ld) == 400 and ld.columns == {"label_text": ds["label_text"][:]}
     check_trainable(encode_labels(ld.labels)[0], False)
+
+
+def test_dataset_columns_are_accepted_as_lists():
+    """``ds["text"]`` is a lazy Column in datasets 4+: a dict of them, or a (texts, labels) tuple of them, works."""
+    ds = Dataset.from_dict({"text": ["a", "b", "c"], "label": [0, 1, 0]})
+    for data in ({"text": ds["text"], "label": ds["label"]}, (ds["text"], ds["label"])):
+        ld = to_labeled_data(data)
+        assert ld.texts == ["a", "b", "c"] and ld.labels == [0, 1, 0]
+    assert to_labeled_data(ds["text"], labels=ds["label"]).labels == [0, 1, 0]

@@ -176,3 +176,25 @@ def test_cli_export_and_predict(lr_model, tmp_path, capsys):
     assert [r["label"] for r in rows] == lr_model.predict(TEXTS)
     assert list(rows[0]["proba"]) == ["positive", "negative"]
     assert main(["export", str(tmp_path / "missing"), str(tmp_path / "x")]) == 2
+
+
+def test_openvino_runtime_matches_torch(lr_model, tmp_path, capsys):
+    pytest.importorskip("openvino")
+    from setfit_lite.cli import main
+
+    lr_model.export_onnx(tmp_path / "fp32")
+    onnx_model = SetFitModel.from_onnx(tmp_path / "fp32", runtime="openvino", num_threads=1)
+    texts = eval_texts()
+    np.testing.assert_allclose(onnx_model.predict_proba(texts, batch_size=5), lr_model.predict_proba(texts), atol=1e-4)
+    assert onnx_model.predict(texts) == lr_model.predict(texts)
+    lr_model.export_onnx(tmp_path / "int8", quantize="int8")
+    int8 = SetFitModel.from_onnx(tmp_path / "int8", runtime="openvino")
+    agreement = np.mean(np.array(int8.predict(texts)) == np.array(lr_model.predict(texts)))
+    assert agreement >= 0.9
+    data = tmp_path / "texts.txt"
+    data.write_text("\n".join(TEXTS[:3]) + "\n", encoding="utf-8")
+    assert main(["predict", str(tmp_path / "fp32"), str(data), "--runtime", "openvino"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [r["label"] for r in rows] == lr_model.predict(TEXTS[:3])
+    with pytest.raises(ValueError, match="runtime must be"):
+        SetFitModel.from_onnx(tmp_path / "fp32", runtime="tensorrt")
