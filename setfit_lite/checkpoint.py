@@ -9,7 +9,6 @@ into place, so a process killed mid-write leaves no folder that :func:`latest_ch
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -22,6 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
+
+from .serialization import sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -111,14 +112,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
 # ---- files --------------------------------------------------------------------------------------------------
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _step_of(path: Path) -> int | None:
     match = re.fullmatch(rf"{PREFIX}(\d+)", path.name)
     return int(match.group(1)) if match else None
@@ -144,7 +137,7 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
     for name, state in states.items():
         if state is not None:
             _write_state(folder, name, state)
-    files = {p.name: {"bytes": p.stat().st_size, "sha256": _digest(p)} for p in sorted(folder.iterdir())}
+    files = {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in sorted(folder.iterdir())}
     missing = [f"rng_rank{r}.json" for r in range(world_size) if f"rng_rank{r}.json" not in files]
     if missing:
         raise CheckpointError(f"checkpoint {folder}: missing {missing}")
@@ -185,7 +178,7 @@ def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         file = folder / name
         if not file.is_file():
             raise CheckpointError(f"checkpoint {folder}: file {name} is missing")
-        if file.stat().st_size != meta["bytes"] or _digest(file) != meta["sha256"]:
+        if file.stat().st_size != meta["bytes"] or sha256_file(file) != meta["sha256"]:
             raise CheckpointError(f"checkpoint {folder}: file {name} is truncated or modified")
     return manifest
 
