@@ -18,7 +18,7 @@ from .data import LabeledData, to_labeled_data
 from .losses import SimilarityDistillationLoss
 from .modeling import SetFitModel
 from .sampling import SentenceBatchSampler
-from .trainer import EmbeddingModule, Trainer, _freeze_word_embeddings
+from .trainer import EmbeddingModule, Trainer, _freeze_word_embeddings, body_optimizer
 from .training_args import TrainingArguments
 
 
@@ -80,7 +80,6 @@ class DistillationTrainer(Trainer):
         sampler = SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size)
         module = EmbeddingModule(body, SimilarityDistillationLoss(torch.from_numpy(self._teacher_embeddings)))
         module.loss.to(backend.device)
-        params = [p for p in body.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=args.body_embedding_learning_rate, weight_decay=0.01)
+        optimizer = body_optimizer(body, args)
         self._run_phase(args, module, optimizer, sampler, tokens, ids, args.embedding_num_epochs, phase="embedding")
         _freeze_word_embeddings(body, False)

@@ -235,7 +235,10 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
             if quantize == "int8":
                 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-                quantize_dynamic(str(fp32_path), str(tmp / ONNX_MODEL_NAME), weight_type=QuantType.QInt8)
+                # per-channel scales: on SST-2/MiniLM, 96.8 % agreement with fp32 against 92.6 % per tensor, at the
+                # same speed (benchmarks/README.md)
+                quantize_dynamic(str(fp32_path), str(tmp / ONNX_MODEL_NAME), weight_type=QuantType.QInt8,
+                                 per_channel=True)
                 fp32_path.unlink()
             tokenizer.save_pretrained(str(tmp))
             save_json(tmp / ONNX_CONFIG_NAME, {

@@ -267,8 +267,7 @@ class Trainer:
         sampler = self.make_sampler(args, ids)
         loss = build_loss(args.loss, margin=args.margin, distance_metric=args.distance_metric)
         module = EmbeddingModule(body, loss)
-        params = [p for p in body.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=args.body_embedding_learning_rate, weight_decay=0.01)
+        optimizer = body_optimizer(body, args)
         self._run_phase(args, module, optimizer, sampler, tokens, ids, args.embedding_num_epochs, phase="embedding")
         _freeze_word_embeddings(body, False)
 
@@ -460,9 +459,9 @@ class Trainer:
         if isinstance(head, torch.nn.Module) and args.end_to_end:
             head.to(backend.device)
             module = ClassifierModule(model.model_body, head, model.normalize_embeddings)
-            optimizer = torch.optim.AdamW([
-                {"params": model.model_body.parameters(), "lr": args.body_classifier_learning_rate},
-                {"params": head.parameters(), "lr": args.head_learning_rate},
+            optimizer = adamw([
+                {"params": list(model.model_body.parameters()), "lr": args.body_classifier_learning_rate},
+                {"params": list(head.parameters()), "lr": args.head_learning_rate},
             ], weight_decay=args.l2_weight or 0.0)
             sampler = SentenceBatchSampler(ids, max(2, args.classifier_batch_size), args.seed + 1,
                                            rank=backend.rank, world_size=backend.world_size)
@@ -549,6 +548,24 @@ class Trainer:
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
                            "Use model.save_pretrained(path) and upload the folder yourself.")
+
+
+def adamw(groups: list[dict[str, Any]], weight_decay: float) -> torch.optim.AdamW:
+    """AdamW over parameter groups, fused (one kernel for all tensors) where torch has a fused CPU/CUDA kernel.
+
+    On CPU the default per-tensor AdamW takes ~0.3 s a step for MiniLM (its 30k x 384 word embeddings), as long
+    as the forward pass; the fused kernel takes ~0.06 s. Backends that need their own optimizer (hpu, ipu)
+    replace it in ``prepare``.
+    """
+    params = [p for group in groups for p in group["params"]]
+    fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.AdamW(groups, weight_decay=weight_decay, **({"fused": True} if fused else {}))
+
+
+def body_optimizer(body: torch.nn.Module, args: TrainingArguments) -> torch.optim.AdamW:
+    """The optimizer of the contrastive (or distillation) phase: AdamW over the body's trainable parameters."""
+    params = [p for p in body.parameters() if p.requires_grad]
+    return adamw([{"params": params, "lr": args.body_embedding_learning_rate}], weight_decay=0.01)
 
 
 def _tokenizer_limit(model: SetFitModel) -> int:
