@@ -13,6 +13,7 @@ _EXPORTS = {
     "TrainingArguments": "training_args",
     "sample_dataset": "data",
     "get_templated_dataset": "data",
+    "load_sample": "data",
     "DistillationTrainer": "distillation",
 }
 

@@ -38,7 +38,9 @@ class TrainingArguments:
     - ``objective="sentence_batch"`` (default) encodes each sentence of a label-balanced batch once and
       trains on every pair of the batch; ``objective="pairs"`` reproduces setfit's pair sampling
       (``sampling_strategy``/``num_iterations``). With sentence batches an epoch is one pass over the
-      data but at least ``min_steps_per_epoch`` steps (a 16-sentence set would otherwise give one step).
+      data but at least ``min_steps_per_epoch`` steps (a 16-sentence set would otherwise give one step). Its
+      default (None) grows with the number of class pairs: ``2 * K**2`` steps for K classes, from 8 to 64
+      (SST-2, 2 classes: 8; Emotion, 6 classes: 64 lifts 8-shot accuracy from 0.34 to 0.38, benchmarks/README.md).
     - ``loss`` is a name (or a sentence-transformers loss class) rather than only a class.
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
     """
@@ -75,7 +77,7 @@ class TrainingArguments:
     # setfit_lite's own
     objective: str = "sentence_batch"
     sentence_batch_size: int | None = None
-    min_steps_per_epoch: int = 8
+    min_steps_per_epoch: int | None = None
     early_stopping_patience: int | None = None
     max_grad_norm: float | None = 1.0
     backend: str = "auto"
@@ -118,8 +120,9 @@ class TrainingArguments:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
         if self.sampling_strategy not in SAMPLING_STRATEGIES:
             raise ValueError(f"sampling_strategy must be one of {SAMPLING_STRATEGIES}, got {self.sampling_strategy!r}")
-        if not isinstance(self.min_steps_per_epoch, int) or self.min_steps_per_epoch < 1:
-            raise ValueError(f"min_steps_per_epoch must be a positive integer, got {self.min_steps_per_epoch!r}")
+        floor = self.min_steps_per_epoch
+        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int) or floor < 1):
+            raise ValueError(f"min_steps_per_epoch must be None or a positive integer, got {floor!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.num_iterations is not None and self.objective == "sentence_batch":
@@ -160,6 +163,12 @@ class TrainingArguments:
                 value = value.__name__
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return json.loads(json.dumps(out, default=str))
+
+    def steps_per_epoch_floor(self, num_classes: int) -> int:
+        """``min_steps_per_epoch``, or its default for ``num_classes`` classes: ``2 * K**2`` within [8, 64]."""
+        if self.min_steps_per_epoch is not None:
+            return self.min_steps_per_epoch
+        return min(64, max(8, 2 * num_classes**2))
 
     def update(self, arguments: dict[str, Any], ignore_extra: bool = False) -> TrainingArguments:
         """A copy with ``arguments`` replaced; unknown names raise ``TypeError`` unless ``ignore_extra``."""

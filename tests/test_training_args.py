@@ -51,3 +51,12 @@ def test_update_and_to_dict_round_trip():
     assert TrainingArguments(**args.to_dict()).to_dict() == args.to_dict()
     with pytest.raises(TypeError, match="bogus"):
         args.update({"bogus": 1})
+
+
+def test_steps_per_epoch_floor_grows_with_class_pairs() -> None:
+    args = TrainingArguments()
+    assert [args.steps_per_epoch_floor(k) for k in (1, 2, 3, 4, 6, 50)] == [8, 8, 18, 32, 64, 64]
+    assert TrainingArguments(min_steps_per_epoch=3).steps_per_epoch_floor(6) == 3
+    for bad in (0, -1, True, 1.5, "8"):
+        with pytest.raises(ValueError, match="min_steps_per_epoch"):
+            TrainingArguments(min_steps_per_epoch=bad)
