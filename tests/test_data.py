@@ -17,6 +17,7 @@ from setfit_lite.data import (
     check_trainable,
     demo_dataset,
     encode_labels,
+    load_sample,
     sample_dataset,
     to_labeled_data,
     validate_texts,
@@ -570,6 +571,42 @@ def test_demo_dataset():
     ld = to_labeled_data(ds)
     assert len(ld) == 400 and ld.columns == {"label_text": ds["label_text"][:]}
     check_trainable(encode_labels(ld.labels)[0], False)
+
+
+def test_load_sample_sst2_is_the_demo_data():
+    ds = load_sample("sst2")
+    assert ds.to_list() == demo_dataset().to_list()
+    with pytest.raises(ValueError, match=r"sample 'sst2' has no split 'train': it has no splits"):
+        load_sample("sst2", split="train")
+
+
+def test_load_sample_tweets_per_language_label_and_split():
+    from collections import Counter
+
+    import setfit_lite
+
+    ds = load_sample("tweet_sentiment_multilingual")
+    assert isinstance(ds, Dataset) and len(ds) == 864
+    assert set(ds.column_names) == {"text", "label", "label_text", "lang", "split"}
+    counts = Counter(zip(ds["lang"][:], ds["label"][:], ds["split"][:]))
+    langs = ["ar", "de", "en", "es", "fr", "hi", "it", "pt"]
+    assert counts == {(lang, y, split): n for lang in langs for y in (0, 1, 2)
+                      for split, n in (("train", 16), ("test", 20))}
+    assert {(y, name) for y, name in zip(ds["label"][:], ds["label_text"][:])} == {
+        (0, "negative"), (1, "neutral"), (2, "positive")}
+    train, test = load_sample("tweet_sentiment_multilingual", split="train"), load_sample(
+        "tweet_sentiment_multilingual", split="test")
+    assert (len(train), len(test)) == (384, 480)
+    assert set(train.column_names) == {"text", "label", "label_text", "lang"}
+    assert not set(train["text"][:]) & set(test["text"][:])  # no tweet in both splits
+    ld = to_labeled_data(train)
+    assert ld.columns["lang"].count("hi") == 48
+    check_trainable(encode_labels(ld.labels)[0], False)
+    assert setfit_lite.load_sample is load_sample  # exposed at the top level too
+    with pytest.raises(ValueError, match=r"no split 'validation': its splits are \['test', 'train'\]"):
+        load_sample("tweet_sentiment_multilingual", split="validation")
+    with pytest.raises(ValueError, match=r"no shipped sample 'imdb'; available: \['sst2', "):
+        load_sample("imdb")
 
 
 def test_dataset_columns_are_accepted_as_lists():
