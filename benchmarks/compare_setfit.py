@@ -10,8 +10,9 @@ split, the seconds of the ``train()`` call, and the peak resident memory (RSS) o
 model loading + training, sampled every 10 ms. Results go to ``--out`` as JSON and a Markdown table.
 
 Tasks are ``name:shots`` with ``name`` a folder of ``--data-dir`` holding ``train.jsonl``/``test.jsonl``
-(``{"text", "label"}`` lines; ``trec_fine`` reads TREC's ``label_fine``). Training samples are drawn with
-setfit's ``sample_dataset`` algorithm (``setfit_lite.data.sample_dataset``), so both frameworks see the same rows.
+(``{"text", "label"}`` lines; ``trec_fine`` reads TREC's fine labels, ``fine_label_text``). Training samples are
+drawn with setfit's ``sample_dataset`` algorithm (``setfit_lite.data.sample_dataset``), so both frameworks see the
+same rows.
 """
 
 from __future__ import annotations
@@ -146,14 +147,18 @@ def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = Non
     from setfit_lite.data import sample_dataset
 
     name, shots = spec.split(":")
-    folder, field = ("trec", "label_fine") if name == "trec_fine" else (name, "label")
+    folder, field = ("trec", "fine_label_text") if name == "trec_fine" else (name, "label")
 
     def read(split: str) -> list[dict]:
         with open(data_dir / folder / f"{split}.jsonl", encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
 
-    train = sample_dataset(read("train"), label_column=field, num_samples=int(shots), seed=seed)
-    test = read("test")
+    train_rows, test = read("train"), read("test")
+    if field != "label":  # TREC's 50 fine labels are strings: number them in sorted order
+        ids = {v: i for i, v in enumerate(sorted({r[field] for r in train_rows + test}))}
+        for r in train_rows + test:
+            r[field] = ids[r[field]]
+    train = sample_dataset(train_rows, label_column=field, num_samples=int(shots), seed=seed)
     if test_limit is not None and test_limit < len(test):
         import random
 

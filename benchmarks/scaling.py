@@ -70,13 +70,10 @@ def child_train(spec: dict) -> dict:
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
 
     if spec["data"] == "trec_fine":
-        from setfit_lite.data import sample_dataset
+        from compare_setfit import load_task
 
-        rows = [json.loads(line) for line in open(Path(spec["data_dir"]) / "trec" / "train.jsonl")]
-        rows = sample_dataset(rows, label_column="label_fine", num_samples=8, seed=0)
-        texts, labels = [r["text"] for r in rows], [r["label_fine"] for r in rows]
-        test = [json.loads(line) for line in open(Path(spec["data_dir"]) / "trec" / "test.jsonl")]
-        test_texts, test_labels = [r["text"] for r in test], [r["label_fine"] for r in test]
+        task = load_task(Path(spec["data_dir"]), "trec_fine:8", 0)
+        texts, labels, test_texts, test_labels = task["texts"], task["labels"], task["test_texts"], task["test_labels"]
     else:
         texts, labels = synthetic(spec["n_texts"], spec["n_classes"])
         test_texts, test_labels = synthetic(1000, spec["n_classes"], seed=1)
