@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None, help="test sentences per language (default: all)")
     parser.add_argument("--bodies", nargs="+", default=list(BODIES), choices=list(BODIES))
     parser.add_argument("--setfit-python", default=None)
+    parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
+    parser.add_argument("--english-only", action="store_true", help="skip the per-language trainings")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "multilingual_tweets")
     parser.add_argument("--summarize", type=Path, default=None,
                         help="write the tables from the JSON lines of an interrupted run's log, and stop")
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def fit(body: str, rows: list[dict], seed: int) -> tuple[Trainer, float]:
         model = SetFitModel.from_pretrained(BODIES[body])
-        trainer = Trainer(model=model, args=TrainingArguments(seed=seed, show_progress_bar=False),
+        trainer = Trainer(model=model, args=TrainingArguments(seed=seed, show_progress_bar=False, **args.lite_args),
                           train_dataset={"text": [r["text"] for r in rows], "label": [r["label"] for r in rows]})
         start = time.perf_counter()
         trainer.train()
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
                    "accuracy": {lang: result["groups"][lang]["accuracy"] for lang in LANGS}}
             print(json.dumps(row), flush=True)
             runs.append(row)
+            if args.english_only:
+                continue
             own = {}
             for lang in LANGS:
                 trainer, _ = fit(body, samples[lang], seed)
