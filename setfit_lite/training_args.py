@@ -42,6 +42,8 @@ class TrainingArguments:
       default (None) grows with the number of class pairs: ``2 * K**2`` steps for K classes, from 8 to 64
       (SST-2, 2 classes: 8; Emotion, 6 classes: 64 lifts 8-shot accuracy from 0.34 to 0.38, benchmarks/README.md).
     - ``loss`` is a name (or a sentence-transformers loss class) rather than only a class.
+    - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
+      it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
     """
 

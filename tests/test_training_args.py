@@ -60,3 +60,25 @@ def test_steps_per_epoch_floor_grows_with_class_pairs() -> None:
     for bad in (0, -1, True, 1.5, "8"):
         with pytest.raises(ValueError, match="min_steps_per_epoch"):
             TrainingArguments(min_steps_per_epoch=bad)
+
+
+def test_word_embeddings_frozen_by_default_only_for_large_vocabularies() -> None:
+    import torch
+
+    from setfit_lite.trainer import LARGE_VOCABULARY, _freeze_word_embeddings
+
+    def body(rows: int) -> torch.nn.Module:
+        module = torch.nn.Module()
+        module.word_embeddings = torch.nn.Embedding(rows, 2)
+        module.dense = torch.nn.Linear(2, 2)
+        return module
+
+    small, large = body(1000), body(LARGE_VOCABULARY + 1)
+    for module, expected in ((small, True), (large, False)):
+        _freeze_word_embeddings(module, None)
+        assert module.word_embeddings.weight.requires_grad is expected
+        assert module.dense.weight.requires_grad
+    _freeze_word_embeddings(small, True)
+    assert not small.word_embeddings.weight.requires_grad
+    _freeze_word_embeddings(large, False)  # what train() does after the body phase
+    assert large.word_embeddings.weight.requires_grad
