@@ -255,7 +255,7 @@ class Trainer:
                                args.num_iterations, rank=backend.rank, world_size=backend.world_size)
         batch_size = args.sentence_batch_size or args.embedding_batch_size
         num_classes = ids.shape[1] if ids.ndim > 1 else len(np.unique(ids))
-        per_epoch = max(math.ceil(len(ids) / batch_size), args.steps_per_epoch_floor(num_classes))
+        per_epoch = max(math.ceil(len(ids) / batch_size), args.steps_per_epoch_floor(num_classes, len(ids), batch_size))
         return SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size,
                                     batches_per_epoch=per_epoch * backend.world_size)
 

@@ -24,7 +24,7 @@ from setfit_lite.checkpoint import (
 from setfit_lite.trainer import TrainingInterrupted
 
 ARGS = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu", "seed": 3,
-        "logging_steps": 4}
+        "logging_steps": 4, "min_steps_per_epoch": 8}
 TOTAL_STEPS = 24  # 3 epochs x 8 steps
 
 
