@@ -8,7 +8,7 @@ with ``NopPruner``. A trial's objective is the accuracy on SST-2's validation sp
 samples of ``--search-seeds`` (8 examples per class each, setfit's ``sample_dataset`` rows); each seed is one
 ``hyperparameter_search`` call on one shared study (in sqlite), and the objective of a configuration is the mean
 of its trials across those calls (the sampler proposes for the first seed; later seeds replay the same
-configurations with ``optuna.trial.FixedTrial``-style enqueued trials). The best configuration of each search and
+configurations in order through ``study.enqueue_trial``). The best configuration of each search and
 the defaults are then trained on the samples of ``--test-seeds`` and scored on the full test split (1,821).
 Writes ``--out``.json and .md.
 """
@@ -30,6 +30,8 @@ sys.path.insert(0, str(HERE))
 
 from compare_setfit import load_task  # noqa: E402
 
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
 SPACE = [  # SigOpt-style: the form hyperparameter_search also accepts from JSON files
     {"name": "body_learning_rate", "type": "double", "bounds": {"min": 1e-5, "max": 2e-4}, "transformation": "log"},
     {"name": "num_epochs", "type": "int", "bounds": {"min": 1, "max": 3}},
@@ -44,11 +46,18 @@ def read(data_dir: Path, split: str) -> dict:
     return {"text": [r["text"] for r in rows], "label": [int(r["label"]) for r in rows]}
 
 
+def minilm() -> object:
+    """``model_init`` of every trial and test run: a fresh MiniLM-L6."""
+    from setfit_lite import SetFitModel
+
+    return SetFitModel.from_pretrained(MINILM)
+
+
 def search(data_dir: Path, seeds: list[int], n_trials: int, prune: bool, storage: str) -> dict:
     """Run the search for each seed's sample on one study; return the best configuration and timings."""
     import optuna
 
-    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+    from setfit_lite import Trainer, TrainingArguments
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     validation = read(data_dir, "validation")
@@ -57,7 +66,7 @@ def search(data_dir: Path, seeds: list[int], n_trials: int, prune: bool, storage
     start = time.perf_counter()
     for i, seed in enumerate(seeds):
         task = load_task(data_dir, "sst2:8", seed)
-        trainer = Trainer(model_init=lambda: SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2"),
+        trainer = Trainer(model_init=minilm,
                           args=TrainingArguments(seed=seed, show_progress_bar=False),
                           train_dataset={"text": task["texts"], "label": task["labels"]}, eval_dataset=validation)
         sampler = optuna.samplers.TPESampler(seed=0)
@@ -87,12 +96,12 @@ def search(data_dir: Path, seeds: list[int], n_trials: int, prune: bool, storage
 
 
 def test_accuracy(data_dir: Path, params: dict, seeds: list[int]) -> dict:
-    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+    from setfit_lite import Trainer, TrainingArguments
 
     accuracies = []
     for seed in seeds:
         task = load_task(data_dir, "sst2:8", seed)
-        trainer = Trainer(model_init=lambda: SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2"),
+        trainer = Trainer(model_init=minilm,
                           args=TrainingArguments(seed=seed, show_progress_bar=False),
                           train_dataset={"text": task["texts"], "label": task["labels"]})
         if params:
