@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from sentence_transformers import losses as st_losses
+from sentence_transformers.sentence_transformer import losses as st_losses
 
-PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss")
+PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
+# sentence-transformers' losses that rank every positive pair above every negative one
+RANKING_LOSSES = ("CoSENTLoss", "AnglELoss")
 TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss",
                   "BatchHardSoftMarginTripletLoss")
 
@@ -41,9 +43,12 @@ class PairMatrixLoss(torch.nn.Module):
     - ``CosineSimilarityLoss``: (cos(u, v) - target)^2, setfit's default;
     - ``ContrastiveLoss``: target * d^2 + (1 - target) * relu(margin - d)^2 with d = 1 - cos, as in
       sentence-transformers (which halves both terms);
-    - ``OnlineContrastiveLoss``: the contrastive loss on hard positives and hard negatives only.
+    - ``OnlineContrastiveLoss``: the contrastive loss on hard positives and hard negatives only;
+    - ``CoSENTLoss`` / ``AnglELoss``: sentence-transformers' ranking losses (every same-label pair should be
+      more similar than every different-label pair), computed by sentence-transformers on the batch's pairs.
 
-    With ``balance=True`` positives and negatives count equally, whatever their numbers in the batch.
+    With ``balance=True`` positives and negatives count equally, whatever their numbers in the batch (the
+    ranking losses compare each positive with each negative, so they are balanced by construction).
     """
 
     def __init__(self, name: str = "CosineSimilarityLoss", margin: float = 0.25, balance: bool = True) -> None:
@@ -51,6 +56,8 @@ class PairMatrixLoss(torch.nn.Module):
         if name not in PAIR_LOSSES:
             raise ValueError(f"{name!r} is not a pair loss; choose one of {PAIR_LOSSES}")
         self.name, self.margin, self.balance = name, margin, balance
+        # the model argument is only stored by these losses; the embeddings are computed by our loop
+        self.ranking = getattr(st_losses, name)(model=None) if name in RANKING_LOSSES else None
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
                 pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
@@ -59,6 +66,9 @@ class PairMatrixLoss(torch.nn.Module):
                 raise ValueError("PairMatrixLoss needs labels or explicit pairs")
             pair_index, pair_target = all_pairs(labels)
         assert pair_target is not None
+        if self.ranking is not None:
+            pairs = [embeddings[pair_index[:, 0]].float(), embeddings[pair_index[:, 1]].float()]
+            return self.ranking.compute_loss_from_embeddings(pairs, pair_target.float())
         normed = F.normalize(embeddings.float(), dim=-1)
         cos = (normed[pair_index[:, 0]] * normed[pair_index[:, 1]]).sum(-1)
         target = pair_target.float()

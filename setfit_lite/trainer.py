@@ -33,7 +33,7 @@ from .checkpoint import (
     write_rank_state,
 )
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
-from .losses import build_loss
+from .losses import PAIR_LOSSES, build_loss
 from .metrics import check_metric, compute_metric
 from .modeling import SetFitModel
 from .sampling import PairSampler, SentenceBatchSampler
@@ -249,8 +249,7 @@ class Trainer:
     def make_sampler(self, args: TrainingArguments, ids: np.ndarray) -> Any:
         backend = self.backend
         assert backend is not None
-        if args.objective == "pairs" and args.loss_name in ("CosineSimilarityLoss", "ContrastiveLoss",
-                                                           "OnlineContrastiveLoss"):
+        if args.objective == "pairs" and args.loss_name in PAIR_LOSSES:
             return PairSampler(ids, args.embedding_batch_size, args.seed, args.sampling_strategy,
                                args.num_iterations, rank=backend.rank, world_size=backend.world_size)
         batch_size = args.sentence_batch_size or args.embedding_batch_size

@@ -12,8 +12,8 @@ from typing import Any
 
 OBJECTIVES = ("sentence_batch", "pairs")
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
-LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "BatchAllTripletLoss",
-          "BatchHardTripletLoss", "BatchSemiHardTripletLoss", "BatchHardSoftMarginTripletLoss")
+LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss",
+          "BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss", "BatchHardSoftMarginTripletLoss")
 STRATEGIES = ("no", "steps", "epoch")
 
 # setfit arguments we accept for compatibility but that do nothing here (reporting integrations).

@@ -165,7 +165,7 @@ def test_unknown_label_at_evaluate_and_unfitted_predict(tiny_body_path, trained)
         trainer.evaluate({"text": ["ok film"], "label": ["neutral"]})
 
 
-@pytest.mark.parametrize("loss", ["ContrastiveLoss", "BatchHardTripletLoss"])
+@pytest.mark.parametrize("loss", ["ContrastiveLoss", "CoSENTLoss", "BatchHardTripletLoss"])
 def test_other_losses(tiny_body_path, toy_data, loss):
     model, _ = train(tiny_body_path, toy_data, loss=loss)
     assert model.predict(["great wonderful superb film"]) == ["positive"]
