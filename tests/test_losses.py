@@ -40,8 +40,11 @@ def test_ranking_losses_match_sentence_transformers_on_the_batch_pairs(name):
 @pytest.mark.parametrize("name", PAIR_LOSSES)
 def test_pair_losses_prefer_embeddings_that_separate_the_classes(name):
     labels = torch.tensor([0, 0, 0, 1, 1, 1])
-    separated = torch.tensor([[1.0, 0.0]] * 3 + [[0.0, 1.0]] * 3) + 0.05 * torch.randn(6, 2)
-    mixed = torch.tensor([[1.0, 0.0], [0.0, 1.0]] * 3) + 0.05 * torch.randn(6, 2)
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(2, 8, generator=gen)  # one direction per class (8 dims: AnglE reads 4 complex numbers)
+    noise = 0.05 * torch.randn(6, 8, generator=gen)
+    separated = torch.stack([a, a, a, b, b, b]) + noise
+    mixed = torch.stack([a, b, a, b, a, b]) + noise
     loss = build_loss(name, margin=0.5)
     assert loss(separated, labels) < loss(mixed, labels)
 
