@@ -31,7 +31,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--objective", choices=["sentence_batch", "pairs"], default=None)
     p.add_argument("--backend", default="auto")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--max-length", type=int, default=None)
 
 

@@ -49,6 +49,8 @@ class TrainingArguments:
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
+      ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
+      AVX512-BF16, GPUs with bf16) and fp32 elsewhere; prediction always runs in fp32.
     """
 
     output_dir: str = "checkpoints"
@@ -87,7 +89,7 @@ class TrainingArguments:
     early_stopping_patience: int | None = None
     max_grad_norm: float | None = 1.0
     backend: str = "auto"
-    precision: str = "fp32"
+    precision: str = "auto"
     compile: bool = False
     prompt: str | None = None
     freeze_word_embeddings: bool | None = None

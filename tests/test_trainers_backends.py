@@ -166,6 +166,19 @@ def test_describe_native_bf16() -> None:
     assert "emulated" not in text
 
 
+def test_auto_precision_is_bf16_only_where_the_cpu_computes_it_natively() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "auto" never picks an emulated bf16, so never warns
+        assert CpuBackend(precision="auto", cpuinfo=CPUINFO_SPR).precision == "bf16"
+        assert CpuBackend(precision="auto", cpuinfo=CPUINFO_OLD).precision == "fp32"
+        assert CpuBackend(precision="fp32", cpuinfo=CPUINFO_SPR).precision == "fp32"  # explicit wins
+    assert CpuBackend(precision="auto", cpuinfo=CPUINFO_SPR).autocast_dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="'auto'"):
+        CpuBackend(precision="int4")
+
+
 def test_bf16_without_native_support_warns_once() -> None:
     with pytest.warns(RuntimeWarning, match="bf16 runs emulated"):
         backend = CpuBackend(precision="bf16", cpuinfo=CPUINFO_OLD)

@@ -495,3 +495,16 @@ def test_is_main_process_follows_rank(monkeypatch: pytest.MonkeyPatch, rank: str
         backend.gather_object(1)
     with pytest.raises(RuntimeError, match="MASTER_ADDR/MASTER_PORT are not set"):
         backend.setup()
+
+
+@pytest.mark.parametrize("bf16_supported, expected", [(True, "bf16"), (False, "fp32")])
+def test_cuda_auto_precision_follows_bf16_support(monkeypatch: pytest.MonkeyPatch, bf16_supported: bool,
+                                                  expected: str) -> None:
+    from trainers.cuda import CudaBackend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16_supported)
+    backend = CudaBackend(precision="auto")
+    assert backend.precision == expected and backend.scaler is None
+    assert CudaBackend(precision="fp32").precision == "fp32"

@@ -16,6 +16,7 @@ import torch
 logger = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "bf16", "fp16")
+AUTO_PRECISION = "auto"  # each backend's choice: see ``Backend.auto_precision``
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 _WARNED: set[str] = set()
 
@@ -78,8 +79,10 @@ class Backend:
         device: str | torch.device | None = None,
         compile_options: Mapping[str, Any] | None = None,
     ) -> None:
+        if precision == AUTO_PRECISION:
+            precision = self.auto_precision()
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+            raise ValueError(f"precision must be one of {PRECISIONS} or {AUTO_PRECISION!r}, got {precision!r}")
         if precision not in self.supported_precisions:
             raise ValueError(
                 f"precision {precision!r} is not supported by the {self.name!r} backend "
@@ -121,6 +124,10 @@ class Backend:
         return f"{self.name} ({self.device}, {self.precision})"
 
     # ---- precision -------------------------------------------------------------------------
+    def auto_precision(self) -> str:
+        """What ``precision="auto"`` means on this device: fp32 unless the backend knows bf16 is native and fast."""
+        return "fp32"
+
     @property
     def autocast_dtype(self) -> torch.dtype | None:
         return _DTYPES[self.precision]

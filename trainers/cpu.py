@@ -119,11 +119,11 @@ class CpuBackend(DistributedMixin, Backend):
         compile_options: Mapping[str, Any] | None = None,
         cpuinfo: str | None = None,
     ) -> None:
+        self.features = detect_cpu_features(cpuinfo)
         super().__init__(precision, compile, device="cpu", compile_options=compile_options)
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
         self.num_threads = num_threads
-        self.features = detect_cpu_features(cpuinfo)
         self.ipex: Any = None
         if use_ipex:
             try:
@@ -134,13 +134,21 @@ class CpuBackend(DistributedMixin, Backend):
                     "(matching your torch version), or drop use_ipex"
                 ) from err
         self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
-        if precision == "bf16" and not self.features.native_bf16:
+        if self.precision == "bf16" and not self.features.native_bf16:
             how = "could not be confirmed" if self.features.native_bf16 is None else "is missing"
             warn_once(
                 f"bf16 on this CPU: native bf16 support (AMX / AVX512-BF16) {how}; "
                 "bf16 runs emulated and may be slower than fp32",
                 RuntimeWarning,
             )
+
+    def auto_precision(self) -> str:
+        """bf16 autocast where the CPU computes bf16 natively (AMX or AVX512-BF16), else fp32.
+
+        Measured on a 2-core Xeon with AMX (MiniLM-L6, one thread): training 1.3x (SST-2, 8 steps) to 1.8x
+        (Emotion, 133 steps) as fast, accuracy unchanged (benchmarks/README.md).
+        """
+        return "bf16" if self.features.native_bf16 else "fp32"
 
     def setup(self) -> None:
         if self.num_threads is not None:

@@ -48,13 +48,17 @@ class CudaBackend(DistributedMixin, Backend):
         if self.local_rank >= count:
             raise RuntimeError(f"LOCAL_RANK={self.local_rank} but only {count} CUDA device(s) are visible")
         self.device = torch.device("cuda", self.local_rank)
-        if precision == "bf16" and not torch.cuda.is_bf16_supported():
+        if self.precision == "bf16" and not torch.cuda.is_bf16_supported():
             raise ValueError(
                 f"precision 'bf16' is not supported on {torch.cuda.get_device_name(self.local_rank)} "
                 "(torch.cuda.is_bf16_supported() is False); use precision='fp16' or 'fp32'"
             )
-        if precision == "fp16":
+        if self.precision == "fp16":
             self.scaler = torch.amp.GradScaler("cuda")
+
+    def auto_precision(self) -> str:
+        """bf16 autocast on GPUs that support it (Ampere and later), else fp32 (fp16 needs asking for)."""
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
 
     def setup(self) -> None:
         torch.cuda.set_device(self.device)

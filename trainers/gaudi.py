@@ -181,7 +181,7 @@ class GaudiBackend(DistributedMixin, Backend):
         compile_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.gaudi_config = GaudiConfig.load(gaudi_config)
-        if self.gaudi_config.use_torch_autocast and precision == "fp32":
+        if self.gaudi_config.use_torch_autocast and precision in ("fp32", "auto"):
             logger.info("gaudi_config.use_torch_autocast=true: training with bf16 autocast")
             precision = "bf16"
         super().__init__(precision, compile, device="cpu", compile_options=compile_options)
