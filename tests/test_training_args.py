@@ -11,7 +11,7 @@ def test_setfit_defaults_and_tuples():
     args = TrainingArguments()
     assert (args.embedding_batch_size, args.classifier_batch_size) == (16, 2)
     assert (args.embedding_num_epochs, args.classifier_num_epochs) == (1, 16)
-    assert args.body_embedding_learning_rate == 5e-5 and args.head_learning_rate == 1e-2  # sentence batches
+    assert args.body_embedding_learning_rate == 1e-4 and args.head_learning_rate == 1e-2  # sentence batches
     args = TrainingArguments(batch_size=8, num_epochs=(2, 3), body_learning_rate=1e-4)
     assert (args.embedding_batch_size, args.classifier_batch_size) == (8, 8)
     assert (args.embedding_num_epochs, args.classifier_num_epochs) == (2, 3)
@@ -55,12 +55,12 @@ def test_update_and_to_dict_round_trip():
 
 def test_steps_per_epoch_floor_grows_with_class_pairs() -> None:
     args = TrainingArguments()
-    assert [args.steps_per_epoch_floor(k) for k in (1, 2, 3, 4, 6, 50)] == [8, 8, 18, 32, 64, 64]
-    # ... and with the pairs of the data: 3.5 * N(N-1) / (b(b-1)), capped at 256
-    assert args.steps_per_epoch_floor(2, 16, 16) == 8  # SST-2, 8 per class
-    assert args.steps_per_epoch_floor(6, 48, 16) == 64  # Emotion, 8 per class
-    assert args.steps_per_epoch_floor(6, 96, 16) == 133  # Emotion, 16 per class
-    assert args.steps_per_epoch_floor(50, 400, 16) == 256
+    assert [args.steps_per_epoch_floor(k) for k in (1, 2, 3, 4, 6, 50)] == [4, 4, 9, 16, 32, 32]
+    # ... and with the pairs of the data: 1.75 * N(N-1) / (b(b-1)), capped at 128
+    assert args.steps_per_epoch_floor(2, 16, 16) == 4  # SST-2, 8 per class
+    assert args.steps_per_epoch_floor(6, 48, 16) == 32  # Emotion, 8 per class
+    assert args.steps_per_epoch_floor(6, 96, 16) == 67  # Emotion, 16 per class
+    assert args.steps_per_epoch_floor(50, 400, 16) == 128
     assert TrainingArguments(min_steps_per_epoch=3).steps_per_epoch_floor(6) == 3
     for bad in (0, -1, True, 1.5, "8"):
         with pytest.raises(ValueError, match="min_steps_per_epoch"):
@@ -90,7 +90,7 @@ def test_word_embeddings_frozen_by_default_only_for_large_vocabularies() -> None
 
 
 def test_body_learning_rate_default_depends_on_objective() -> None:
-    assert TrainingArguments().body_embedding_learning_rate == 5e-5
+    assert TrainingArguments().body_embedding_learning_rate == 1e-4
     assert TrainingArguments(objective="pairs").body_embedding_learning_rate == 2e-5
     assert TrainingArguments().body_classifier_learning_rate == 1e-5
     assert TrainingArguments(body_learning_rate=3e-5).body_embedding_learning_rate == 3e-5
