@@ -93,7 +93,7 @@ def test_tampered_model_folder_is_refused(tmp_path, trained):
 
 def test_differentiable_head_end_to_end(tiny_body_path, toy_data, toy_eval, tmp_path):
     model, trainer = train(tiny_body_path, toy_data, toy_eval, use_differentiable_head=True, end_to_end=True,
-                           head_learning_rate=5e-2)
+                           head_learning_rate=5e-2, min_steps_per_epoch=8)
     assert trainer.evaluate()["accuracy"] >= 0.8
     model.save_pretrained(tmp_path / "m")
     loaded = SetFitModel.from_pretrained(tmp_path / "m")
