@@ -7,11 +7,10 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
 
-PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
-# sentence-transformers' losses that rank every positive pair above every negative one
-RANKING_LOSSES = ("CoSENTLoss", "AnglELoss")
-TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss",
-                  "BatchHardSoftMarginTripletLoss")
+from .training_args import PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
+
+__all__ = ["PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "PairMatrixLoss", "TripletLoss", "build_loss",
+           "SimilarityDistillationLoss", "all_pairs", "balanced_mean", "same_label"]
 
 
 def same_label(labels: torch.Tensor) -> torch.Tensor:

@@ -12,8 +12,13 @@ from typing import Any
 
 OBJECTIVES = ("sentence_batch", "pairs")
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
-LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss",
-          "BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss", "BatchHardSoftMarginTripletLoss")
+# loss names (kept here, torch-free; ``setfit_lite.losses`` builds them)
+PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
+# sentence-transformers' losses that rank every positive pair above every negative one
+RANKING_LOSSES = ("CoSENTLoss", "AnglELoss")
+TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss",
+                  "BatchHardSoftMarginTripletLoss")
+LOSSES = PAIR_LOSSES + TRIPLET_LOSSES
 STRATEGIES = ("no", "steps", "epoch")
 
 # setfit arguments we accept for compatibility but that do nothing here (reporting integrations).
