@@ -125,13 +125,20 @@ class Recorder(TrainerCallback):
 
 
 def test_eval_during_training_reports_real_metric_and_stops_early(tiny_body_path, toy_data, toy_eval):
-    rec = Recorder()
-    _, trainer = train(tiny_body_path, toy_data, toy_eval, callbacks=[rec], num_epochs=(20, 2), eval_strategy="steps",
-                       eval_steps=4, early_stopping_patience=1, metric_for_best_model="accuracy",
-                       load_best_model_at_end=True)
-    assert rec.events == ["train_begin", "train_end"]
-    assert rec.metrics and "eval_accuracy" in rec.metrics[0]
-    assert trainer.state.global_step < 20 * 8  # stopped early
+    kwargs = {"num_epochs": (20, 2), "eval_strategy": "steps", "eval_steps": 4, "metric_for_best_model": "accuracy",
+              "load_best_model_at_end": True}
+    full_rec, stop_rec = Recorder(), Recorder()
+    _, full = train(tiny_body_path, toy_data, toy_eval, callbacks=[full_rec], **kwargs)
+    _, trainer = train(tiny_body_path, toy_data, toy_eval, callbacks=[stop_rec], early_stopping_patience=1, **kwargs)
+    assert stop_rec.events == ["train_begin", "train_end"]
+    assert stop_rec.metrics and "eval_accuracy" in stop_rec.metrics[0]
+    # without early stopping the run takes every step; with it, it stops at the evaluation that did not improve
+    assert full.state.global_step == full.state.max_steps == trainer.state.max_steps
+    accuracies = [m["eval_accuracy"] for m in stop_rec.metrics]
+    assert trainer.state.global_step == 4 * len(accuracies) < full.state.global_step
+    assert len(accuracies) >= 2 and accuracies[-1] <= max(accuracies[:-1])  # patience 1: the first non-improvement
+    assert all(b > a for a, b in zip(accuracies, accuracies[1:-1]))  # ... and not an earlier one
+    assert stop_rec.metrics == full_rec.metrics[:len(accuracies)]  # same seed, same run up to the stop
 
 
 def test_evaluate_group_by(toy_eval, trained):
