@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -20,17 +23,208 @@ TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardT
                   "BatchHardSoftMarginTripletLoss")
 LOSSES = PAIR_LOSSES + TRIPLET_LOSSES
 STRATEGIES = ("no", "steps", "epoch")
+# ``trainers.registry.NAMES`` and ``("auto", *trainers.base.PRECISIONS)``, repeated here because the trainers
+# package imports torch; tests/test_training_args.py checks that they agree.
+BACKENDS = ("auto", "cpu", "cuda", "hpu", "ipu")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 # setfit arguments we accept for compatibility but that do nothing here (reporting integrations).
 _ACCEPTED_NO_OP = ("report_to", "run_name", "logging_dir", "logging_first_step", "eval_delay", "use_amp")
 
 
-def _pair(value: Any, name: str) -> tuple[Any, Any]:
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ValueError(f"{name} takes one value or a (body, head) pair, got {value!r}")
-        return tuple(value)  # type: ignore[return-value]
-    return value, value
+def _pair(value: Any) -> tuple[Any, Any]:
+    """``(body, head)`` of a checked value: its pair, or the value twice."""
+    return value if isinstance(value, tuple) else (value, value)
+
+
+# ------------------------------------------------------------------------------------------------ validation
+
+
+def _is_bool(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")  # a numpy bool exists only once numpy is imported
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not _is_bool(value)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What a field allows (for messages) and ``check(value) -> normalised value``.
+
+    ``check`` raises a bare ``TypeError`` (wrong type) or ``ValueError`` (out of range);
+    :func:`check_argument` adds the field, the value and ``allowed`` to the message.
+    """
+
+    allowed: str
+    check: Callable[[Any], Any]
+
+
+def _optional(rule: _Rule, meaning: str = "") -> _Rule:
+    def check(value: Any) -> Any:
+        return None if value is None else rule.check(value)
+
+    return _Rule(f"None{f' ({meaning})' if meaning else ''} or {rule.allowed}", check)
+
+
+def _integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int, ...] = ()) -> _Rule:
+    def check(value: Any) -> int:
+        if not _is_integer(value):
+            raise TypeError
+        if value not in also and not low <= value <= high:
+            raise ValueError
+        return int(value)
+
+    return _Rule(allowed, check)
+
+
+def _number(allowed: str, low: float = 0.0, high: float = math.inf, low_open: bool = False) -> _Rule:
+    def check(value: Any) -> float:
+        if _is_bool(value) or not isinstance(value, numbers.Real):
+            raise TypeError
+        value = float(value)
+        if not (math.isfinite(value) and low <= value <= high) or (low_open and value == low):
+            raise ValueError
+        return value
+
+    return _Rule(allowed, check)
+
+
+def _pair_of(rule: _Rule) -> _Rule:
+    """One value for both phases, or a ``(body, head)`` pair (tuple or list) of them."""
+    def check(value: Any) -> Any:
+        if isinstance(value, (tuple, list)):
+            if len(value) != 2:
+                raise ValueError
+            return tuple(rule.check(v) for v in value)
+        return rule.check(value)
+
+    return _Rule(f"{rule.allowed}, or a (body, head) pair of them", check)
+
+
+def _option(options: tuple[str, ...], fold_case: bool = False) -> _Rule:
+    """One of ``options``; transformers' ``IntervalStrategy``-style enums give their ``value``."""
+    def check(value: Any) -> str:
+        value = getattr(value, "value", value)
+        if not isinstance(value, str):
+            raise TypeError
+        if fold_case:
+            value = value.strip().lower()
+        if value not in options:
+            raise ValueError
+        return value
+
+    return _Rule(f"one of {', '.join(map(repr, options))}", check)
+
+
+def _flag() -> _Rule:
+    def check(value: Any) -> bool:
+        if not _is_bool(value):
+            raise TypeError
+        return bool(value)
+
+    return _Rule("True or False", check)
+
+
+def _text(allowed: str = "a string", empty: bool = True) -> _Rule:
+    def check(value: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError
+        if not empty and not value:
+            raise ValueError
+        return value
+
+    return _Rule(allowed, check)
+
+
+def _path(value: Any) -> Any:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError
+    if not os.fspath(value):
+        raise ValueError
+    return value
+
+
+def _loss(value: Any) -> Any:
+    if not isinstance(value, (str, type)):
+        raise TypeError
+    if (value if isinstance(value, str) else value.__name__) not in LOSSES:
+        raise ValueError
+    return value
+
+
+def _callable(value: Any) -> Any:
+    if not callable(value):
+        raise TypeError
+    return value
+
+
+def _backend(value: Any) -> Any:
+    base = sys.modules.get("trainers.base")  # a Backend instance exists only once trainers is imported
+    if base is not None and isinstance(value, base.Backend):
+        return value
+    return _option(BACKENDS, fold_case=True).check(value)
+
+
+_POSITIVE = _integer("a positive integer")
+_STRATEGY = _option(STRATEGIES)
+_RULES: dict[str, _Rule] = {
+    "output_dir": _Rule("a non-empty path (str or os.PathLike)", _path),
+    "batch_size": _pair_of(_POSITIVE),
+    "num_epochs": _pair_of(_POSITIVE),
+    "max_steps": _integer("a positive integer, or -1 (no limit)", also=(-1,)),
+    "sampling_strategy": _option(SAMPLING_STRATEGIES),
+    "num_iterations": _optional(_POSITIVE),
+    "body_learning_rate": _optional(_pair_of(_number("a finite number >= 0 (0 freezes the body in that phase)")),
+                                    "the objective's default"),
+    "head_learning_rate": _number("a finite number > 0", low_open=True),
+    "loss": _Rule(f"one of {', '.join(LOSSES)} (a name or the sentence-transformers class)", _loss),
+    "distance_metric": _optional(_Rule("a callable (a sentence-transformers distance function)", _callable),
+                                 "the loss's default"),
+    "margin": _number("a finite number >= 0"),
+    "end_to_end": _flag(),
+    "warmup_proportion": _number("a number in [0, 1]", high=1.0),
+    "l2_weight": _optional(_number("a finite number >= 0")),
+    "max_length": _optional(_integer("an integer >= 2", low=2), "the body's limit"),
+    "samples_per_label": _POSITIVE,
+    "show_progress_bar": _flag(),
+    "seed": _integer("an integer in [0, 2**63 - 1]", low=0, high=2**63 - 1),
+    "logging_strategy": _STRATEGY,
+    "logging_steps": _POSITIVE,
+    "eval_strategy": _STRATEGY,
+    "eval_steps": _optional(_POSITIVE, "logging_steps"),
+    "eval_max_steps": _integer("a positive integer, or -1 (no limit)", also=(-1,)),
+    "save_strategy": _STRATEGY,
+    "save_steps": _POSITIVE,
+    "save_total_limit": _optional(_POSITIVE, "keep all"),
+    "load_best_model_at_end": _flag(),
+    "metric_for_best_model": _optional(_text("a non-empty string", empty=False), "the first metric"),
+    "greater_is_better": _optional(_flag(), "from the metric's name"),
+    "objective": _option(OBJECTIVES),
+    "sentence_batch_size": _optional(_integer("an integer >= 2", low=2), "batch_size"),
+    "min_steps_per_epoch": _optional(_POSITIVE, "from the data"),
+    "early_stopping_patience": _optional(_POSITIVE, "no early stopping"),
+    "max_grad_norm": _optional(_number("a finite number >= 0 (0: no clipping)"), "no clipping"),
+    "backend": _Rule(f"one of {', '.join(map(repr, BACKENDS))} (any case) or a trainers.Backend", _backend),
+    "precision": _option(PRECISIONS),
+    "compile": _flag(),
+    "prompt": _optional(_text()),
+    "freeze_word_embeddings": _optional(_flag(), "by vocabulary size"),
+}
+
+
+def check_argument(name: str, value: Any) -> Any:
+    """``value`` of the :class:`TrainingArguments` field ``name``, normalised (numpy numbers to Python ones,
+    enums to their value, a backend name to lower case), or ``TypeError`` (wrong type) / ``ValueError`` (out of
+    range) naming the field, the value and what is allowed. Cross-field rules are checked by the constructor."""
+    rule = _RULES.get(name)
+    if rule is None:
+        raise TypeError(f"TrainingArguments has no argument {name!r}")
+    try:
+        return rule.check(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"TrainingArguments: {name} must be {rule.allowed}, got {value!r}") from None
 
 
 @dataclass
@@ -57,6 +251,19 @@ class TrainingArguments:
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
       ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
       AVX512-BF16, GPUs with bf16) and fp32 elsewhere; prediction always runs in fp32.
+
+    Every argument is checked here (and by :meth:`update`, hence ``Trainer.apply_hyperparameters``): a wrong
+    type is a ``TypeError``, a value out of range a ``ValueError``, each naming the argument, the value and what
+    is allowed (:func:`check_argument`). Integers and reals may be numpy numbers; booleans must be booleans.
+    Values with a meaning of their own:
+    - ``body_learning_rate=0`` (or a 0 in its pair) freezes the body in that phase: with 0 for the embedding
+      phase the contrastive phase is skipped and only the head is trained on the body as loaded. NaN and
+      infinite rates are refused; ``head_learning_rate`` must be > 0.
+    - ``max_steps=-1`` and ``eval_max_steps=-1`` (defaults): no limit; otherwise a positive integer.
+    - ``save_total_limit=None``: keep every checkpoint; ``max_grad_norm=None`` or ``0``: no gradient clipping;
+      ``early_stopping_patience=None``: no early stopping; ``eval_steps=None``: ``logging_steps``.
+    - ``backend`` is one of ``BACKENDS`` (``trainers.registry.NAMES``, any case) or a ``trainers.Backend``;
+      ``precision`` one of ``PRECISIONS``. Whether the device exists is checked when training starts.
     """
 
     output_dir: str = "checkpoints"
@@ -120,50 +327,25 @@ class TrainingArguments:
         self.__post_init__()
 
     def __post_init__(self) -> None:
-        self.embedding_batch_size, self.classifier_batch_size = _pair(self.batch_size, "batch_size")
-        self.embedding_num_epochs, self.classifier_num_epochs = _pair(self.num_epochs, "num_epochs")
+        for f in fields(self):
+            if f.name != "extra":
+                setattr(self, f.name, check_argument(f.name, getattr(self, f.name)))
+        self.embedding_batch_size, self.classifier_batch_size = _pair(self.batch_size)
+        self.embedding_num_epochs, self.classifier_num_epochs = _pair(self.num_epochs)
         rate = self.body_learning_rate
         if rate is None:
             rate = (1e-4 if self.objective == "sentence_batch" else 2e-5, 1e-5)
-        self.body_embedding_learning_rate, self.body_classifier_learning_rate = _pair(rate, "body_learning_rate")
-        for name in ("embedding_batch_size", "classifier_batch_size", "embedding_num_epochs", "classifier_num_epochs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("body_embedding_learning_rate", "body_classifier_learning_rate", "head_learning_rate"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-        if self.sampling_strategy not in SAMPLING_STRATEGIES:
-            raise ValueError(f"sampling_strategy must be one of {SAMPLING_STRATEGIES}, got {self.sampling_strategy!r}")
-        floor = self.min_steps_per_epoch
-        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int) or floor < 1):
-            raise ValueError(f"min_steps_per_epoch must be None or a positive integer, got {floor!r}")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        self.body_embedding_learning_rate, self.body_classifier_learning_rate = _pair(rate)
         if self.num_iterations is not None and self.objective == "sentence_batch":
             warnings.warn("num_iterations is setfit's legacy pair sampling; it selects objective='pairs'",
                           stacklevel=3)
             self.objective = "pairs"
-        if not 0.0 <= self.warmup_proportion <= 1.0:
-            raise ValueError(f"warmup_proportion must be in [0, 1], got {self.warmup_proportion!r}")
-        if self.max_length is not None and (not isinstance(self.max_length, int) or self.max_length < 2):
-            raise ValueError(f"max_length must be an integer >= 2 or None, got {self.max_length!r}")
-        for name in ("eval_strategy", "save_strategy", "logging_strategy"):
-            value = getattr(self, name)
-            if hasattr(value, "value"):  # transformers' IntervalStrategy enum
-                value = value.value
-                setattr(self, name, value)
-            if value not in STRATEGIES:
-                raise ValueError(f"{name} must be one of {STRATEGIES}, got {value!r}")
         if self.eval_strategy == "steps" and self.eval_steps is None:
             self.eval_steps = self.logging_steps
         if self.load_best_model_at_end and self.eval_strategy == "no":
-            raise ValueError("load_best_model_at_end needs eval_strategy 'steps' or 'epoch'")
-        loss_name = self.loss if isinstance(self.loss, str) else getattr(self.loss, "__name__", None)
-        if loss_name not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES} (name or sentence-transformers class), got {self.loss!r}")
-        self.loss_name = loss_name
+            raise ValueError("TrainingArguments: load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', "
+                             f"got {self.eval_strategy!r}")
+        self.loss_name = self.loss if isinstance(self.loss, str) else self.loss.__name__
 
     # ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

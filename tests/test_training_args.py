@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 import pytest
 
 from setfit_lite import TrainingArguments
@@ -22,17 +30,188 @@ def test_unknown_argument_is_named():
         TrainingArguments(num_epoch=3)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"sampling_strategy": "random"}, "sampling_strategy"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"loss": "Nope"}, "loss"),
-    ({"eval_strategy": "sometimes"}, "eval_strategy"),
-    ({"load_best_model_at_end": True}, "load_best_model_at_end"),
-    ({"warmup_proportion": 2.0}, "warmup_proportion"),
-])
-def test_bad_values(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+NAN, INF = float("nan"), float("inf")
+
+# (arguments, expected exception, field named in the message); the message must also show the value's repr
+BAD_ARGUMENTS = [
+    ({"output_dir": 3}, TypeError, "output_dir"),
+    ({"output_dir": ""}, ValueError, "output_dir"),
+    ({"batch_size": 0}, ValueError, "batch_size"),
+    ({"batch_size": (16, 0)}, ValueError, "batch_size"),
+    ({"batch_size": (8,)}, ValueError, "batch_size"),
+    ({"batch_size": (8, 2, 1)}, ValueError, "batch_size"),
+    ({"batch_size": 8.0}, TypeError, "batch_size"),
+    ({"batch_size": "16"}, TypeError, "batch_size"),
+    ({"batch_size": True}, TypeError, "batch_size"),
+    ({"num_epochs": 0}, ValueError, "num_epochs"),
+    ({"num_epochs": (1, -2)}, ValueError, "num_epochs"),
+    ({"num_epochs": 1.5}, TypeError, "num_epochs"),
+    ({"max_steps": -5}, ValueError, "max_steps"),
+    ({"max_steps": 0}, ValueError, "max_steps"),
+    ({"max_steps": 2.5}, TypeError, "max_steps"),
+    ({"max_steps": None}, TypeError, "max_steps"),
+    ({"sampling_strategy": "random"}, ValueError, "sampling_strategy"),
+    ({"sampling_strategy": 1}, TypeError, "sampling_strategy"),
+    ({"num_iterations": 0}, ValueError, "num_iterations"),
+    ({"num_iterations": 2.0}, TypeError, "num_iterations"),
+    ({"body_learning_rate": NAN}, ValueError, "body_learning_rate"),
+    ({"body_learning_rate": INF}, ValueError, "body_learning_rate"),
+    ({"body_learning_rate": -1e-5}, ValueError, "body_learning_rate"),
+    ({"body_learning_rate": (1e-4, NAN)}, ValueError, "body_learning_rate"),
+    ({"body_learning_rate": "1e-4"}, TypeError, "body_learning_rate"),
+    ({"body_learning_rate": True}, TypeError, "body_learning_rate"),
+    ({"head_learning_rate": INF}, ValueError, "head_learning_rate"),
+    ({"head_learning_rate": NAN}, ValueError, "head_learning_rate"),
+    ({"head_learning_rate": 0}, ValueError, "head_learning_rate"),
+    ({"head_learning_rate": None}, TypeError, "head_learning_rate"),
+    ({"loss": "Nope"}, ValueError, "loss"),
+    ({"loss": 3}, TypeError, "loss"),
+    ({"distance_metric": "cosine"}, TypeError, "distance_metric"),
+    ({"margin": -0.1}, ValueError, "margin"),
+    ({"margin": INF}, ValueError, "margin"),
+    ({"end_to_end": 1}, TypeError, "end_to_end"),
+    ({"end_to_end": "yes"}, TypeError, "end_to_end"),
+    ({"warmup_proportion": 2.0}, ValueError, "warmup_proportion"),
+    ({"warmup_proportion": -0.1}, ValueError, "warmup_proportion"),
+    ({"warmup_proportion": NAN}, ValueError, "warmup_proportion"),
+    ({"l2_weight": -0.01}, ValueError, "l2_weight"),
+    ({"l2_weight": "0.01"}, TypeError, "l2_weight"),
+    ({"max_length": 1}, ValueError, "max_length"),
+    ({"max_length": 128.0}, TypeError, "max_length"),
+    ({"samples_per_label": 0}, ValueError, "samples_per_label"),
+    ({"show_progress_bar": "no"}, TypeError, "show_progress_bar"),
+    ({"show_progress_bar": None}, TypeError, "show_progress_bar"),
+    ({"seed": "abc"}, TypeError, "seed"),
+    ({"seed": True}, TypeError, "seed"),
+    ({"seed": 1.0}, TypeError, "seed"),
+    ({"seed": None}, TypeError, "seed"),
+    ({"seed": -1}, ValueError, "seed"),
+    ({"seed": 2**63}, ValueError, "seed"),
+    ({"logging_strategy": "sometimes"}, ValueError, "logging_strategy"),
+    ({"logging_steps": 0}, ValueError, "logging_steps"),
+    ({"logging_steps": 0.5}, TypeError, "logging_steps"),
+    ({"eval_strategy": "sometimes"}, ValueError, "eval_strategy"),
+    ({"eval_strategy": None}, TypeError, "eval_strategy"),
+    ({"eval_steps": 0}, ValueError, "eval_steps"),
+    ({"eval_max_steps": 0}, ValueError, "eval_max_steps"),
+    ({"eval_max_steps": -2}, ValueError, "eval_max_steps"),
+    ({"save_strategy": "best"}, ValueError, "save_strategy"),
+    ({"save_steps": 0, "save_strategy": "steps"}, ValueError, "save_steps"),
+    ({"save_steps": 0}, ValueError, "save_steps"),
+    ({"save_steps": -10}, ValueError, "save_steps"),
+    ({"save_total_limit": 0}, ValueError, "save_total_limit"),
+    ({"load_best_model_at_end": "true"}, TypeError, "load_best_model_at_end"),
+    ({"load_best_model_at_end": True}, ValueError, "load_best_model_at_end"),
+    ({"metric_for_best_model": ""}, ValueError, "metric_for_best_model"),
+    ({"metric_for_best_model": 1}, TypeError, "metric_for_best_model"),
+    ({"greater_is_better": "yes"}, TypeError, "greater_is_better"),
+    ({"objective": "triplets"}, ValueError, "objective"),
+    ({"sentence_batch_size": 1}, ValueError, "sentence_batch_size"),
+    ({"sentence_batch_size": 16.0}, TypeError, "sentence_batch_size"),
+    ({"min_steps_per_epoch": 0}, ValueError, "min_steps_per_epoch"),
+    ({"min_steps_per_epoch": -1}, ValueError, "min_steps_per_epoch"),
+    ({"min_steps_per_epoch": True}, TypeError, "min_steps_per_epoch"),
+    ({"min_steps_per_epoch": 1.5}, TypeError, "min_steps_per_epoch"),
+    ({"min_steps_per_epoch": "8"}, TypeError, "min_steps_per_epoch"),
+    ({"early_stopping_patience": -3}, ValueError, "early_stopping_patience"),
+    ({"early_stopping_patience": 0}, ValueError, "early_stopping_patience"),
+    ({"max_grad_norm": -1.0}, ValueError, "max_grad_norm"),
+    ({"max_grad_norm": NAN}, ValueError, "max_grad_norm"),
+    ({"backend": "tpu"}, ValueError, "backend"),
+    ({"backend": None}, TypeError, "backend"),
+    ({"precision": "fp8"}, ValueError, "precision"),
+    ({"precision": "FP16"}, ValueError, "precision"),
+    ({"compile": "yes"}, TypeError, "compile"),
+    ({"prompt": 3}, TypeError, "prompt"),
+    ({"freeze_word_embeddings": 0}, TypeError, "freeze_word_embeddings"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "name"), BAD_ARGUMENTS, ids=lambda v: repr(v)[:40])
+def test_bad_argument_is_refused_naming_field_value_and_allowed(kwargs: dict, error: type, name: str) -> None:
+    value = kwargs[name] if name in kwargs else next(iter(kwargs.values()))
+    pattern = rf"TrainingArguments: {name} must be .+, got {re.escape(repr(value))}$"
+    if kwargs == {"load_best_model_at_end": True}:  # the one cross-field rule
+        pattern = "load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', got 'no'"
+    with pytest.raises(error, match=pattern):
         TrainingArguments(**kwargs)
+    with pytest.raises(error, match=pattern):  # update() (and so apply_hyperparameters) checks the same way
+        TrainingArguments().update(kwargs)
+
+
+def test_every_field_has_a_rule_and_the_table_covers_it() -> None:
+    from setfit_lite.training_args import _RULES
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)} - {"extra"}
+    assert set(_RULES) == names
+    assert {name for _, _, name in BAD_ARGUMENTS} == names
+
+
+GOOD_ARGUMENTS = [
+    ({"max_steps": -1}, "max_steps", -1),
+    ({"max_steps": 1}, "max_steps", 1),
+    ({"max_steps": np.int64(12)}, "max_steps", 12),
+    ({"eval_max_steps": -1}, "eval_max_steps", -1),
+    ({"batch_size": np.int32(8)}, "embedding_batch_size", 8),
+    ({"batch_size": [8, np.int64(4)]}, "classifier_batch_size", 4),
+    ({"num_epochs": (np.int64(2), 3)}, "num_epochs", (2, 3)),
+    ({"body_learning_rate": 0}, "body_embedding_learning_rate", 0.0),
+    ({"body_learning_rate": (np.float32(0.5), 0)}, "body_learning_rate", (0.5, 0.0)),
+    ({"head_learning_rate": np.float64(1e-3)}, "head_learning_rate", 1e-3),
+    ({"seed": np.int64(7)}, "seed", 7),
+    ({"seed": 0}, "seed", 0),
+    ({"seed": 2**63 - 1}, "seed", 2**63 - 1),
+    ({"warmup_proportion": 0}, "warmup_proportion", 0.0),
+    ({"warmup_proportion": 1}, "warmup_proportion", 1.0),
+    ({"margin": 0}, "margin", 0.0),
+    ({"l2_weight": None}, "l2_weight", None),
+    ({"max_grad_norm": None}, "max_grad_norm", None),
+    ({"max_grad_norm": 0}, "max_grad_norm", 0.0),
+    ({"save_total_limit": None}, "save_total_limit", None),
+    ({"save_strategy": "steps", "save_steps": 1}, "save_steps", 1),
+    ({"early_stopping_patience": 1}, "early_stopping_patience", 1),
+    ({"sentence_batch_size": 2}, "sentence_batch_size", 2),
+    ({"max_length": 2}, "max_length", 2),
+    ({"show_progress_bar": np.bool_(False)}, "show_progress_bar", False),
+    ({"greater_is_better": None}, "greater_is_better", None),
+    ({"backend": " CPU "}, "backend", "cpu"),
+    ({"precision": "bf16"}, "precision", "bf16"),
+    ({"prompt": ""}, "prompt", ""),
+    ({"output_dir": Path("ckpt")}, "output_dir", Path("ckpt")),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "attribute", "expected"), GOOD_ARGUMENTS, ids=lambda v: repr(v)[:40])
+def test_edge_values_are_accepted_and_normalised(kwargs: dict, attribute: str, expected: Any) -> None:
+    value = getattr(TrainingArguments(**kwargs), attribute)
+    assert value == expected and type(value) is type(expected)
+
+
+def test_transformers_interval_strategy_enums_are_accepted() -> None:
+    from transformers.trainer_utils import IntervalStrategy
+
+    args = TrainingArguments(eval_strategy=IntervalStrategy.STEPS, save_strategy=IntervalStrategy.EPOCH,
+                             logging_strategy=IntervalStrategy.NO)
+    assert (args.eval_strategy, args.save_strategy, args.logging_strategy) == ("steps", "epoch", "no")
+    assert type(args.eval_strategy) is str and args.eval_steps == args.logging_steps
+
+
+def test_backend_and_precision_names_are_the_trainers_registry() -> None:
+    from setfit_lite.training_args import BACKENDS, PRECISIONS
+    from trainers import base, registry
+    from trainers.cpu import CpuBackend
+
+    assert BACKENDS == registry.NAMES
+    assert PRECISIONS == (base.AUTO_PRECISION, *base.PRECISIONS)
+    backend = CpuBackend(precision="fp32")
+    assert TrainingArguments(backend=backend).backend is backend
+
+
+def test_training_arguments_import_no_torch() -> None:
+    code = ("import sys; from setfit_lite import training_args as t; t.TrainingArguments(backend='cpu'); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_num_iterations_selects_pairs_and_loss_class_accepted():
@@ -62,9 +241,6 @@ def test_steps_per_epoch_floor_grows_with_class_pairs() -> None:
     assert args.steps_per_epoch_floor(6, 96, 16) == 67  # Emotion, 16 per class
     assert args.steps_per_epoch_floor(50, 400, 16) == 128
     assert TrainingArguments(min_steps_per_epoch=3).steps_per_epoch_floor(6) == 3
-    for bad in (0, -1, True, 1.5, "8"):
-        with pytest.raises(ValueError, match="min_steps_per_epoch"):
-            TrainingArguments(min_steps_per_epoch=bad)
 
 
 def test_word_embeddings_frozen_by_default_only_for_large_vocabularies() -> None:
@@ -94,3 +270,21 @@ def test_body_learning_rate_default_depends_on_objective() -> None:
     assert TrainingArguments(objective="pairs").body_embedding_learning_rate == 2e-5
     assert TrainingArguments().body_classifier_learning_rate == 1e-5
     assert TrainingArguments(body_learning_rate=3e-5).body_embedding_learning_rate == 3e-5
+
+
+@pytest.mark.parametrize("kwargs", [{"body_learning_rate": 0},
+                                    {"body_learning_rate": (0, 0), "end_to_end": True},
+                                    {"body_learning_rate": 1e-2}])
+def test_body_learning_rate_zero_freezes_the_body(tiny_body_path: str, toy_data: dict, kwargs: dict) -> None:
+    import torch
+
+    from setfit_lite import SetFitModel, Trainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path, use_differentiable_head=kwargs.get("end_to_end", False))
+    before = {k: v.clone() for k, v in model.model_body.state_dict().items()}
+    args = TrainingArguments(num_epochs=(1, 2), max_steps=4, show_progress_bar=False, backend="cpu", **kwargs)
+    Trainer(model=model, args=args, train_dataset=toy_data).train()
+    after = model.model_body.state_dict()
+    frozen = all(torch.equal(before[k], after[k]) for k in before)
+    assert frozen is (args.body_embedding_learning_rate == 0), kwargs  # a positive rate does change the body
+    assert set(model.predict(toy_data["text"][:4])) <= {"positive", "negative"}  # the head was trained
