@@ -18,7 +18,14 @@ from tqdm.auto import tqdm
 from . import __version__
 from .data import encode_labels, validate_texts
 from .heads import build_head, load_head
-from .serialization import atomic_directory, load_json, refuse_pickles, save_json, verify_manifest, write_manifest
+from .serialization import (
+    atomic_update_directory,
+    load_json,
+    recover_interrupted_save,
+    refuse_pickles,
+    save_json,
+    verify_manifest,
+)
 from .zoo import resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -71,6 +78,7 @@ class SetFitModel:
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
         path = resolve_model_path(str(pretrained_model_name_or_path))
+        recover_interrupted_save(path)
         refuse_pickles(path, allow_pickle=allow_pickle)
         config_path = Path(path) / CONFIG_NAME
         config = load_json(config_path, what="setfit_lite model config") if config_path.exists() else None
@@ -224,17 +232,20 @@ class SetFitModel:
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
         """Body in sentence-transformers format, head as safetensors + JSON, config JSON, model card, manifest.
 
-        Atomic: the folder appears complete or not at all.
+        A new folder appears complete or not at all. In an existing folder only the model's own files are
+        written: same-named files are replaced and the files of a model saved there before (those its
+        ``manifest.json`` lists) that this model does not write are removed; anything else is left alone. A
+        process killed mid-save leaves the previous model or the new one, never a mix. A path that is not a
+        folder raises FileExistsError.
         """
         from .model_card import render_model_card
 
-        with atomic_directory(save_directory) as tmp:
+        with atomic_update_directory(save_directory) as tmp:
             self.model_body.save(str(tmp))
             if self.model_head is not None:
                 self.model_head.save(tmp / HEAD_DIR)
             save_json(tmp / CONFIG_NAME, self.config())
             (tmp / "README.md").write_text(model_card or render_model_card(self), encoding="utf-8")
-            write_manifest(tmp)
 
     def config(self) -> dict[str, Any]:
         return {

@@ -1,9 +1,14 @@
-"""Atomic writes, JSON/safetensors helpers, pickle refusal and integrity manifests."""
+"""Atomic writes, JSON/safetensors helpers, pickle refusal, integrity manifests, saving into existing folders."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import random
+import shutil
+import signal
+import time
 import zipfile
 from pathlib import Path
 
@@ -12,12 +17,15 @@ import pytest
 import torch
 
 from setfit_lite.serialization import (
+    SAVE_JOURNAL_NAME,
     atomic_directory,
+    atomic_update_directory,
     atomic_write_bytes,
     atomic_write_text,
     find_pickle_files,
     load_json,
     load_tensors,
+    recover_interrupted_save,
     refuse_pickles,
     save_json,
     save_tensors,
@@ -240,3 +248,301 @@ def test_manifest_invalid(tmp_path: Path) -> None:
     save_json(folder / "manifest.json", ["not", "a", "mapping"])
     with pytest.raises(ValueError, match="must map"):
         verify_manifest(folder)
+
+
+# -------------------------------------------------------------------------------- updating an existing folder
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _old_model_folder(root: Path) -> Path:
+    """A folder holding a previous 'model' (listed in its manifest) and the user's own files."""
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("old a")
+    (root / "sub" / "old.txt").write_text("old only")
+    write_manifest(root)
+    (root / "keep.txt").write_text("mine")
+    (root / "notes").mkdir()
+    (root / "notes" / "n.txt").write_text("my notes")
+    return root
+
+
+def test_atomic_update_replaces_only_owned_files(tmp_path: Path) -> None:
+    folder = _old_model_folder(tmp_path / "m")
+    with atomic_update_directory(folder) as tmp:
+        assert tmp.parent == folder and tmp.name.startswith(".")
+        assert (folder / "a.txt").read_text() == "old a"  # nothing changes before the block ends
+        (tmp / "a.txt").write_text("new a")
+        (tmp / "head").mkdir()
+        (tmp / "head" / "w.txt").write_text("new w")
+    files = _tree(folder)
+    assert files.pop("manifest.json")
+    assert files == {"a.txt": "new a", "head/w.txt": "new w", "keep.txt": "mine", "notes/n.txt": "my notes"}
+    assert not (folder / "sub").exists()  # the previous model's folder it emptied is removed
+    assert sorted(json.loads((folder / "manifest.json").read_text())) == ["a.txt", "head/w.txt"]
+    verify_manifest(folder)
+    assert _leftovers(folder) == []
+
+
+def test_atomic_update_keeps_stale_files_changed_since(tmp_path: Path) -> None:
+    folder = _old_model_folder(tmp_path / "m")
+    (folder / "sub" / "old.txt").write_text("edited by the user")
+    (folder / "sub" / "mine.txt").write_text("user file in a model folder")
+    with atomic_update_directory(folder) as tmp:
+        (tmp / "a.txt").write_text("new a")
+    assert (folder / "sub" / "old.txt").read_text() == "edited by the user"
+    assert (folder / "sub" / "mine.txt").exists()
+
+
+def test_atomic_update_error_leaves_folder_unchanged(tmp_path: Path) -> None:
+    folder = _old_model_folder(tmp_path / "m")
+    before = _tree(folder)
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_update_directory(folder) as tmp:
+            (tmp / "a.txt").write_text("half")
+            raise RuntimeError("boom")
+    assert _tree(folder) == before and _leftovers(folder) == []
+
+
+def test_atomic_update_refuses_a_file_and_conflicts(tmp_path: Path) -> None:
+    path = tmp_path / "somefile"
+    path.write_text("precious")
+    with pytest.raises(FileExistsError, match=r"somefile: it exists and is not a folder"):
+        with atomic_update_directory(path):
+            pytest.fail("must not get here")
+    assert path.read_text() == "precious"
+
+    folder = tmp_path / "m"
+    (folder / "a.txt").mkdir(parents=True)  # a folder where the new content has a file
+    with pytest.raises(FileExistsError, match=r"a\.txt is a folder where the model writes a file"):
+        with atomic_update_directory(folder) as tmp:
+            (tmp / "a.txt").write_text("x")
+    assert (folder / "a.txt").is_dir() and _leftovers(folder) == []
+
+
+def test_atomic_update_new_and_relative_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with atomic_update_directory("new/nested") as tmp:
+        (tmp / "a.txt").write_text("a")
+    assert sorted(_tree(tmp_path / "new" / "nested")) == ["a.txt", "manifest.json"]
+    (tmp_path / "keep.txt").write_text("mine")
+    with atomic_update_directory(".") as tmp:
+        (tmp / "b.txt").write_text("b")
+    assert (tmp_path / "b.txt").read_text() == "b" and (tmp_path / "keep.txt").read_text() == "mine"
+    assert _leftovers(tmp_path) == []
+
+
+def test_recover_interrupted_save_completes_a_committed_update(tmp_path: Path) -> None:
+    """A journal left by a killed save is completed (idempotently) by the next load or save."""
+    folder = _old_model_folder(tmp_path / "m")
+    stage = folder / ".setfit_lite-save-abc"
+    (stage / "head").mkdir(parents=True)
+    (stage / "head" / "w.txt").write_text("new w")
+    (folder / "a.txt").write_text("new a")  # already moved in before the kill
+    save_json(folder / SAVE_JOURNAL_NAME, {"staging": stage.name, "write": ["a.txt", "head/w.txt"],
+                                           "remove": ["sub/old.txt"]})
+    assert recover_interrupted_save(folder) is True
+    assert _tree(folder) == {"a.txt": "new a", "head/w.txt": "new w", "keep.txt": "mine",
+                             "manifest.json": (folder / "manifest.json").read_text(), "notes/n.txt": "my notes"}
+    assert _leftovers(folder) == [] and recover_interrupted_save(folder) is False
+
+    save_json(folder / SAVE_JOURNAL_NAME, {"staging": "../elsewhere", "write": [], "remove": []})
+    with pytest.raises(ValueError, match="save journal .* is invalid"):
+        recover_interrupted_save(folder)
+
+
+# ------------------------------------------------------------------------ SetFitModel.save_pretrained
+
+
+@pytest.fixture(scope="module")
+def old_and_new(tiny_body_path: str) -> tuple:
+    """OLD: the tiny body with a fitted head. NEW: a perturbed body, no head (so OLD's head/ becomes stale)."""
+    from conftest import make_sentences
+
+    from setfit_lite import SetFitModel
+
+    texts, labels = make_sentences(6, seed=0)
+    old = SetFitModel.from_pretrained(tiny_body_path, labels=["negative", "positive"])
+    old.model_head = old.new_head(2, multi_label=False).fit(old.encode(texts), [int(y == "positive") for y in labels])
+    new = SetFitModel.from_pretrained(tiny_body_path)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for param in new.model_body.parameters():
+            param.add_(0.05 * torch.randn_like(param))
+    return old, new, texts
+
+
+def _user_files(folder: Path) -> None:
+    (folder / "keep.txt").write_text("mine")
+    (folder / "notes").mkdir()
+    (folder / "notes" / "n.txt").write_text("my notes")
+
+
+def _assert_user_files(folder: Path) -> None:
+    assert (folder / "keep.txt").read_text() == "mine"
+    assert (folder / "notes" / "n.txt").read_text() == "my notes"
+
+
+def test_save_pretrained_into_existing_folder_keeps_user_files(tmp_path: Path, old_and_new: tuple) -> None:
+    from setfit_lite import SetFitModel
+
+    old, new, texts = old_and_new
+    folder = tmp_path / "somedir"
+    folder.mkdir()
+    _user_files(folder)
+    old.save_pretrained(folder)
+    _assert_user_files(folder)
+    np.testing.assert_array_equal(SetFitModel.from_pretrained(folder).predict_proba(texts), old.predict_proba(texts))
+
+    new.save_pretrained(folder)  # no head: the previous model's head/ goes, the user's files stay
+    _assert_user_files(folder)
+    assert not (folder / "head").exists() and _leftovers(folder) == []
+    loaded = SetFitModel.from_pretrained(folder)
+    assert loaded.model_head is None
+    np.testing.assert_array_equal(loaded.encode(texts), new.encode(texts))
+
+
+def test_save_pretrained_refuses_a_file(tmp_path: Path, old_and_new: tuple) -> None:
+    old, _, _ = old_and_new
+    path = tmp_path / "somefile"
+    path.write_text("precious")
+    with pytest.raises(FileExistsError, match="somefile: it exists and is not a folder"):
+        old.save_pretrained(path)
+    assert path.read_text() == "precious" and sorted(p.name for p in tmp_path.iterdir()) == ["somefile"]
+
+
+def test_save_pretrained_dot_and_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          old_and_new: tuple) -> None:
+    from setfit_lite import SetFitModel
+
+    old, _, texts = old_and_new
+    monkeypatch.chdir(tmp_path)
+    _user_files(tmp_path)
+    old.save_pretrained(".")
+    old.save_pretrained("rel/model")
+    _assert_user_files(tmp_path)
+    for where in (".", "rel/model"):
+        np.testing.assert_array_equal(SetFitModel.from_pretrained(where).predict_proba(texts),
+                                      old.predict_proba(texts))
+
+
+# kill -9 during a save: every instant leaves the previous model or the new one
+
+_FS_OPS = ("replace", "rename", "unlink", "remove", "rmdir", "mkdir", "fsync")
+
+
+def _save_in_child(model, folder: Path, kill_before_op: int | None = None, op_sleep: float = 0.0,
+                   kill_after: float | None = None) -> tuple[int, int]:
+    """Save in a forked child that is SIGKILLed before its ``kill_before_op``-th file-system operation, or by the
+    parent after ``kill_after`` seconds. Returns (status, number of operations the child counted)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: count (and maybe slow down) file-system operations, save, report, exit
+        os.close(read_end)
+        code = 0
+        try:
+            count = [0]
+
+            def instrument(name: str) -> None:
+                real = getattr(os, name)
+
+                def op(*args, **kwargs):
+                    count[0] += 1
+                    if count[0] == kill_before_op:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    time.sleep(op_sleep)
+                    return real(*args, **kwargs)
+
+                setattr(os, name, op)
+
+            for name in _FS_OPS:
+                instrument(name)
+            model.save_pretrained(folder)
+            os.write(write_end, str(count[0]).encode())
+        except BaseException:
+            code = 3
+        os._exit(code)
+    os.close(write_end)
+    if kill_after is not None:
+        time.sleep(kill_after)
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the saving child hung")
+        time.sleep(0.01)
+    with os.fdopen(read_end) as fh:
+        reported = fh.read()
+    status = waited[1]
+    assert not os.WIFEXITED(status) or os.WEXITSTATUS(status) == 0, "the save failed in the child"
+    return status, int(reported or 0)
+
+
+def _loads_as_old_or_new(folder: Path, texts: list[str], old_proba: np.ndarray, new_emb: np.ndarray) -> str:
+    from setfit_lite import SetFitModel
+
+    _assert_user_files(folder)
+    loaded = SetFitModel.from_pretrained(folder)
+    assert not (folder / SAVE_JOURNAL_NAME).exists()
+    if loaded.model_head is not None:
+        assert loaded.labels == ["negative", "positive"]
+        np.testing.assert_array_equal(loaded.predict_proba(texts), old_proba)
+        return "old"
+    assert loaded.labels is None
+    np.testing.assert_array_equal(loaded.encode(texts), new_emb)
+    return "new"
+
+
+@pytest.fixture()
+def kill_setup(tmp_path: Path, old_and_new: tuple) -> tuple:
+    from setfit_lite import SetFitModel
+
+    old, new, texts = old_and_new
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    _user_files(pristine)
+    old.save_pretrained(pristine)
+    new.save_pretrained(tmp_path / "new_ref")
+    old_proba = SetFitModel.from_pretrained(pristine).predict_proba(texts)
+    new_emb = SetFitModel.from_pretrained(tmp_path / "new_ref").encode(texts)
+    return new, texts, pristine, old_proba, new_emb
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_kill9_at_every_file_operation_of_a_save(tmp_path: Path, kill_setup: tuple) -> None:
+    new, texts, pristine, old_proba, new_emb = kill_setup
+    status, n_ops = _save_in_child(new, shutil.copytree(pristine, tmp_path / "count"))
+    assert status == 0 and n_ops > 20
+    outcomes = []
+    for k in range(1, n_ops + 1):
+        folder = shutil.copytree(pristine, tmp_path / f"kill{k}")
+        status, _ = _save_in_child(new, folder, kill_before_op=k)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        outcomes.append(_loads_as_old_or_new(folder, texts, old_proba, new_emb))
+        shutil.rmtree(folder)
+    # killed before the commit: the old model; after it: the new one (completed on load); never anything else
+    assert outcomes[0] == "old" and outcomes[-1] == "new"
+    assert outcomes == sorted(outcomes, key=["old", "new"].index)
+
+    folder = shutil.copytree(pristine, tmp_path / "leftover")
+    _save_in_child(new, folder, kill_before_op=n_ops // 4)  # killed while staging: hidden leftovers
+    assert _leftovers(folder)
+    new.save_pretrained(folder)  # the next save clears them
+    assert _leftovers(folder) == [] and _loads_as_old_or_new(folder, texts, old_proba, new_emb) == "new"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_kill9_at_random_moments_of_a_slowed_save(tmp_path: Path, kill_setup: tuple) -> None:
+    new, texts, pristine, old_proba, new_emb = kill_setup
+    start = time.monotonic()
+    _save_in_child(new, shutil.copytree(pristine, tmp_path / "timed"), op_sleep=0.005)
+    duration = time.monotonic() - start
+    rng = random.Random(0)
+    for i in range(16):
+        folder = shutil.copytree(pristine, tmp_path / f"try{i}")
+        _save_in_child(new, folder, op_sleep=0.005, kill_after=rng.uniform(0.0, duration))
+        _loads_as_old_or_new(folder, texts, old_proba, new_emb)
+        shutil.rmtree(folder)
