@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from . import __version__
 from .data import encode_labels, validate_texts
-from .heads import build_head, load_head
+from .heads import SklearnHead, build_head, load_head
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -26,6 +26,7 @@ from .serialization import (
     save_json,
     verify_manifest,
 )
+from .setfit_format import is_setfit_folder, load_setfit_folder
 from .zoo import resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -66,50 +67,59 @@ class SetFitModel:
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, labels: Sequence | None = None,
-                        multi_target_strategy: str | None = None, use_differentiable_head: bool = False,
-                        head_params: dict[str, Any] | None = None, normalize_embeddings: bool = False,
+                        multi_target_strategy: str | None = None, use_differentiable_head: bool | None = None,
+                        head_params: dict[str, Any] | None = None, normalize_embeddings: bool | None = None,
                         device: str | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
                         prompt: str | None = None, max_length: int | None = None, **kwargs: Any) -> SetFitModel:
-        """A body by hub name or local folder, or a saved setfit_lite model (body and fitted head).
+        """A body by hub name or local folder, or a saved model: setfit_lite's, or setfit's (needs ``allow_pickle``).
 
+        For a saved model, ``multi_target_strategy``, ``use_differentiable_head``, ``head_params`` and
+        ``normalize_embeddings`` default to the saved values; a different value is refused when the model has a
+        fitted head (it could not apply to it) and replaces the saved value otherwise. ``labels`` must match
+        saved labels. A setfit folder (``model_head.pkl``, ``config_setfit.json``) loads completely, its
+        head converted to a pickle-free one, so ``save_pretrained`` then writes setfit_lite's format.
         Never executes code from the folder unless ``trust_remote_code=True``; pickled files are refused
         unless ``allow_pickle=True``.
         """
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
         path = resolve_model_path(str(pretrained_model_name_or_path))
-        recover_interrupted_save(path)
+        folder = Path(path)
+        recover_interrupted_save(folder)
         refuse_pickles(path, allow_pickle=allow_pickle)
-        config_path = Path(path) / CONFIG_NAME
-        config = load_json(config_path, what="setfit_lite model config") if config_path.exists() else None
-        if config is not None:
-            verify_manifest(path)
-            if config.get("config_version", 0) > CONFIG_VERSION:
-                raise ValueError(f"{config_path} has config_version {config['config_version']}; this setfit_lite "
-                                 f"reads up to {CONFIG_VERSION}: upgrade setfit_lite")
+        _check_model_folder(folder)
+        given = {"multi_target_strategy": multi_target_strategy, "use_differentiable_head": use_differentiable_head,
+                 "head_params": head_params, "normalize_embeddings": normalize_embeddings}
+        config_path = folder / CONFIG_NAME
+        if config_path.exists():
+            saved = _read_config(folder)
+            head = load_head(folder / HEAD_DIR) if (folder / HEAD_DIR).exists() else None
+            saved_labels = saved.get("labels")
+            if labels is not None and saved_labels is not None and list(labels) != saved_labels:
+                raise ValueError(f"labels {list(labels)} differ from the saved model's labels {saved_labels}")
+            if head is not None and saved_labels is not None and head.num_classes != len(saved_labels):
+                raise ValueError(f"{config_path}: {len(saved_labels)} labels but the head has {head.num_classes} "
+                                 "outputs: the folder's files do not match")
+            saved["labels"] = saved_labels if saved_labels is not None else labels
+            where = folder
+        elif is_setfit_folder(folder):
+            saved = load_setfit_folder(folder, labels, allow_pickle=allow_pickle)
+            head, where = saved.pop("head"), folder
+            saved["source"] = str(pretrained_model_name_or_path)
+        else:
+            saved, head, where = {"labels": labels, "source": str(pretrained_model_name_or_path)}, None, None
+        settings = _settings(saved, given, head, where)
         body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
                                    local_files_only=True)
         if max_length is not None:
             body.max_seq_length = max_length
-        if config is None:
-            return cls(body, labels=labels, multi_target_strategy=multi_target_strategy,
-                       use_differentiable_head=use_differentiable_head, head_params=head_params,
-                       normalize_embeddings=normalize_embeddings, prompt=prompt,
-                       source=str(pretrained_model_name_or_path))
-        head = load_head(Path(path) / HEAD_DIR) if (Path(path) / HEAD_DIR).exists() else None
-        saved_labels = config.get("labels")
-        if labels is not None and saved_labels is not None and list(labels) != saved_labels:
-            raise ValueError(f"labels {list(labels)} differ from the saved model's labels {saved_labels}")
-        if head is not None and saved_labels is not None and head.num_classes != len(saved_labels):
-            raise ValueError(f"{config_path}: {len(saved_labels)} labels but the head has {head.num_classes} "
-                             "outputs: the folder's files do not match")
-        model = cls(body, model_head=head, labels=saved_labels if saved_labels is not None else labels,
-                    multi_target_strategy=config.get("multi_target_strategy"),
-                    use_differentiable_head=config.get("use_differentiable_head", False),
-                    head_params=config.get("head_params"),
-                    normalize_embeddings=config.get("normalize_embeddings", False),
-                    prompt=prompt if prompt is not None else config.get("prompt"), source=config.get("source"))
-        model.training_info = config.get("training_info", {})
+        model = cls(body, model_head=head, labels=saved["labels"], **settings,
+                    prompt=prompt if prompt is not None else saved.get("prompt"),
+                    source=saved.get("source"))
+        if head is not None and _head_in_features(head) not in (None, model.embedding_dim):
+            raise ValueError(f"the head in {folder} takes {_head_in_features(head)} features but the body gives "
+                             f"{model.embedding_dim}: the folder's files do not match")
+        model.training_info = saved.get("training_info", {})
         return model
 
     # ---- heads --------------------------------------------------------------------------------
@@ -312,6 +322,65 @@ def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as
 
 def _is_fitted_head(head: Any) -> bool:
     return head is not None and hasattr(head, "save") and getattr(head, "fitted", False)
+
+
+_SETTING_DEFAULTS: dict[str, Any] = {"multi_target_strategy": None, "use_differentiable_head": False,
+                                     "head_params": {}, "normalize_embeddings": False}
+
+
+def _check_model_folder(folder: Path) -> None:
+    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX exports, folders with no model."""
+    from .export import ONNX_CONFIG_NAME
+
+    if (folder / ONNX_CONFIG_NAME).is_file():
+        raise ValueError(f"{folder} is a folder exported with export_onnx ({ONNX_CONFIG_NAME}), not a saved model: "
+                         f"load it with SetFitModel.from_onnx({str(folder)!r})")
+    if not any((folder / name).is_file() for name in (CONFIG_NAME, "modules.json", "config.json")):
+        raise ValueError(f"{folder} holds no model: it has no {CONFIG_NAME} (a setfit_lite model), no modules.json "
+                         "(a sentence-transformers model) and no config.json (a transformers model)")
+
+
+def _read_config(folder: Path) -> dict[str, Any]:
+    """The config of a saved setfit_lite model, after checking every file against the manifest."""
+    config_path = folder / CONFIG_NAME
+    config = load_json(config_path, what="setfit_lite model config")
+    if not isinstance(config, dict):
+        raise ValueError(f"setfit_lite model config file {config_path} must hold a JSON object")
+    verify_manifest(folder)
+    if config.get("config_version", 0) > CONFIG_VERSION:
+        raise ValueError(f"{config_path} has config_version {config['config_version']}; this setfit_lite "
+                         f"reads up to {CONFIG_VERSION}: upgrade setfit_lite")
+    return config
+
+
+def _settings(saved: dict[str, Any], given: dict[str, Any], head: Any, where: Path | None) -> dict[str, Any]:
+    """The head settings of a loaded model: the saved ones, replaced by the given ones (not None).
+
+    A given value that differs from the saved one is refused when there is a fitted head: it could not apply.
+    """
+    out = {}
+    for name, default in _SETTING_DEFAULTS.items():
+        value = saved.get(name)
+        value = default if value is None else value
+        wanted = given[name]
+        accepted = [value]
+        if name == "multi_target_strategy" and isinstance(head, SklearnHead):
+            accepted.append(head.multi_target_strategy)  # None in the config means the head's default wrapper
+        if wanted is not None and wanted not in accepted:
+            if head is not None:
+                shown = accepted[-1] if value is None else value
+                raise ValueError(f"{name}={wanted!r} conflicts with the model saved in {where}, which has "
+                                 f"{name}={shown!r} and a fitted head it cannot change; omit {name} or pass "
+                                 f"{shown!r}")
+            value = wanted
+        out[name] = value
+    return out
+
+
+def _head_in_features(head: Any) -> int | None:
+    """The embedding size a fitted head takes (None if it does not say)."""
+    features = getattr(head, "in_features", None) or getattr(getattr(head, "estimator", None), "n_features_in_", None)
+    return int(features) if features is not None else None
 
 
 def _show(flag: bool | None, n: int) -> bool:
