@@ -546,3 +546,49 @@ def test_kill9_at_random_moments_of_a_slowed_save(tmp_path: Path, kill_setup: tu
         _save_in_child(new, folder, op_sleep=0.005, kill_after=rng.uniform(0.0, duration))
         _loads_as_old_or_new(folder, texts, old_proba, new_emb)
         shutil.rmtree(folder)
+
+
+# ---------------------------------------------------------- from_pretrained: arguments and what a folder holds
+
+
+def test_from_pretrained_refuses_settings_a_saved_head_cannot_take(tmp_path: Path, old_and_new: tuple) -> None:
+    from setfit_lite import SetFitModel
+
+    old, new, texts = old_and_new
+    old.save_pretrained(tmp_path / "fitted")
+    for name, value, saved in [("multi_target_strategy", "classifier-chain", None),
+                               ("use_differentiable_head", True, False),
+                               ("head_params", {"C": 5.0}, {}),
+                               ("normalize_embeddings", True, False)]:
+        with pytest.raises(ValueError, match=rf"{name}={value!r} conflicts with the model saved in .*fitted.*"
+                                             rf"has {name}={saved!r} and a fitted head"):
+            SetFitModel.from_pretrained(tmp_path / "fitted", **{name: value})
+    same = SetFitModel.from_pretrained(tmp_path / "fitted", use_differentiable_head=False, head_params={},
+                                       normalize_embeddings=False)
+    np.testing.assert_array_equal(same.predict_proba(texts), old.predict_proba(texts))
+
+    new.save_pretrained(tmp_path / "no_head")  # nothing fitted yet: the given settings apply
+    loaded = SetFitModel.from_pretrained(tmp_path / "no_head", multi_target_strategy="one-vs-rest",
+                                         head_params={"C": 2.0}, normalize_embeddings=True)
+    assert loaded.multi_target_strategy == "one-vs-rest" and loaded.head_params == {"C": 2.0}
+    assert loaded.normalize_embeddings is True
+    assert SetFitModel.from_pretrained(tmp_path / "no_head", use_differentiable_head=True).use_differentiable_head
+
+
+def test_from_pretrained_explains_onnx_export_and_empty_folders(tmp_path: Path, old_and_new: tuple) -> None:
+    pytest.importorskip("onnx")
+    from setfit_lite import SetFitModel
+
+    old, _, _ = old_and_new
+    exported = old.export_onnx(tmp_path / "exported")
+    with pytest.raises(ValueError, match=r"exported with export_onnx .* SetFitModel\.from_onnx\(.*exported'\)"):
+        SetFitModel.from_pretrained(exported)
+
+    for name, files in (("empty", {}), ("notes_only", {"keep.txt": "mine"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        for file, text in files.items():
+            (folder / file).write_text(text)
+        with pytest.raises(ValueError, match=rf"{name} holds no model: it has no config_setfit_lite\.json .* no "
+                                             r"modules\.json .* no config\.json"):
+            SetFitModel.from_pretrained(folder)
