@@ -248,26 +248,161 @@ def test_unknown_parameter_is_an_error(tiny_body_path: str, toy_data: Any, toy_e
         trainer.apply_hyperparameters({"dropout": 0.1})
 
 
-def test_one_argument_model_init_receives_the_other_params(tiny_body_path: str, toy_data: Any,
-                                                          toy_eval: Any) -> None:
+def test_one_argument_model_init_receives_only_marked_params(tiny_body_path: str, toy_data: Any,
+                                                            toy_eval: Any) -> None:
     from setfit_lite import SetFitModel
-    from setfit_lite.search import split_hyperparameters
+    from setfit_lite.search import apply_hyperparameters, split_hyperparameters
 
     received: list = []
 
-    def model_init(params: dict | None) -> SetFitModel:
+    def model_init(params: dict | None = None) -> SetFitModel:
         received.append(params)
         return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=bool((params or {}).get("norm")))
 
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
-    params = {"body_learning_rate": 1e-3, "max_iter": 50, "class_weight": "balanced", "norm": True}
+    params = {"body_learning_rate": 1e-3, "max_iter": 50, "class_weight": "balanced", "model_init__norm": True}
     assert split_hyperparameters(trainer, params) == ({"body_learning_rate": 1e-3}, {"norm": True})
-    trainer.apply_hyperparameters(params)
+    apply_hyperparameters(trainer, params)
     assert received[-1] == {"norm": True}
     assert trainer.model.normalize_embeddings
     assert trainer.model.head_params == {"max_iter": 50, "class_weight": "balanced"}
     assert trainer.model.new_head(2, False).estimator.get_params()["class_weight"] == "balanced"
     assert trainer.args.body_learning_rate == 1e-3
+
+    # the README's model_init(params=None): an unmarked name (a typo) is no longer handed to it and searched
+    calls = len(received)
+    space = SEED_SPACE + [{"name": "bogus_param", "type": "double", "bounds": {"min": 0.0, "max": 1.0}}]
+    with pytest.raises(TypeError) as info:
+        trainer.hyperparameter_search(hp_space=space, n_trials=1)
+    message = str(info.value)
+    assert message.startswith("hyperparameter(s) 'bogus_param': nothing accepts this name")
+    assert "TrainingArguments (backend, batch_size, body_learning_rate" in message
+    assert "the head (LogisticRegression: C, class_weight" in message
+    assert "model_init(params) receives" in message and "'model_init__bogus_param'" in message
+    assert len(received) == calls  # refused before the first trial
+    with pytest.raises(TypeError, match=r"'body_learning_rat': did you mean 'body_learning_rate'\?"):
+        trainer.hyperparameter_search(hp_space=lambda t: {"body_learning_rat": 1e-3}, n_trials=1)
+    with pytest.raises(TypeError, match="'norm'"):
+        apply_hyperparameters(trainer, {"norm": True})
+
+
+def test_keyword_model_init_receives_the_names_it_declares(tiny_body_path: str, toy_data: Any,
+                                                           toy_eval: Any) -> None:
+    from setfit_lite import SetFitModel
+    from setfit_lite.search import apply_hyperparameters
+
+    received: list[dict] = []
+
+    def model_init(normalize: bool = False, max_length: int | None = None) -> SetFitModel:
+        received.append({"normalize": normalize, "max_length": max_length})
+        return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=normalize, max_length=max_length)
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    space = [{"name": "normalize", "type": "categorical", "categorical_values": ["true", "false"]},
+             # a TrainingArguments name: the prefix sends it to model_init instead
+             {"name": "model_init__max_length", "type": "int", "grid": [16]}]
+    best = trainer.hyperparameter_search(hp_space=space, n_trials=2, pruner=optuna.pruners.NopPruner(),
+                                         sampler=optuna.samplers.RandomSampler(seed=0))
+    assert received[0] == {"normalize": False, "max_length": None}  # Trainer() built its model without params
+    assert len(received) == 3 and all(r["max_length"] == 16 for r in received[1:])
+    assert all(type(r["normalize"]) is bool for r in received[1:])  # "true"/"false" -> True/False
+    assert type(best.hyperparameters["normalize"]) is bool and best.hyperparameters["model_init__max_length"] == 16
+    apply_hyperparameters(trainer, best.hyperparameters, final_model=True)
+    assert received[-1] == {"normalize": best.hyperparameters["normalize"], "max_length": 16}
+    assert trainer.model.normalize_embeddings is best.hyperparameters["normalize"]
+    assert trainer.args.max_length is None
+
+    calls = len(received)
+    with pytest.raises(TypeError) as info:
+        trainer.hyperparameter_search(hp_space=[{"name": "normalise", "type": "categorical",
+                                                 "categorical_values": ["true"]}], n_trials=1)
+    assert "'normalise': did you mean 'normalize'?" in str(info.value)
+    assert "model_init takes its keyword parameters max_length, normalize" in str(info.value)
+    with pytest.raises(TypeError, match="'model_init__dropout'"):
+        trainer.hyperparameter_search(hp_space=lambda t: {"model_init__dropout": 0.1}, n_trials=1)
+    assert len(received) == calls
+
+
+@pytest.mark.xfail(strict=True, reason="Trainer.apply_hyperparameters must delegate to "
+                                       "setfit_lite.search.apply_hyperparameters (trainer.py, another owner)")
+def test_trainer_apply_hyperparameters_routes_like_a_trial(tiny_body_path: str, toy_data: Any,
+                                                           toy_eval: Any) -> None:
+    from setfit_lite import SetFitModel
+
+    received: list = []
+
+    def model_init(params: dict | None = None) -> SetFitModel:
+        received.append(params)
+        return SetFitModel.from_pretrained(tiny_body_path)
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    trainer.apply_hyperparameters({"model_init__norm": True, "C": 2.0})
+    assert received[-1] == {"norm": True} and trainer.model.head_params == {"C": 2.0}
+
+
+def test_string_categorical_values_take_their_receivers_type(tiny_body_path: str, toy_data: Any,
+                                                              toy_eval: Any) -> None:
+    from setfit_lite.search import _check_space
+
+    created: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)
+    space = [
+        {"name": "seed", "type": "categorical", "categorical_values": ["0", "1"]},
+        {"name": "body_learning_rate", "type": "categorical", "categorical_values": ["1e-3", "none"]},
+        {"name": "show_progress_bar", "type": "categorical", "categorical_values": ["False"]},
+        {"name": "sampling_strategy", "type": "categorical", "categorical_values": ["unique", "oversampling"]},
+        {"name": "C", "type": "categorical", "categorical_values": ["0.5", "2"]},
+        {"name": "max_iter", "type": "categorical", "categorical_values": ["50"]},
+        {"name": "class_weight", "type": "categorical", "categorical_values": ["balanced", "None"]},
+    ]
+    expected = {
+        "seed": {"0": 0, "1": 1}, "body_learning_rate": {"1e-3": 1e-3, "none": None},
+        "show_progress_bar": {"False": False},
+        "sampling_strategy": {"unique": "unique", "oversampling": "oversampling"},
+        "C": {"0.5": 0.5, "2": 2.0}, "max_iter": {"50": 50}, "class_weight": {"balanced": "balanced", "None": None},
+    }
+    conversions = _check_space(trainer, sigopt_to_optuna(space))
+    assert conversions == expected
+    assert {n: {t: type(v) for t, v in c.items()} for n, c in conversions.items()} == \
+        {n: {t: type(v) for t, v in c.items()} for n, c in expected.items()}
+
+    space = [space[0], space[4]]
+    best = trainer.hyperparameter_search(hp_space=space, n_trials=2, pruner=optuna.pruners.NopPruner(),
+                                         sampler=optuna.samplers.RandomSampler(seed=0))
+    trials = best.study.trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
+    for trial, model in zip(trials, created[1:]):
+        seed, c = trial.user_attrs["hyperparameters"]["seed"], trial.user_attrs["hyperparameters"]["C"]
+        assert (type(seed), type(c)) == (int, float) and str(seed) == trial.params["seed"]
+        assert model.training_info["training_args"]["seed"] == seed
+        assert model.model_head.estimator.C == c == float(trial.params["C"])
+    assert type(best.hyperparameters["seed"]) is int
+
+
+@pytest.mark.parametrize(("parameter", "error", "match"), [
+    ({"name": "seed", "type": "categorical", "categorical_values": ["0", "abc"]}, ValueError,
+     r"hyperparameter 'seed' \(TrainingArguments field 'seed'\), categorical value 'abc': 'abc' is not an integer"),
+    ({"name": "seed", "type": "categorical", "categorical_values": ["-1"]}, ValueError,
+     r"hyperparameter 'seed' .*categorical value '-1': TrainingArguments: seed must be an integer in"),
+    ({"name": "seed", "type": "double", "bounds": {"min": 0, "max": 5}}, TypeError,
+     r"hyperparameter 'seed' .*bound 0\.0: TrainingArguments: seed must be an integer"),
+    ({"name": "max_steps", "type": "int", "grid": [0, 5]}, ValueError,
+     r"hyperparameter 'max_steps' .*categorical value 0: TrainingArguments: max_steps must be"),
+    ({"name": "save_strategy", "type": "categorical", "categorical_values": ["best"]}, ValueError,
+     r"hyperparameter 'save_strategy' .*'best': TrainingArguments: save_strategy must be one of"),
+    ({"name": "C", "type": "categorical", "categorical_values": ["abc"]}, ValueError,
+     r"hyperparameter 'C' \(head parameter 'C'\), categorical value 'abc': 'abc' is not a number"),
+    ({"name": "fit_intercept", "type": "categorical", "categorical_values": ["yes"]}, ValueError,
+     r"hyperparameter 'fit_intercept' .*'yes' is not true/false"),
+])
+def test_bad_space_value_is_refused_before_the_first_trial(tiny_body_path: str, toy_data: Any, toy_eval: Any,
+                                                           parameter: dict, error: type, match: str) -> None:
+    created: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)
+    storage = optuna.storages.InMemoryStorage()
+    with pytest.raises(error, match=match):
+        trainer.hyperparameter_search(hp_space=[parameter], n_trials=1, storage=storage)
+    assert len(created) == 1 and not storage.get_all_studies()  # no trial, not even a study
 
 
 class AlwaysPrune(optuna.pruners.BasePruner):
