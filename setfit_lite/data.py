@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import string
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -387,9 +388,15 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
         import pandas as pd
 
         # keep text-like cells such as "NA" or "123" as strings in the text column; only blank cells are missing
-        df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={text_source: str})
+        try:
+            df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={text_source: str})
+        except ValueError as err:  # UnicodeDecodeError, pandas' ParserError and EmptyDataError
+            raise ValueError(f"{str(p)!r} is not a readable UTF-8 CSV file: {err}") from None
         return df.to_dict(orient="list")
-    content = p.read_text(encoding="utf-8")
+    try:
+        content = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{str(p)!r} is not UTF-8 text: {err}") from None
     if suffix == ".json":
         try:
             return json.loads(content)
@@ -498,13 +505,24 @@ def to_labeled_data(
     dicts, a dict of lists, a ``(texts, labels)`` tuple, a list of texts (with ``labels=`` or unlabelled), or a
     path to a .csv/.json/.jsonl file. ``column_mapping`` (setfit's) renames source columns, e.g.
     ``{"sentence": "text", "sentiment": "label"}``. Columns other than text and label are kept in ``columns``.
-    Raises ValueError/TypeError naming the problem (row index, column, type) for invalid data.
+    Raises ValueError/TypeError naming the problem (row index, column, type; for a file, the file) for invalid
+    data.
     """
     if isinstance(data, (str, os.PathLike)):
         text_source = text_column
         if column_mapping:
             text_source = next((src for src, dst in column_mapping.items() if dst == text_column), text_column)
-        data = _read_file(data, text_source)
+        content = _read_file(data, text_source)
+        try:
+            return _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels)
+        except (ValueError, TypeError) as err:  # name the file: the row numbers are its data rows
+            raise (TypeError if isinstance(err, TypeError) else ValueError)(f"{str(data)!r}: {err}") from None
+    return _labeled_from(data, labels, text_column, label_column, column_mapping, require_labels)
+
+
+def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_column: str,
+                  column_mapping: Mapping[str, str] | None, require_labels: bool) -> LabeledData:
+    """:func:`to_labeled_data` on data already in memory (not a path)."""
     table = _table(data)
     if table is None:
         if column_mapping:
@@ -642,6 +660,19 @@ def _label_names(reference_dataset: Any, label_names_column: str, label_column: 
     return [str(name) for _, name in pairs]
 
 
+def _check_template(template: Any) -> None:
+    """Refuse a template that is not a format string with exactly one bare ``{}`` (escaped ``{{``/``}}`` are fine)."""
+    problem = f"template must contain exactly one '{{}}' for the label name, got {template!r}"
+    if not isinstance(template, str):
+        raise TypeError(problem)
+    try:
+        fields = [parts[1:] for parts in string.Formatter().parse(template) if parts[1] is not None]
+    except ValueError as err:  # unbalanced braces
+        raise ValueError(f"{problem} ({err})") from None
+    if fields != [("", "", None)]:
+        raise ValueError(problem)
+
+
 def get_templated_dataset(
     dataset: Any = None,
     candidate_labels: Sequence[str] | None = None,
@@ -666,13 +697,19 @@ def get_templated_dataset(
         raise ValueError("get_templated_dataset needs candidate_labels= or reference_dataset=")
     if candidate_labels is None:
         candidate_labels = _label_names(reference_dataset, label_names_column, label_column)
-    if isinstance(candidate_labels, str) or not all(isinstance(c, str) and c.strip() for c in candidate_labels):
-        raise TypeError(f"candidate_labels must be a list of non-empty strings, got {candidate_labels!r}")
+    if isinstance(candidate_labels, (str, bytes)) or not isinstance(candidate_labels, Iterable):
+        raise TypeError(f"candidate_labels must be a list of non-empty strings, got a {type(candidate_labels).__name__}"
+                        f" {candidate_labels!r}")
     candidate_labels = list(candidate_labels)
-    if not candidate_labels or len(set(candidate_labels)) != len(candidate_labels):
-        raise ValueError(f"candidate_labels must be non-empty and unique, got {candidate_labels}")
-    if not isinstance(template, str) or template.count("{}") != 1:
-        raise ValueError(f"template must contain exactly one '{{}}' for the label name, got {template!r}")
+    for i, name in enumerate(candidate_labels):
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"candidate_labels must be a list of non-empty strings: candidate_labels[{i}] is {name!r}")
+    if not candidate_labels:
+        raise ValueError("candidate_labels must be non-empty, got []")
+    repeated = sorted({name for name in candidate_labels if candidate_labels.count(name) > 1})
+    if repeated:
+        raise ValueError(f"candidate_labels must be unique; repeated: {_short(repeated)}")
+    _check_template(template)
     if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
         raise ValueError(f"sample_size must be a positive int, got {sample_size!r}")
     n = len(candidate_labels)

@@ -141,6 +141,22 @@ def test_csv_blank_label_is_missing(tmp_path: Path):
         to_labeled_data(path)
 
 
+def test_file_errors_name_the_file(tmp_path: Path):
+    """Whatever is wrong with a file's content, the message names the file as well as the row."""
+    path = tmp_path / "train.csv"
+    path.write_text("text,label\na,1\nb,\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"train\.csv'?: row 1: label is missing"):
+        to_labeled_data(path)
+    for name in ("latin1.csv", "latin1.jsonl"):
+        (tmp_path / name).write_bytes('{"text": "caf\u00e9", "label": 1}'.encode("latin-1"))
+        with pytest.raises(ValueError, match=rf"{name}.*UTF-8"):
+            to_labeled_data(tmp_path / name)
+    quoted = tmp_path / "quoted.json"
+    quoted.write_text(json.dumps(str(path)), encoding="utf-8")  # a JSON string is data, never a path to read
+    with pytest.raises(TypeError, match=r"quoted\.json'?: unsupported data type str"):
+        to_labeled_data(quoted)
+
+
 def test_jsonl_path(tmp_path: Path):
     path = tmp_path / "train.jsonl"
     path.write_text("\n".join(json.dumps({"text": t, "label": y}) for t, y in zip(TEXTS, LABELS)) + "\n\n")
