@@ -10,7 +10,7 @@ from sentence_transformers.sentence_transformer import losses as st_losses
 from .training_args import PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
 
 __all__ = ["PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "PairMatrixLoss", "TripletLoss", "build_loss",
-           "SimilarityDistillationLoss", "all_pairs", "balanced_mean", "same_label"]
+           "SimilarityDistillationLoss", "all_pairs", "balanced_mean", "rows", "same_label"]
 
 
 def same_label(labels: torch.Tensor) -> torch.Tensor:
@@ -19,6 +19,17 @@ def same_label(labels: torch.Tensor) -> torch.Tensor:
         return labels[:, None] == labels[None, :]
     hot = labels.float()
     return (hot @ hot.T) > 0
+
+
+def rows(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``values[index]`` along dim 0, with a backward that gives the same gradient on every run.
+
+    The backward of advanced indexing (``values[index]``) on CPU is ``index_put_(accumulate=True)``, which adds
+    the rows of a repeated index from several threads in whatever order they finish: with two or more OpenMP
+    threads the same seed then gave different models. ``index_select``'s backward (``index_add_``) adds them in
+    index order. Measured cost: none (benchmarks/README.md, "Determinism").
+    """
+    return torch.index_select(values, 0, index)
 
 
 def all_pairs(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,10 +77,10 @@ class PairMatrixLoss(torch.nn.Module):
             pair_index, pair_target = all_pairs(labels)
         assert pair_target is not None
         if self.ranking is not None:
-            pairs = [embeddings[pair_index[:, 0]].float(), embeddings[pair_index[:, 1]].float()]
+            pairs = [rows(embeddings, pair_index[:, 0]).float(), rows(embeddings, pair_index[:, 1]).float()]
             return self.ranking.compute_loss_from_embeddings(pairs, pair_target.float())
         normed = F.normalize(embeddings.float(), dim=-1)
-        cos = (normed[pair_index[:, 0]] * normed[pair_index[:, 1]]).sum(-1)
+        cos = (rows(normed, pair_index[:, 0]) * rows(normed, pair_index[:, 1])).sum(-1)
         target = pair_target.float()
         if self.name == "CosineSimilarityLoss":
             values = (cos - target) ** 2
@@ -149,4 +160,4 @@ class SimilarityDistillationLoss(torch.nn.Module):
         teacher = self.teacher[labels.long()]
         target = (teacher[i] * teacher[j]).sum(-1)
         normed = F.normalize(embeddings.float(), dim=-1)
-        return ((normed[i] * normed[j]).sum(-1) - target).pow(2).mean()
+        return ((rows(normed, i) * rows(normed, j)).sum(-1) - target).pow(2).mean()
