@@ -418,7 +418,8 @@ def _apply_journal(root: Path, journal: Mapping[str, Any]) -> None:
                 parent.rmdir()
             except OSError:
                 break
-    _fsync_dir(root)
+    for folder in sorted({(root / rel).parent for rel in journal["write"]} | {root}):
+        _fsync_dir(folder)  # the moves are durable before the journal goes
     _remove(stage)
     with contextlib.suppress(FileNotFoundError):
         (root / SAVE_JOURNAL_NAME).unlink()
