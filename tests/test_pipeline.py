@@ -173,8 +173,17 @@ def test_unknown_label_at_evaluate_and_unfitted_predict(tiny_body_path, trained)
 
 
 @pytest.mark.parametrize("loss", ["ContrastiveLoss", "CoSENTLoss", "BatchHardTripletLoss"])
-def test_other_losses(tiny_body_path, toy_data, loss):
-    model, _ = train(tiny_body_path, toy_data, loss=loss)
+def test_other_losses(tiny_body_path, toy_data, loss, trained):
+    import torch
+
+    before = SetFitModel.from_pretrained(tiny_body_path).model_body.state_dict()
+    model, _ = train(tiny_body_path, toy_data, loss=loss, seed=7)  # as `trained` (the default loss) but this loss
+    after = model.model_body.state_dict()
+    assert all(torch.isfinite(value).all() for value in after.values() if value.is_floating_point())
+    unchanged = {name for name in before if torch.equal(before[name], after[name])}
+    assert unchanged <= {name for name in before if ".pooler." in name}  # mean pooling never uses BERT's pooler
+    default_loss = trained[0].model_body.state_dict()
+    assert not all(torch.equal(default_loss[name], after[name]) for name in after)  # the loss was used
     assert model.predict(["great wonderful superb film"]) == ["positive"]
 
 
