@@ -95,7 +95,7 @@ def child_predict(spec: dict) -> dict:
 
     texts, labels = synthetic(10_000, 2, seed=3)
     model = SetFitModel.from_pretrained(model_path())
-    Trainer(model=model, args=TrainingArguments(max_steps=0, show_progress_bar=False),
+    Trainer(model=model, args=TrainingArguments(body_learning_rate=0, show_progress_bar=False),
             train_dataset={"text": texts[:16], "label": labels[:16]}).train()
     encode, predict = [], []
     for _ in range(spec.get("repeats", 2)):  # alternate, so drift in machine speed hits both

@@ -535,15 +535,9 @@ class Trainer:
 
     def apply_hyperparameters(self, params: dict[str, Any], final_model: bool = False) -> None:
         """Use ``params`` (training arguments, head and ``model_init`` parameters) for the next ``train()``."""
-        from .search import apply_head_params, split_hyperparameters
+        from .search import apply_hyperparameters
 
-        arg_params, init_params = split_hyperparameters(self, params)
-        head_params = {k: v for k, v in params.items() if k not in arg_params and k not in init_params}
-        self.args = self.args.update(arg_params)
-        if self.model_init is not None and (final_model or init_params):
-            set_seed(self.args.seed)
-            self.model = self.call_model_init(init_params)
-        apply_head_params(self.model, head_params)
+        apply_hyperparameters(self, params, final_model=final_model)
 
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "

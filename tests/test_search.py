@@ -323,8 +323,6 @@ def test_keyword_model_init_receives_the_names_it_declares(tiny_body_path: str, 
     assert len(received) == calls
 
 
-@pytest.mark.xfail(strict=True, reason="Trainer.apply_hyperparameters must delegate to "
-                                       "setfit_lite.search.apply_hyperparameters (trainer.py, another owner)")
 def test_trainer_apply_hyperparameters_routes_like_a_trial(tiny_body_path: str, toy_data: Any,
                                                            toy_eval: Any) -> None:
     from setfit_lite import SetFitModel
