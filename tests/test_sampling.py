@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -64,12 +66,58 @@ def test_pair_sampler_memory_is_linear_for_large_data():
     assert len(first["pair_target"]) == 16
 
 
-def test_pair_sampler_ranks_partition_batches():
-    y = np.array([0] * 8 + [1] * 8)
-    r0 = list(PairSampler(y, 16, 42, rank=0, world_size=2).epoch(0))
-    r1 = list(PairSampler(y, 16, 42, rank=1, world_size=2).epoch(0))
-    assert len(r0) == len(r1) == 5
-    assert not np.array_equal(r0[0]["pair_index"], r1[0]["pair_index"])
+def pairs_of(batch: dict) -> list[tuple[int, int, float]]:
+    """The (i, j, target) pairs of a pair batch, in sentence indices."""
+    first, second = batch["indices"][batch["pair_index"][:, 0]], batch["indices"][batch["pair_index"][:, 1]]
+    return list(zip(first.tolist(), second.tolist(), batch["pair_target"].tolist()))
+
+
+def interleave(shards: list[list]) -> list:
+    """The ranks' batches in step order: step s of rank r is the epoch's batch s * world_size + r."""
+    return [batch for step in zip(*shards) for batch in step]
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_pair_sampler_ranks_are_disjoint_and_cover_the_epoch(world_size):
+    y = np.array([0] * 4 + [1] * 4)  # "unique": each of the 20 positive and 16 negative pairs once; 6 batches of 6
+    space = PairSpace(y)
+    every_pair = {(i, j, 1.0) for i, j in map(space.positive, range(space.num_positive))}
+    every_pair |= {(i, j, 0.0) for i, j in map(space.negative, range(space.num_negative))}
+    shards = [[pairs_of(b) for b in PairSampler(y, 6, 42, "unique", rank=r, world_size=world_size).epoch(0)]
+              for r in range(world_size)]
+    assert [len(shard) for shard in shards] == [6 // world_size] * world_size
+    per_rank = [[pair for batch in shard for pair in batch] for shard in shards]
+    assert sum(len(pairs) for pairs in per_rank) == len(every_pair) == 36  # no pair twice, on one rank or two
+    assert set().union(*map(set, per_rank)) == every_pair
+    single = [pairs_of(b) for b in PairSampler(y, 6, 42, "unique").epoch(0)]
+    assert interleave(shards) == single  # the ranks split the one-process epoch by position
+
+
+def test_pair_sampler_ranks_pad_the_epoch_to_equal_steps():
+    y = np.array([0] * 8 + [1] * 8)  # 144 pairs: 9 batches of 16, so 2 ranks run 5 steps, the last one padding
+    shards = [[pairs_of(b) for b in PairSampler(y, 16, 42, rank=r, world_size=2).epoch(0)] for r in range(2)]
+    assert [len(shard) for shard in shards] == [5, 5]
+    assert all(len(batch) == 16 for shard in shards for batch in shard)
+    single = [pairs_of(b) for b in PairSampler(y, 16, 42).epoch(0)]
+    assert interleave(shards)[:9] == single
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_sentence_batch_ranks_are_disjoint_and_cover_the_epoch(world_size):
+    y = np.repeat(np.arange(4), 8)  # 4 batches of 8 (2 per class): one epoch draws each sentence exactly once
+    shards = [[b["indices"].tolist() for b in SentenceBatchSampler(y, 8, 0, rank=r, world_size=world_size).epoch(0)]
+              for r in range(world_size)]
+    assert [len(shard) for shard in shards] == [4 // world_size] * world_size
+    per_rank = [[i for batch in shard for i in batch] for shard in shards]
+    assert sorted(i for indices in per_rank for i in indices) == list(range(len(y)))
+    single = [b["indices"].tolist() for b in SentenceBatchSampler(y, 8, 0).epoch(0)]
+    assert interleave(shards) == single
+    padded = [[b["indices"].tolist() for b in SentenceBatchSampler(y, 8, 0, rank=r, world_size=world_size,
+                                                                      batches_per_epoch=5).epoch(0)]
+              for r in range(world_size)]
+    assert [len(shard) for shard in padded] == [math.ceil(5 / world_size)] * world_size
+    single = [b["indices"].tolist() for b in SentenceBatchSampler(y, 8, 0, batches_per_epoch=5).epoch(0)]
+    assert interleave(padded)[:5] == single
 
 
 def test_sentence_batches_are_label_balanced():
@@ -99,4 +147,5 @@ def test_sentence_batches_multi_label_and_shards():
     s1 = SentenceBatchSampler(y, 8, 0, rank=1, world_size=2, batches_per_epoch=4)
     b0, b1 = list(s0.epoch(0)), list(s1.epoch(0))
     assert len(b0) == len(b1) == 2
-    assert not np.array_equal(b0[0]["indices"], b1[0]["indices"])
+    single = [b["indices"].tolist() for b in SentenceBatchSampler(y, 8, 0, batches_per_epoch=4).epoch(0)]
+    assert interleave([[b["indices"].tolist() for b in b0], [b["indices"].tolist() for b in b1]]) == single
