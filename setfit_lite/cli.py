@@ -1,22 +1,45 @@
-"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export."""
+"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export | convert.
+
+Quiet by default: results go to stdout, warnings to stderr, progress bars only when stderr is a terminal
+(``--quiet``: none, and errors only; ``--verbose``: the training log too). Ctrl-C or SIGTERM ends a command with
+one line on stderr and exit status 128 + the signal's number (130, 143); ``train --save-steps N`` checkpoints first
+and says how to resume.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import re
+import shlex
+import signal
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .verbosity import get_verbosity, quiet_dependencies, quiet_optuna, set_verbosity, show_progress
+
 DEFAULT_BODY = "sentence-transformers/all-MiniLM-L6-v2"
+CHECKPOINTS = "checkpoints"  # sub-folder of --output-dir that --save-steps writes and --resume reads
 
 
 def _add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
     p.add_argument("--text-column", default="text")
     if labelled:
         p.add_argument("--label-column", default="label")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -33,21 +56,44 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="auto")
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--max-length", type=int, default=None)
+    p.add_argument("--max-steps", type=int, default=None, help="stop body training after this many steps")
+
+
+def _verbosity_parser() -> argparse.ArgumentParser:
+    """``--quiet``/``--verbose``, accepted before or after the command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const="quiet",
+                       default=argparse.SUPPRESS, help="print only results and errors: no warnings, no progress bars")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const="verbose",
+                       default=argparse.SUPPRESS, help="also log training progress and dependencies' messages")
+    return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="setfit-lite", description="Few-shot text classification.")
+    common = _verbosity_parser()
+    parser = argparse.ArgumentParser(prog="setfit-lite", description="Few-shot text classification.",
+                                     parents=[common])
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="train on 8 examples per class of a shipped SST-2 sample and evaluate")
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    demo = add("demo", help="train on 8 examples per class of a shipped SST-2 sample and evaluate")
     demo.add_argument("--output-dir", default="setfit-lite-demo-model")
     demo.add_argument("--model", default=DEFAULT_BODY)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--shots", type=int, default=8)
 
-    train = sub.add_parser("train", help="train a model and save it")
+    train = add("train", help="train a model and save it")
     _add_train_args(train)
+    train.add_argument("--save-steps", type=_positive_int, default=None,
+                       help=f"checkpoint body training every N steps into OUTPUT_DIR/{CHECKPOINTS} (and on "
+                            "Ctrl-C/SIGTERM); the latest checkpoint is kept after training")
+    train.add_argument("--resume", action="store_true",
+                       help=f"continue from the latest complete checkpoint in OUTPUT_DIR/{CHECKPOINTS}")
 
-    search = sub.add_parser("search", help="search hyperparameters with Optuna (each trial scored on --eval-data)")
+    search = add("search", help="search hyperparameters with Optuna (each trial scored on --eval-data)")
     _add_train_args(search)
     search.add_argument("--space", default=None,
                         help="JSON file: a SigOpt-style parameter list or experiment dict (default: setfit's space)")
@@ -60,14 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--direction", choices=["maximize", "minimize"], default=None)
     search.add_argument("--output", default=None, help="write the best trial as JSON to this file")
 
-    evaluate = sub.add_parser("evaluate", help="evaluate a saved model on labelled data")
-    evaluate.add_argument("model_dir")
+    evaluate = add("evaluate", help="evaluate a saved model on labelled data")
+    evaluate.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
     evaluate.add_argument("data")
     _add_data_args(evaluate)
     evaluate.add_argument("--metric", default="accuracy")
     evaluate.add_argument("--group-by", default=None, help="also report the metric per value of this column")
+    evaluate.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
+                          help="runtime for an exported (ONNX) model")
 
-    predict = sub.add_parser("predict", help="predict labels for a file or stdin, one JSON line per text")
+    predict = add("predict", help="predict labels for a file or stdin, one JSON line per text")
     predict.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
     predict.add_argument("data", nargs="?", default="-", help="CSV/JSON/JSONL file, a text file, or - for stdin")
     predict.add_argument("--text-column", default="text")
@@ -76,11 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
                          help="runtime for an exported (ONNX) model")
 
-    export = sub.add_parser("export", help="export a saved model to ONNX (one graph: token ids to probabilities)")
+    export = add("export", help="export a saved model to ONNX (one graph: token ids to probabilities)")
     export.add_argument("model_dir")
     export.add_argument("output_dir")
     export.add_argument("--quantize", choices=["int8"], default=None, help="dynamic int8 weight quantisation")
     export.add_argument("--opset", type=int, default=17)
+
+    convert = add("convert", help="convert a model saved by setfit (model_head.pkl) to the pickle-free format; "
+                                  "its pickle is trusted")
+    convert.add_argument("setfit_dir", help="a folder written by setfit's save_pretrained, from a source you trust")
+    convert.add_argument("output_dir")
     return parser
 
 
@@ -88,10 +141,13 @@ def _train_args(ns: argparse.Namespace) -> Any:
     from .training_args import TrainingArguments
 
     kwargs: dict[str, Any] = {"seed": ns.seed, "backend": ns.backend, "precision": ns.precision,
-                              "output_dir": ns.output_dir}
-    for name in ("num_epochs", "batch_size", "objective", "max_length"):
+                              "output_dir": str(Path(ns.output_dir) / CHECKPOINTS),
+                              "show_progress_bar": show_progress()}
+    for name in ("num_epochs", "batch_size", "objective", "max_length", "max_steps"):
         if getattr(ns, name) is not None:
             kwargs[name] = getattr(ns, name)
+    if getattr(ns, "save_steps", None) is not None:
+        kwargs.update(save_strategy="steps", save_steps=ns.save_steps)
     return TrainingArguments(**kwargs)
 
 
@@ -111,15 +167,19 @@ def _train_eval_rows(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], dict
 
 
 def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
+    from .checkpoint import latest_checkpoint
     from .modeling import SetFitModel
     from .trainer import Trainer
 
     args = _train_args(ns)
+    if ns.save_steps and not ns.resume and (earlier := latest_checkpoint(args.output_dir)) is not None:
+        raise ValueError(f"{earlier} is a checkpoint of an earlier run: add --resume to continue it, or remove "
+                         f"{args.output_dir} to start over")
     rows, eval_rows = _train_eval_rows(ns)
     model = SetFitModel.from_pretrained(ns.model)
     trainer = Trainer(model=model, args=args, train_dataset=rows, eval_dataset=eval_rows)
     start = time.perf_counter()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if ns.resume else None)
     result: dict[str, Any] = {"train_examples": len(rows), "train_seconds": round(time.perf_counter() - start, 2)}
     if not trainer.is_world_process_zero():  # under torchrun every rank holds the same model; rank 0 reports
         return result
@@ -170,12 +230,43 @@ def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
+    """A saved SetFitModel, or an ``OnnxSetFitModel`` for a folder written by ``setfit-lite export``."""
+    from .export import ONNX_CONFIG_NAME
+    from .modeling import SetFitModel
+
+    if (Path(model_dir) / ONNX_CONFIG_NAME).is_file():
+        return SetFitModel.from_onnx(model_dir, runtime=runtime)
+    return SetFitModel.from_pretrained(model_dir)
+
+
+class _ExportedModel:
+    """An exported model as ``Trainer.evaluate`` reads a fitted SetFitModel (labels, predict_proba)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.training_info: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def _check_fitted(self) -> None:
+        """An export always holds a fitted head."""
+
+    def label_ids(self, raw_labels: Any) -> Any:
+        from .modeling import SetFitModel
+
+        return SetFitModel.label_ids(self, raw_labels)  # type: ignore[arg-type]
+
+
 def cmd_evaluate(ns: argparse.Namespace) -> dict[str, Any]:
     from .data import to_labeled_data
     from .modeling import SetFitModel
     from .trainer import Trainer
 
-    model = SetFitModel.from_pretrained(ns.model_dir)
+    model = _load_model(ns.model_dir, ns.runtime)
+    if not isinstance(model, SetFitModel):
+        model = _ExportedModel(model)
     data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
     trainer = Trainer(model=model, metric=ns.metric)
     result = trainer.evaluate({"text": data.texts, "label": data.labels, **data.columns}, group_by=ns.group_by)
@@ -228,13 +319,7 @@ def _maybe_json_text(line: str, text_column: str) -> str:
 def cmd_predict(ns: argparse.Namespace) -> None:
     from itertools import islice
 
-    from .export import ONNX_CONFIG_NAME
-    from .modeling import SetFitModel
-
-    if (Path(ns.model_dir) / ONNX_CONFIG_NAME).is_file():
-        model: Any = SetFitModel.from_onnx(ns.model_dir, runtime=ns.runtime)
-    else:
-        model = SetFitModel.from_pretrained(ns.model_dir)
+    model = _load_model(ns.model_dir, ns.runtime)
     texts = _read_texts(ns.data, ns.text_column)
     while chunk := list(islice(texts, 4096)):
         proba = model.predict_proba(chunk, batch_size=ns.batch_size)
@@ -256,6 +341,34 @@ def cmd_export(ns: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def cmd_convert(ns: argparse.Namespace) -> dict[str, Any]:
+    """Load a setfit folder trusting its pickles, save it in setfit_lite's pickle-free format."""
+    from .modeling import SetFitModel
+    from .serialization import find_pickle_files
+
+    source, out = Path(ns.setfit_dir), Path(ns.output_dir)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder; give a folder for the converted model")
+    if out.exists() and source.exists() and out.resolve() == source.resolve():
+        raise ValueError(f"OUTPUT_DIR must differ from SETFIT_DIR ({source}): the converted model must not sit "
+                         "next to the pickles it replaces")
+    if not source.is_dir():
+        raise FileNotFoundError(f"{source} is not a folder")
+    pickles = find_pickle_files(source)
+    if pickles:
+        print(f"setfit-lite convert: warning: trusting the pickle file(s) {', '.join(p.name for p in pickles)} "
+              f"in {source}: loading a pickle can run any code it holds, convert only models from a source you "
+              "trust", file=sys.stderr)
+    model = SetFitModel.from_pretrained(source, allow_pickle=True)
+    if model.model_head is None or model.labels is None:
+        raise ValueError(f"{source} has no trained head and labels to convert (setfit saves them as "
+                         "model_head.pkl and config_setfit.json)")
+    model.save_pretrained(out)
+    result = {"converted_to": str(out), "labels": model.labels}
+    print(json.dumps(result, default=str))
+    return result
+
+
 def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
     """8 examples per class of the shipped SST-2 sample, evaluated on the rest."""
     from .data import demo_dataset, sample_dataset
@@ -270,8 +383,8 @@ def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
     print(f"setfit-lite demo: {len(train)} training sentences ({ns.shots} per class), {len(test)} test sentences "
           "from SST-2 (shipped sample)")
     model = SetFitModel.from_pretrained(ns.model, labels=["negative", "positive"])
-    trainer = Trainer(model=model, args=TrainingArguments(seed=ns.seed), train_dataset=train, eval_dataset=test,
-                      metric="accuracy")
+    trainer = Trainer(model=model, args=TrainingArguments(seed=ns.seed, show_progress_bar=show_progress()),
+                      train_dataset=train, eval_dataset=test, metric="accuracy")
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
@@ -288,15 +401,111 @@ def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
     return {"accuracy": result["accuracy"], "train_seconds": seconds}
 
 
+class _Interrupted(KeyboardInterrupt):
+    """SIGINT/SIGTERM outside the trainer's checkpointing window."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise _Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM, like Ctrl-C, raises a KeyboardInterrupt (the trainer takes both over while it can checkpoint)."""
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _signal_number(interrupt: KeyboardInterrupt) -> int:
+    """The signal that interrupted: our own handler and the trainer's ``TrainingInterrupted`` name it."""
+    signum = getattr(interrupt, "signum", None)
+    if signum is None:
+        match = re.search(r"signal (\d+)", str(interrupt))
+        signum = int(match.group(1)) if match else signal.SIGINT
+    return int(signum)
+
+
+def _interrupted_line(ns: argparse.Namespace, signum: int, argv: list[str]) -> str:
+    """One line: where the checkpoint is and the command that resumes from it, or that nothing was saved."""
+    from .checkpoint import latest_checkpoint
+
+    head = f"setfit-lite {ns.command}: interrupted by {signal.Signals(signum).name}"
+    if ns.command != "train":
+        return f"{head}; nothing was saved"
+    saved = latest_checkpoint(Path(ns.output_dir) / CHECKPOINTS) if ns.save_steps or ns.resume else None
+    if saved is None:
+        hint = "" if ns.save_steps else " (train with --save-steps N to checkpoint)"
+        return f"{head}; nothing was saved{hint}"
+    command = shlex.join(["setfit-lite", *argv, *([] if ns.resume else ["--resume"])])
+    return f"{head}; checkpoint saved in {saved}; resume with: {command}"
+
+
+class _DropSignalNotice(logging.Filter):
+    """The trainer's "signal received: saving a checkpoint" notice; the command line prints its own summary."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "setfit_lite.trainer" and str(record.msg).startswith("signal "))
+
+
+@contextlib.contextmanager
+def _output(verbosity: str) -> Iterator[None]:
+    """Logging, warnings and progress bars for ``verbosity`` ("quiet", "default" or "verbose")."""
+    from transformers.utils import logging as hf_logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("setfit-lite: %(levelname)s: %(message)s"))
+    if verbosity != "verbose":
+        handler.addFilter(_DropSignalNotice())
+    level = {"quiet": logging.ERROR, "default": logging.WARNING, "verbose": logging.INFO}[verbosity]
+    loggers = [logging.getLogger(name) for name in ("setfit_lite", "trainers")]
+    saved = [(lg.level, lg.propagate) for lg in loggers]
+    transformers_level, previous_verbosity = hf_logging.get_verbosity(), get_verbosity()
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.setLevel(level)
+        lg.propagate = False
+    set_verbosity(verbosity)
+    try:
+        with warnings.catch_warnings(), quiet_dependencies(), quiet_optuna():
+            if verbosity == "quiet":
+                warnings.simplefilter("ignore")
+                hf_logging.set_verbosity_error()
+            yield
+    finally:
+        set_verbosity(previous_verbosity)
+        hf_logging.set_verbosity(transformers_level)
+        for lg, (lg_level, propagate) in zip(loggers, saved):
+            lg.removeHandler(handler)
+            lg.setLevel(lg_level)
+            lg.propagate = propagate
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(argv)
     commands = {"demo": cmd_demo, "train": cmd_train, "search": cmd_search, "evaluate": cmd_evaluate,
-                "predict": cmd_predict, "export": cmd_export}
-    try:
-        commands[ns.command](ns)
-    except (ValueError, TypeError, OSError, ImportError) as error:
-        print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
-        return 2
+                "predict": cmd_predict, "export": cmd_export, "convert": cmd_convert}
+    with _output(getattr(ns, "verbosity", "default")), _interruptible():
+        try:
+            commands[ns.command](ns)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, or the trainer's TrainingInterrupted
+            signum = _signal_number(interrupt)
+            print(_interrupted_line(ns, signum, argv), file=sys.stderr)
+            return 128 + signum
+        except (ValueError, TypeError, OSError, ImportError) as error:
+            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+            return 2
     return 0
 
 

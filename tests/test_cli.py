@@ -1,0 +1,332 @@
+"""The ``setfit-lite`` command line: train, evaluate (saved and exported models), convert, interrupt and resume,
+and quiet output (nothing from dependencies, no ``\\r`` progress bars when stderr is not a terminal)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+from conftest import make_sentences
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.cli import main
+from setfit_lite.serialization import find_pickle_files
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _write_jsonl(path: Path, n_per_class: int, seed: int) -> Path:
+    texts, labels = make_sentences(n_per_class, seed=seed)
+    path.write_text("".join(json.dumps({"text": t, "label": y, "source": "ab"[i % 2]}) + "\n"
+                            for i, (t, y) in enumerate(zip(texts, labels))))
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("cli_data")
+    return _write_jsonl(folder / "train.jsonl", 12, 0), _write_jsonl(folder / "eval.jsonl", 8, 1)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str, data: tuple[Path, Path]) -> Path:
+    """A model trained by ``setfit-lite train`` (in this process)."""
+    out = tmp_path_factory.mktemp("cli_model") / "model"
+    assert main(["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(out), "--max-steps", "8"]) == 0
+    return out
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _cli(*args: str, **kwargs) -> subprocess.Popen:
+    """``setfit-lite ARGS`` in a child process, stdout and stderr to pipes (not a terminal)."""
+    return subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", *args], cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+# ---- train / evaluate ---------------------------------------------------------------------------------------
+
+
+def test_train_then_evaluate(trained: Path, data: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
+    model = SetFitModel.from_pretrained(trained)
+    assert model.labels == ["negative", "positive"]
+    assert model.training_info["training_args"]["max_steps"] == 8
+    for metric in ("accuracy", "f1"):
+        assert main(["evaluate", str(trained), str(data[1]), "--metric", metric]) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert list(result) == [metric] and 0.0 <= result[metric] <= 1.0
+
+
+def test_evaluate_an_exported_folder(tmp_path: Path, trained: Path, data: tuple[Path, Path],
+                                     capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("onnxruntime")
+    exported = tmp_path / "onnx"
+    assert main(["export", str(trained), str(exported)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(trained), str(data[1]), "--group-by", "source"]) == 0
+    saved = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main(["evaluate", str(exported), str(data[1]), "--group-by", "source"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(out[-1])
+    assert out[0].split() == ["source", "n", "accuracy"]  # the per-group table works too
+    assert result["accuracy"] == pytest.approx(saved["accuracy"]) and set(result["groups"]) == {"a", "b"}
+
+
+def test_train_refuses_a_fresh_run_over_earlier_checkpoints(tmp_path: Path, tiny_body_path: str,
+                                                            data: tuple[Path, Path],
+                                                            capsys: pytest.CaptureFixture) -> None:
+    args = ["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(tmp_path / "m"), "--save-steps", "2",
+            "--max-steps", "4"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint-4 is a checkpoint of an earlier run: add --resume" in err
+    assert main(["train", "--resume", *args[1:]]) == 0  # resuming at the last step fits the head only
+
+
+def test_save_steps_must_be_positive(tiny_body_path: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "x.jsonl", "--save-steps", "0"])
+    assert "--save-steps: must be a positive integer, got 0" in capsys.readouterr().err
+
+
+# ---- interrupt and resume -----------------------------------------------------------------------------------
+
+
+def _interrupt_after_first_checkpoint(proc: subprocess.Popen, checkpoints: Path, sig: int) -> tuple[int, str]:
+    deadline = time.monotonic() + 120
+    while not list(checkpoints.glob("checkpoint-*/checkpoint.json")):
+        assert proc.poll() is None, f"training ended before its first checkpoint: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no checkpoint after 120 s"
+        time.sleep(0.005)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+def test_sigterm_checkpoints_and_resume_completes(tmp_path: Path, tiny_body_path: str,
+                                                  data: tuple[Path, Path]) -> None:
+    out = tmp_path / "model"
+    args = ["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(out), "--save-steps", "1",
+            "--max-steps", "60", "--num-epochs", "100"]
+    code, err = _interrupt_after_first_checkpoint(_cli(*args), out / "checkpoints", signal.SIGTERM)
+    assert code == 143, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    line = err.strip()
+    assert line.startswith("setfit-lite train: interrupted by SIGTERM; checkpoint saved in ")
+    saved = Path(line.split("checkpoint saved in ")[1].split(";")[0])
+    assert saved.parent == out / "checkpoints" and (saved / "checkpoint.json").is_file()
+    command = shlex.split(line.split("resume with: ")[1])
+    assert command == ["setfit-lite", *args, "--resume"]
+
+    resumed = _cli(*command[1:])
+    stdout, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert json.loads(stdout)["saved_to"] == str(out)
+    model = SetFitModel.from_pretrained(out)
+    assert model.training_info["training_args"]["max_steps"] == 60
+    assert model.predict(["good great film", "bad awful film"]) == ["positive", "negative"]
+
+
+def test_sigint_checkpoints_and_exits_130(tmp_path: Path, tiny_body_path: str, data: tuple[Path, Path]) -> None:
+    out = tmp_path / "model"
+    code, err = _interrupt_after_first_checkpoint(
+        _cli("train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(out), "--save-steps", "1",
+             "--max-steps", "60", "--num-epochs", "100"), out / "checkpoints", signal.SIGINT)
+    assert code == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("setfit-lite train: interrupted by SIGINT; checkpoint saved in ") and "--resume" in err
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_without_saving_says_nothing_was_saved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         tiny_body_path: str, data: tuple[Path, Path],
+                                                         capsys: pytest.CaptureFixture, sig: int, code: int) -> None:
+    def interrupted_train(self, *args, **kwargs):
+        os.kill(os.getpid(), sig)
+        time.sleep(5)  # the handler raises before this ends
+        raise AssertionError("signal not delivered")
+
+    monkeypatch.setattr(Trainer, "train", interrupted_train)
+    previous = signal.getsignal(signal.SIGTERM)
+    assert main(["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(tmp_path / "m")]) == code
+    err = capsys.readouterr().err
+    assert err == (f"setfit-lite train: interrupted by {signal.Signals(sig).name}; nothing was saved "
+                   "(train with --save-steps N to checkpoint)\n")
+    assert signal.getsignal(signal.SIGTERM) is previous  # main restores the handlers it replaced
+    assert not (tmp_path / "m").exists()
+
+
+# ---- convert ------------------------------------------------------------------------------------------------
+
+
+def _setfit_folder(folder: Path, body_path: str) -> tuple[Path, object]:
+    """A folder as setfit's save_pretrained writes it: body, joblib-pickled head, config_setfit.json."""
+    from sentence_transformers import SentenceTransformer
+    from sklearn.linear_model import LogisticRegression
+
+    texts, labels = make_sentences(8, seed=0)
+    body = SentenceTransformer(body_path, device="cpu")
+    head = LogisticRegression().fit(body.encode(texts), [int(y == "positive") for y in labels])
+    body.save(str(folder))
+    joblib.dump(head, folder / "model_head.pkl")
+    (folder / "config_setfit.json").write_text(json.dumps({"normalize_embeddings": False,
+                                                           "labels": ["negative", "positive"]}))
+    return folder, head
+
+
+def test_convert_a_setfit_folder(tmp_path: Path, tiny_body_path: str, capsys: pytest.CaptureFixture) -> None:
+    source, head = _setfit_folder(tmp_path / "setfit", tiny_body_path)
+    out = tmp_path / "converted"
+    assert main(["convert", str(source), str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: trusting the pickle file(s) model_head.pkl" in captured.err
+    assert json.loads(captured.out) == {"converted_to": str(out), "labels": ["negative", "positive"]}
+    assert find_pickle_files(out) == []
+    model = SetFitModel.from_pretrained(out)  # no allow_pickle needed any more
+    texts = ["great wonderful film", "awful dull movie", "the plot"]
+    expected = head.predict_proba(model.model_body.encode(texts))
+    np.testing.assert_allclose(model.predict_proba(texts), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_convert_refuses_a_file_and_its_own_folder(tmp_path: Path, tiny_body_path: str,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    source, _ = _setfit_folder(tmp_path / "setfit", tiny_body_path)
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me")
+    assert main(["convert", str(source), str(target)]) == 2
+    assert f"{target} exists and is not a folder" in capsys.readouterr().err
+    assert target.read_text() == "keep me"
+    assert main(["convert", str(source), str(source)]) == 2
+    assert "OUTPUT_DIR must differ from SETFIT_DIR" in capsys.readouterr().err
+    assert not (source / "config_setfit_lite.json").exists()
+
+
+# ---- quiet by default ---------------------------------------------------------------------------------------
+
+
+def _no_logging_configured(monkeypatch: pytest.MonkeyPatch) -> logging.Logger:
+    """The root logger as in a script that configures no logging (pytest's capturing handlers off)."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    return root
+
+
+def test_int8_export_prints_nothing(tmp_path: Path, trained: Path, capfd: pytest.CaptureFixture,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("onnxruntime")
+    model = SetFitModel.from_pretrained(trained)
+    root = _no_logging_configured(monkeypatch)
+    capfd.readouterr()
+    model.export_onnx(tmp_path / "int8", quantize="int8")
+    assert capfd.readouterr() == ("", "")  # not onnxruntime's "Please consider to run pre-processing"
+    assert root.handlers == []  # its logging.warning left no stderr handler (basicConfig)
+
+
+# modeling.py and trainer.py belong to other work in progress; these pass once they call setfit_lite.verbosity
+PENDING_QUIET_HOOKS = pytest.mark.xfail(
+    strict=False, reason="needs modeling.py to load/save the body inside verbosity.quiet_dependencies() and "
+                         "trainer.py/modeling.py to gate their bars with verbosity.show_progress()")
+
+
+@PENDING_QUIET_HOOKS
+def test_from_pretrained_and_save_pretrained_print_nothing(tmp_path: Path, trained: Path,
+                                                           capfd: pytest.CaptureFixture,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """No "Loading weights" or "Writing model shards" bar from transformers."""
+    _no_logging_configured(monkeypatch)
+    capfd.readouterr()
+    model = SetFitModel.from_pretrained(trained)
+    model.save_pretrained(tmp_path / "saved")
+    assert capfd.readouterr() == ("", "")
+
+
+def test_show_progress_needs_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from setfit_lite.verbosity import set_verbosity, show_progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert show_progress(True) is False
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert show_progress(True) is True and show_progress(False) is False and show_progress(None) is False
+    set_verbosity("quiet")
+    try:
+        assert show_progress(True) is False
+    finally:
+        set_verbosity("default")
+    with pytest.raises(ValueError, match=r"verbosity must be one of \('quiet', 'default', 'verbose'\), got 'loud'"):
+        set_verbosity("loud")
+
+
+@PENDING_QUIET_HOOKS
+def test_training_bar_follows_the_terminal(toy_data: dict, tiny_body_path: str,
+                                           capfd: pytest.CaptureFixture) -> None:
+    """Even with show_progress_bar=True, no bar is drawn when stderr is not a terminal (a log file)."""
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    capfd.readouterr()
+    Trainer(model=model, train_dataset=toy_data, args=TrainingArguments(max_steps=3, show_progress_bar=True)).train()
+    model.predict_proba(["good film"] * 10_000, batch_size=256)  # large enough for the automatic encoding bar
+    assert "\r" not in capfd.readouterr().err
+
+
+def test_cli_train_in_a_log_file_has_no_carriage_returns(tmp_path: Path, tiny_body_path: str,
+                                                         data: tuple[Path, Path]) -> None:
+    """With stderr to a pipe (a log file), train prints its result and nothing else: no ``\r`` progress bars."""
+    proc = _cli("train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(tmp_path / "m"),
+                "--max-steps", "3")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert err == "" and "\r" not in out
+    assert json.loads(out)["saved_to"] == str(tmp_path / "m")
+
+
+def test_verbose_logs_training(tmp_path: Path, tiny_body_path: str, data: tuple[Path, Path],
+                               capsys: pytest.CaptureFixture) -> None:
+    assert main(["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(tmp_path / "m"),
+                 "--max-steps", "3", "--verbose"]) == 0
+    assert "setfit-lite: INFO: training on " in capsys.readouterr().err
+    assert main(["--quiet", "train", str(data[0]), "--model", tiny_body_path, "--output-dir",
+                 str(tmp_path / "m2"), "--max-steps", "3"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_quiet_optuna_silences_trial_lines() -> None:
+    import optuna
+
+    from setfit_lite.verbosity import quiet_optuna, set_verbosity
+
+    class Collect(logging.Handler):
+        messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
+    handler = Collect()
+    optuna_logger = logging.getLogger("optuna")
+    optuna_logger.addHandler(handler)
+    before = optuna.logging.get_verbosity()
+    try:
+        with quiet_optuna():
+            optuna.create_study().optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+        assert not [m for m in handler.messages if "Trial" in m] and optuna.logging.get_verbosity() == before
+        set_verbosity("verbose")
+        with quiet_optuna():
+            optuna.create_study().optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=1)
+        assert any(m.startswith("Trial 0 finished") for m in handler.messages)
+    finally:
+        set_verbosity("default")
+        optuna_logger.removeHandler(handler)
