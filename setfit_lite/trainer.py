@@ -7,7 +7,6 @@ import itertools
 import logging
 import math
 import os
-import random
 import signal
 import threading
 import time
@@ -37,15 +36,10 @@ from .losses import PAIR_LOSSES, build_loss
 from .metrics import check_metric, compute_metric
 from .modeling import SetFitModel
 from .sampling import PairSampler, SentenceBatchSampler
+from .search import routing, run_hyperparameter_search
 from .training_args import TrainingArguments
 
 logger = logging.getLogger(__name__)
-
-def set_seed(seed: int) -> None:
-    """Seed python, numpy and torch."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -132,12 +126,11 @@ class Trainer:
         self._train_data = self._load(train_dataset) if train_dataset is not None else None
         self._eval_data = self._load(eval_dataset) if eval_dataset is not None else None
         self._callbacks = list(callbacks or [])
-        self.report_hook: Callable[[dict[str, float], int], None] | None = None
         self.state = TrainerState()
         self.backend: Backend | None = None
         self._resume_path: Path | None = None
         if model is None:
-            set_seed(self.args.seed)
+            routing.seed_everything(self.args.seed)
             model = self.call_model_init()
         self.model = model
 
@@ -146,14 +139,11 @@ class Trainer:
         return to_labeled_data(dataset, column_mapping=self.column_mapping)
 
     def call_model_init(self, params: dict[str, Any] | None = None) -> SetFitModel:
-        import inspect
-
-        assert self.model_init is not None
-        n_args = len(inspect.signature(self.model_init).parameters)
-        model = self.model_init(params) if n_args == 1 else self.model_init()
-        if not isinstance(model, SetFitModel):
-            raise TypeError(f"model_init must return a SetFitModel, got {type(model).__name__}")
-        return model
+        """A fresh model from ``model_init``: ``params`` as its one argument (setfit's convention), or as keyword
+        arguments where it declares them (see :func:`setfit_lite.search.routing.call_model_init`)."""
+        if self.model_init is None:
+            raise ValueError("call_model_init needs the Trainer's model_init")
+        return routing.call_model_init(self.model_init, params)
 
     def add_callback(self, callback: Any) -> None:
         self._callbacks.append(callback)
@@ -164,9 +154,23 @@ class Trainer:
     # ---- training -----------------------------------------------------------------------------
     def train(self, args: TrainingArguments | None = None, trial: Any = None,
               resume_from_checkpoint: Any = None, **kwargs: Any) -> None:
-        """Validate the data, train the body contrastively, then fit the head."""
+        """Validate the data, train the body contrastively, then fit the head.
+
+        ``args`` replaces the training arguments for this call only. ``trial`` (setfit's keyword: a dict of
+        hyperparameters, or an Optuna trial such as ``best.study.best_trial``) first applies its parameters as a
+        search trial does, for this and later calls: ``apply_hyperparameters(params, final_model=True)``
+        (training arguments, head parameters, and a fresh model from ``model_init`` when there is one). A trial
+        that sets training arguments cannot be combined with ``args``.
+        """
         if kwargs:
             raise TypeError(f"train() got unknown argument(s): {', '.join(sorted(kwargs))}")
+        if trial is not None:
+            params = routing.trial_params(trial)
+            arg_params = routing.split_hyperparameters(self, params)[0]
+            if args is not None and arg_params:
+                raise ValueError(f"train() got args and a trial that sets training arguments "
+                                 f"({', '.join(sorted(arg_params))}): give one of them")
+            self.apply_hyperparameters(params, final_model=True)
         args = args or self.args
         self._resume_path = resolve_checkpoint(resume_from_checkpoint, args.output_dir) if resume_from_checkpoint \
             else None
@@ -174,12 +178,10 @@ class Trainer:
             raise ValueError("Trainer.train needs a train_dataset")
         data = self._train_data
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
-        check_trainable(ids, multi_label)
+        check_trainable(ids, multi_label, labels)
         if self._eval_data is not None:
             self.model_labels_check(self._eval_data, labels, multi_label)
-        set_seed(args.seed)
-        if trial is not None and self.model_init is not None:
-            self.model = self.call_model_init(trial if isinstance(trial, dict) else None)
+        routing.seed_everything(args.seed)
         model = self.model
         model.labels = labels
         if args.max_length is not None:
@@ -414,8 +416,6 @@ class Trainer:
         self.state.best_metric = stopper.best
         self._log(args, metrics)
         self.control = self.handler("on_evaluate", args, self.state, self.control, metrics=metrics)
-        if self.report_hook is not None:
-            self.report_hook(metrics, self.state.global_step)
         if stop:
             logger.info("early stopping at step %d: %s did not improve for %d evaluations",
                         self.state.global_step, key, stopper.patience)
@@ -439,9 +439,8 @@ class Trainer:
         self._fit_head(head, model.embed_tokens(tokens, autocast=self.backend.autocast()), ids, args)
         proba = head.predict_proba(model.embed_tokens(eval_tokens, autocast=self.backend.autocast()))
         pred = (proba >= 0.5).astype(np.int64) if ids.ndim > 1 else proba.argmax(-1)
-        out = {f"eval_{k}": v for k, v in compute_metric(self.metric, pred, eval_ids, self.metric_kwargs).items()}
-        self.state.log_history.append({**out, "step": self.state.global_step})
-        return out
+        metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels))
+        return {f"eval_{k}": v for k, v in metrics.items()}
 
     def _fit_head(self, head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingArguments) -> None:
         if isinstance(head, torch.nn.Module):
@@ -509,13 +508,15 @@ class Trainer:
         y_true = model.label_ids(data.labels)
         proba = model.predict_proba(data.texts)
         y_pred = (proba >= 0.5).astype(np.int64) if model.multi_label else proba.argmax(-1)
-        result: dict[str, Any] = compute_metric(self.metric, y_pred, y_true, self.metric_kwargs)
+        num_classes = len(model.labels)
+        result: dict[str, Any] = compute_metric(self.metric, y_pred, y_true, self.metric_kwargs, num_classes)
         if group_by is not None:
             if group_by not in data.columns:
                 raise ValueError(f"group_by column {group_by!r} not in the dataset; columns: {sorted(data.columns)}")
             values = np.asarray([str(v) for v in data.columns[group_by]])
             result["groups"] = {
-                str(g): compute_metric(self.metric, y_pred[values == g], y_true[values == g], self.metric_kwargs)
+                str(g): compute_metric(self.metric, y_pred[values == g], y_true[values == g], self.metric_kwargs,
+                                       num_classes)
                 | {"n": int((values == g).sum())}
                 for g in sorted(set(values))
             }
@@ -527,17 +528,13 @@ class Trainer:
                               n_trials: int = 10, direction: str = "maximize", backend: str = "optuna",
                               hp_name: Callable | None = None, **kwargs: Any) -> Any:
         """Search hyperparameters with Optuna (see :mod:`setfit_lite.search`)."""
-        from .search import run_hyperparameter_search
-
         return run_hyperparameter_search(self, hp_space=hp_space, compute_objective=compute_objective,
                                          n_trials=n_trials, direction=direction, backend=backend,
                                          hp_name=hp_name, **kwargs)
 
     def apply_hyperparameters(self, params: dict[str, Any], final_model: bool = False) -> None:
         """Use ``params`` (training arguments, head and ``model_init`` parameters) for the next ``train()``."""
-        from .search import apply_hyperparameters
-
-        apply_hyperparameters(self, params, final_model=final_model)
+        routing.apply_hyperparameters(self, params, final_model=final_model)
 
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "

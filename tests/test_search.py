@@ -225,7 +225,7 @@ def test_search_trains_trials_and_routes_head_params(tiny_body_path: str, toy_da
         steps = sorted(trial.intermediate_values)
         assert len(steps) == 2 and steps[1] == steps[0] + 1
         assert trial.intermediate_values[steps[1]] == trial.value
-    assert trainer.args is args and trainer.model is model and trainer.report_hook is None
+    assert trainer.args is args and trainer.model is model and trainer._callbacks == []  # pruning callbacks gone
     assert args.eval_strategy == "no"
 
     trainer.apply_hyperparameters(best.hyperparameters, final_model=True)
@@ -340,7 +340,7 @@ def test_trainer_apply_hyperparameters_routes_like_a_trial(tiny_body_path: str, 
 
 def test_string_categorical_values_take_their_receivers_type(tiny_body_path: str, toy_data: Any,
                                                               toy_eval: Any) -> None:
-    from setfit_lite.search import _check_space
+    from setfit_lite.search.routing import check_space
 
     created: list = []
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)
@@ -359,7 +359,7 @@ def test_string_categorical_values_take_their_receivers_type(tiny_body_path: str
         "sampling_strategy": {"unique": "unique", "oversampling": "oversampling"},
         "C": {"0.5": 0.5, "2": 2.0}, "max_iter": {"50": 50}, "class_weight": {"balanced": "balanced", "None": None},
     }
-    conversions = _check_space(trainer, sigopt_to_optuna(space))
+    conversions = check_space(trainer, sigopt_to_optuna(space))
     assert conversions == expected
     assert {n: {t: type(v) for t, v in c.items()} for n, c in conversions.items()} == \
         {n: {t: type(v) for t, v in c.items()} for n, c in expected.items()}
@@ -418,7 +418,7 @@ def test_pruner_prunes_on_intermediate_evaluation(tiny_body_path: str, toy_data:
     (trial,) = optuna.load_study(study_name="pruned", storage=storage).trials
     assert trial.state == TrialState.PRUNED
     assert trial.intermediate_values  # reported during training (eval_strategy="epoch" was used for the trial)
-    assert trainer.args is args and trainer.report_hook is None
+    assert trainer.args is args and trainer._callbacks == []
 
 
 # ------------------------------------------------------------------------------------------------ storage
@@ -446,22 +446,31 @@ WORKER = textwrap.dedent('''
     import os
     import sys
 
-    from setfit_lite.search import run_hyperparameter_search
+    from setfit_lite.search import create_study, run_hyperparameter_search
     from setfit_lite.training_args import TrainingArguments
+
+    assert "torch" not in sys.modules  # importing the search and creating studies need no torch
 
 
     class FakeTrainer:
         def __init__(self, exit_at: int) -> None:
-            self.args, self.model, self.report_hook = TrainingArguments(backend="cpu"), None, None
+            self.args, self.model = TrainingArguments(backend="cpu"), None
             self.model_init, self.eval_dataset = object, ["eval"]
-            self.trained, self.exit_at, self.seed = 0, exit_at, 0
+            self.trained, self.exit_at, self.seed, self.callbacks = 0, exit_at, 0, []
 
         def call_model_init(self, params=None):
             return self.model_init()
 
+        def add_callback(self, callback):
+            self.callbacks.append(callback)
+
+        def remove_callback(self, callback):
+            self.callbacks.remove(callback)
+
         def train(self, args=None):
             if self.trained == self.exit_at:
                 os._exit(3)  # killed in the middle of a trial
+            assert len(self.callbacks) == 1  # the trial's pruning callback
             self.trained += 1
             self.seed = args.seed
 
@@ -470,10 +479,13 @@ WORKER = textwrap.dedent('''
 
 
     storage, study_name, n_trials, exit_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    space = [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}}]
-    best = run_hyperparameter_search(FakeTrainer(exit_at), hp_space=space, n_trials=n_trials, storage=storage,
-                                     study_name=study_name, load_if_exists=True)
+    create_study(storage, study_name, load_if_exists=True)
     assert "torch" not in sys.modules
+    space = [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}}]
+    trainer = FakeTrainer(exit_at)
+    best = run_hyperparameter_search(trainer, hp_space=space, n_trials=n_trials, storage=storage,
+                                     study_name=study_name, load_if_exists=True)
+    assert trainer.callbacks == []
     print("best", best.run_id, best.objective)
 ''')
 

@@ -1,0 +1,43 @@
+"""Hyperparameter search for :class:`setfit_lite.Trainer` with Optuna (SigOpt-style spaces translated to Optuna).
+
+One module per stage, imports pointing down (none imports the trainer; the trainer imports them):
+
+- :mod:`~setfit_lite.search.spaces`: SigOpt-style spaces parsed and checked, Optuna distributions sampled;
+- :mod:`~setfit_lite.search.routing`: which receiver (training arguments, head, ``model_init``) takes each
+  parameter, and the type its values take there;
+- :mod:`~setfit_lite.search.study`: trials run on the trainer in an Optuna study (or SigOpt's offline driver);
+- :mod:`~setfit_lite.search.pruning`: the callback that reports evaluations during training to Optuna.
+
+Importing the package needs neither torch nor the trainer (see :mod:`~setfit_lite.search.study`).
+"""
+
+from __future__ import annotations
+
+from .routing import (
+    MODEL_INIT_PREFIX,
+    apply_head_params,
+    apply_hyperparameters,
+    build_model,
+    head_param_names,
+    split_hyperparameters,
+)
+from .spaces import DEFAULT_HP_SPACE, default_hp_space, load_space, sigopt_to_optuna, suggest_hyperparameters
+from .study import BestRun, create_study, default_compute_objective, run_hyperparameter_search
+
+__all__ = [
+    "DEFAULT_HP_SPACE",
+    "MODEL_INIT_PREFIX",
+    "BestRun",
+    "apply_head_params",
+    "apply_hyperparameters",
+    "build_model",
+    "create_study",
+    "default_compute_objective",
+    "default_hp_space",
+    "head_param_names",
+    "load_space",
+    "run_hyperparameter_search",
+    "sigopt_to_optuna",
+    "split_hyperparameters",
+    "suggest_hyperparameters",
+]

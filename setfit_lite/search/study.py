@@ -1,0 +1,329 @@
+"""Running a search: trials on the trainer, scored by ``trainer.evaluate()``, in an Optuna study (or SigOpt's
+offline driver).
+
+Each trial builds a fresh model with ``trainer.model_init``, trains it with the trial's parameters (routed by
+:mod:`setfit_lite.search.routing`) and scores it with ``trainer.evaluate()`` on the eval dataset.
+
+Pruning: while a trial trains, each evaluation during training (``eval_strategy`` "steps"/"epoch") is reported
+with ``trial.report`` by an :class:`~setfit_lite.search.pruning.OptunaPruningCallback` added to the trainer for the
+trial, and the trial is pruned when the pruner says so; the final evaluation is reported at the last step + 1.
+For there to be intermediate evaluations, a trial whose arguments leave ``eval_strategy="no"`` evaluates every
+epoch instead whenever the pruner is not ``optuna.pruners.NopPruner`` (Optuna's default pruner is
+``MedianPruner``): pass ``pruner=optuna.pruners.NopPruner()`` to train trials without those evaluations.
+
+Importing this module and creating studies (:func:`create_study`) need neither torch nor the trainer, so studies
+can be created, inspected and shared between processes cheaply; a trial loads transformers (and torch) for its
+helpers (``set_seed``, ``number_of_arguments``, ``default_compute_objective``, ``TrainerCallback``).
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution
+
+from .routing import apply_hyperparameters, check_space, convert
+from .spaces import DIRECTIONS, Experiment, default_hp_space, parse_experiment, suggest_hyperparameters
+
+__all__ = ["BestRun", "create_study", "default_compute_objective", "run_hyperparameter_search"]
+
+_DEFAULT_N_TRIALS = 10
+_DEFAULT_DIRECTION = "maximize"
+_OPTUNA_KWARGS = ("sampler", "pruner", "storage", "study_name", "load_if_exists", "timeout", "n_jobs",
+                  "gc_after_trial", "callbacks", "catch", "show_progress_bar")
+_JOURNAL_SUFFIXES = (".log", ".jsonl")
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+@dataclass
+class BestRun:
+    """The best trial: ``run_id`` (Optuna trial number), its ``objective`` and ``hyperparameters``.
+
+    ``backend`` and ``study`` are the Optuna study (as in setfit), e.g. for ``optuna.visualization``.
+    Unpacks like setfit's ``BestRun`` named tuple: ``run_id, objective, hyperparameters, backend = best``.
+    """
+
+    run_id: str
+    objective: float
+    hyperparameters: dict[str, Any]
+    backend: Any = None
+    study: Any = field(default=None, repr=False, compare=False)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.run_id, self.objective, self.hyperparameters, self.backend))
+
+
+# ------------------------------------------------------------------------------------------------ objective
+
+
+def default_compute_objective(metrics: Mapping[str, Any]) -> float:
+    """transformers' ``default_compute_objective`` on the numeric metrics: the loss when it is alone, else the sum of
+    the metrics (``epoch`` and speed metrics left out). ``loss`` counts as transformers' ``eval_loss``; ValueError
+    when nothing is left to optimize (e.g. only ``groups``)."""
+    from transformers.trainer_utils import default_compute_objective as transformers_objective
+
+    numeric = {("eval_loss" if k == "loss" else k): float(v) for k, v in metrics.items()
+               if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+    objective = transformers_objective(numeric)
+    if objective is None:
+        raise ValueError(f"no numeric metric to optimize in {dict(metrics)!r}; pass compute_objective")
+    return float(objective)
+
+
+def _metric_objective(name: str) -> Callable[[Mapping[str, Any]], float]:
+    def objective(metrics: Mapping[str, Any]) -> float:
+        if name not in metrics:
+            raise ValueError(f"the experiment optimizes metric {name!r} but evaluation gives {sorted(metrics)}")
+        return float(metrics[name])
+
+    return objective
+
+
+class _TrialRunner:
+    """Trains and scores one trial's parameters on ``trainer`` (which it leaves holding the trial model)."""
+
+    def __init__(self, trainer: Any, compute_objective: Callable[[Mapping[str, Any]], float],
+                 evaluate_every_epoch: bool) -> None:
+        self.trainer, self.compute_objective = trainer, compute_objective
+        self.base_args, self.base_model = trainer.args, trainer.model
+        self.evaluate_every_epoch = evaluate_every_epoch
+
+    def __call__(self, params: Mapping[str, Any], trial: optuna.Trial | None = None) -> float:
+        trainer = self.trainer
+        trainer.args, trainer.model = self.base_args, self.base_model  # each trial routes against the originals
+        apply_hyperparameters(trainer, params, final_model=True)
+        args = trainer.args
+        if self.evaluate_every_epoch and args.eval_strategy == "no":
+            args = trainer.args = args.update({"eval_strategy": "epoch"})
+        reporter = None
+        if trial is not None:
+            from .pruning import OptunaPruningCallback
+
+            reporter = OptunaPruningCallback(trial, self.compute_objective)
+            trainer.add_callback(reporter)
+        try:
+            trainer.train(args=args)
+        except BaseException:
+            backend = getattr(trainer, "backend", None)
+            if backend is not None:
+                backend.teardown()
+            raise
+        finally:
+            if reporter is not None:
+                trainer.remove_callback(reporter)
+        metrics = trainer.evaluate()
+        value = float(self.compute_objective(metrics))
+        if reporter is not None:
+            last = reporter.last_step
+            if last is None:
+                last = getattr(getattr(trainer, "state", None), "global_step", 0) or 0
+            reporter.trial.report(value, last + 1)
+            _set_json_attr(reporter.trial, "metrics", {k: v for k, v in metrics.items() if k != "groups"})
+        return value
+
+
+def _set_json_attr(trial: optuna.Trial, key: str, value: Any) -> None:
+    """Store ``value`` as a user attribute when it survives JSON (any storage can keep it)."""
+    try:
+        trial.set_user_attr(key, json.loads(json.dumps(value)))
+    except (TypeError, ValueError):
+        pass
+
+
+# ------------------------------------------------------------------------------------------------ studies
+
+
+def _resolve_storage(storage: Any) -> Any:
+    if storage is None or isinstance(storage, optuna.storages.BaseStorage):
+        return storage
+    if isinstance(storage, os.PathLike) or (isinstance(storage, str) and "://" not in storage):
+        path = Path(storage)
+        if path.suffix.lower() in _JOURNAL_SUFFIXES:
+            from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+            return JournalStorage(JournalFileBackend(str(path)))
+        if path.suffix.lower() in _SQLITE_SUFFIXES:
+            return f"sqlite:///{path.resolve()}"
+        raise ValueError(f"storage {str(storage)!r}: give a database URL (e.g. sqlite:///study.db), a path ending in "
+                         f"{'/'.join(_SQLITE_SUFFIXES)} (SQLite) or {'/'.join(_JOURNAL_SUFFIXES)} (journal file), "
+                         "or an optuna storage object")
+    if isinstance(storage, str):
+        return storage
+    raise TypeError(f"storage must be a URL, a path or an optuna storage, got {type(storage).__name__}")
+
+
+def create_study(storage: Any = None, study_name: str | None = None, direction: str = _DEFAULT_DIRECTION,
+                 load_if_exists: bool = False, sampler: optuna.samplers.BaseSampler | None = None,
+                 pruner: optuna.pruners.BasePruner | None = None) -> optuna.Study:
+    """An Optuna study; ``storage`` may also be a ``.db``/``.sqlite`` path or a ``.log``/``.jsonl`` journal file.
+
+    With ``load_if_exists`` an existing study of that name is continued (several processes may share it);
+    its direction must match ``direction``.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
+    study = optuna.create_study(storage=_resolve_storage(storage), sampler=sampler, pruner=pruner,
+                                study_name=study_name, direction=direction, load_if_exists=load_if_exists)
+    if study.direction.name.lower() != direction:
+        raise ValueError(f"study {study.study_name!r} exists with direction {study.direction.name.lower()!r}, "
+                         f"not {direction!r}")
+    return study
+
+
+def _sigopt_connection_class() -> Any:
+    """``sigopt.Connection`` when SigOpt's offline driver (``sigopt[lite]``) is installed, else ImportError."""
+    try:
+        import sigoptlite  # noqa: F401
+        from sigopt import Connection
+    except ImportError as error:
+        raise ImportError(
+            f"backend='sigopt' is unavailable: {error.name or 'sigopt'} is not installed. SigOpt's hosted service "
+            "has shut down; only its offline driver can run (`pip install 'sigopt[lite]'`). The same SigOpt-style "
+            "space runs on Optuna: hyperparameter_search(hp_space=<the same parameter list or experiment>, "
+            "backend='optuna')."
+        ) from error
+    return Connection
+
+
+def _resolve_space(hp_space: Any, backend: str) -> tuple[Callable[[optuna.Trial], Mapping[str, Any]] | None,
+                                                         Experiment | None]:
+    if hp_space is None:
+        return default_hp_space, None
+    if isinstance(hp_space, Mapping) and hp_space and all(isinstance(v, BaseDistribution) for v in hp_space.values()):
+        distributions = dict(hp_space)
+        return (lambda trial: suggest_hyperparameters(trial, distributions)), Experiment(distributions)
+    if callable(hp_space):
+        if backend == "sigopt":  # transformers' convention: the sigopt space function is called with None
+            return None, parse_experiment(hp_space(None))
+        return hp_space, None
+    if isinstance(hp_space, (Mapping, Sequence)) and not isinstance(hp_space, (str, bytes)):
+        experiment = parse_experiment(hp_space)
+        return (lambda trial: suggest_hyperparameters(trial, experiment.distributions)), experiment
+    raise TypeError("hp_space must be a function of an optuna trial, a SigOpt parameter list or experiment dict, "
+                    f"or a dict of optuna distributions; got {type(hp_space).__name__}")
+
+
+def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
+                              compute_objective: Callable[[Mapping[str, Any]], float] | None = None,
+                              n_trials: int | None = _DEFAULT_N_TRIALS, direction: str = _DEFAULT_DIRECTION,
+                              backend: str = "optuna", hp_name: Callable[[Any], str] | None = None,
+                              **kwargs: Any) -> BestRun:
+    """Search hyperparameters for ``trainer`` (which needs ``model_init`` and an eval dataset).
+
+    ``hp_space``: a function of an Optuna trial returning a dict, a SigOpt parameter list or experiment dict
+    (its optimized metric's ``objective`` sets the direction, its ``observation_budget`` replaces the default
+    ``n_trials``, its metric ``name`` picks the metric to optimize), a dict of Optuna distributions, or None
+    (:data:`DEFAULT_HP_SPACE`). ``compute_objective(metrics)`` scores ``trainer.evaluate()``'s metrics (default:
+    :func:`default_compute_objective`). ``kwargs`` go to Optuna: ``sampler``, ``pruner``, ``storage`` (URL,
+    ``.db`` or ``.log``/``.jsonl`` path, or storage object), ``study_name``, ``load_if_exists``, ``timeout``,
+    ``n_jobs`` (1 only: trials share the trainer), ``gc_after_trial``, ``callbacks``, ``catch``,
+    ``show_progress_bar``. The trainer's args and model are restored afterwards (each trial's pruning callback is
+    removed when the trial ends); use ``trainer.apply_hyperparameters(best.hyperparameters, final_model=True)``
+    (or ``trainer.train(trial=best.hyperparameters)``) to train the final model.
+    """
+    backend = getattr(backend, "value", backend)
+    if backend not in ("optuna", "sigopt"):
+        raise ValueError(f"backend must be 'optuna' or 'sigopt', got {backend!r}")
+    if backend == "sigopt":
+        if kwargs:
+            raise TypeError(f"backend='sigopt' takes no Optuna argument(s): {', '.join(sorted(kwargs))}")
+        _sigopt_connection_class()
+    unknown = sorted(set(kwargs) - set(_OPTUNA_KWARGS))
+    if unknown:
+        raise TypeError(f"hyperparameter_search got unknown argument(s): {', '.join(unknown)}; "
+                        f"Optuna arguments: {', '.join(_OPTUNA_KWARGS)}")
+    if getattr(trainer, "model_init", None) is None:
+        raise ValueError("To use hyperparameter search, you need to pass your model through a model_init function "
+                         "(Trainer(model_init=...)): each trial needs a fresh model.")
+    if getattr(trainer, "eval_dataset", None) is None:
+        raise ValueError("hyperparameter search needs the Trainer's eval_dataset: each trial is scored on it")
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
+    if kwargs.get("n_jobs", 1) != 1:
+        raise ValueError("n_jobs must be 1: trials train on one Trainer. To search in parallel, run several "
+                         "processes with the same storage and study_name (load_if_exists=True)")
+    sample, experiment = _resolve_space(hp_space, backend)
+    if experiment is not None:
+        if experiment.direction is not None:
+            if direction != _DEFAULT_DIRECTION and direction != experiment.direction:
+                raise ValueError(f"direction={direction!r} conflicts with the experiment's metric objective "
+                                 f"{experiment.direction!r}")
+            direction = experiment.direction
+        if experiment.n_trials is not None and n_trials in (None, _DEFAULT_N_TRIALS):
+            n_trials = experiment.n_trials
+        if compute_objective is None and experiment.metric:
+            compute_objective = _metric_objective(experiment.metric)
+    # fail before any study or training exists; string categorical values become their receiver's type
+    conversions = check_space(trainer, experiment.distributions) if experiment is not None else {}
+    objective_fn = compute_objective or default_compute_objective
+    saved = (trainer.args, trainer.model)
+    try:
+        if backend == "sigopt":
+            assert experiment is not None
+            return _run_sigopt(trainer, hp_space, experiment, objective_fn, n_trials, direction, conversions)
+        return _run_optuna(trainer, sample, objective_fn, n_trials, direction, hp_name, kwargs, conversions)
+    finally:
+        trainer.args, trainer.model = saved
+
+
+def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]] | None,
+                compute_objective: Callable[[Mapping[str, Any]], float], n_trials: int | None, direction: str,
+                hp_name: Callable[[Any], str] | None, kwargs: dict[str, Any],
+                conversions: Mapping[str, Mapping[str, Any]]) -> BestRun:
+    assert sample is not None
+    study = create_study(storage=kwargs.pop("storage", None), study_name=kwargs.pop("study_name", None),
+                         direction=direction, load_if_exists=kwargs.pop("load_if_exists", False),
+                         sampler=kwargs.pop("sampler", None), pruner=kwargs.pop("pruner", None))
+    evaluate_every_epoch = not isinstance(study.pruner, optuna.pruners.NopPruner)
+    runner = _TrialRunner(trainer, compute_objective, evaluate_every_epoch)
+
+    def objective(trial: optuna.Trial) -> float:
+        params = sample(trial)
+        if not isinstance(params, Mapping):
+            raise TypeError(f"hp_space must return a dict of parameters, got {type(params).__name__}")
+        params = convert(params, conversions)
+        _set_json_attr(trial, "hyperparameters", params)
+        if hp_name is not None:
+            trial.set_user_attr("name", str(hp_name(trial)))
+        return runner(params, trial)
+
+    study.optimize(objective, n_trials=n_trials, **kwargs)
+    completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    if not completed:
+        raise RuntimeError(f"no trial of study {study.study_name!r} completed (all pruned or failed)")
+    best = study.best_trial
+    params = best.user_attrs.get("hyperparameters", best.params)
+    return BestRun(str(best.number), float(best.value), dict(params), backend=study, study=study)
+
+
+def _run_sigopt(trainer: Any, hp_space: Any, experiment: Experiment,
+                compute_objective: Callable[[Mapping[str, Any]], float], n_trials: int | None,
+                direction: str, conversions: Mapping[str, Mapping[str, Any]]) -> BestRun:
+    """Run through SigOpt's offline driver (``sigopt[lite]``), when installed."""
+    Connection = _sigopt_connection_class()  # noqa: N806
+    parameters = hp_space(None) if callable(hp_space) else hp_space
+    parameters = parameters["parameters"] if isinstance(parameters, Mapping) else parameters
+    budget = n_trials or _DEFAULT_N_TRIALS
+    conn = Connection(driver="lite")
+    created = conn.experiments().create(name="setfit-lite", parameters=list(parameters),
+                                        metrics=[{"name": "objective", "objective": direction}],
+                                        observation_budget=budget)
+    runner = _TrialRunner(trainer, compute_objective, evaluate_every_epoch=False)
+    results: list[tuple[str, float, dict[str, Any]]] = []
+    for _ in range(budget):
+        suggestion = conn.experiments(created.id).suggestions().create()
+        params = convert(dict(suggestion.assignments), conversions)
+        value = runner(params)
+        conn.experiments(created.id).observations().create(suggestion=suggestion.id,
+                                                           values=[{"name": "objective", "value": value}])
+        results.append((str(suggestion.id), value, params))
+    pick = max if direction == "maximize" else min
+    run_id, value, params = pick(results, key=lambda r: r[1])
+    return BestRun(run_id, value, params, backend=created)
