@@ -298,8 +298,6 @@ def test_training_on_hostile_datasets(tiny_body_path: str, rows: list, duplicate
     assert len(model.predict(["good movie"])) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="Trainer.train calls check_trainable(ids, multi_label) without the labels, "
-                                       "so the message names class id 0, not the label 7 (fix in trainer.py)")
 def test_single_class_error_names_the_label(tiny_body_path: str) -> None:
     model = SetFitModel.from_pretrained(tiny_body_path)
     trainer = Trainer(model=model, args=TrainingArguments(**FAST), train_dataset={"text": ["a film"], "label": [7]})

@@ -63,16 +63,22 @@ def test_unpredicted_class_scores_zero_without_warning() -> None:
                                                                      zero_division=0))}
 
 
-@pytest.mark.xfail(strict=True, reason="compute_metric picks 'binary' from the ids present, so a multiclass "
-                                       "model's eval (or evaluate(group_by=...) group) holding two classes other "
-                                       "than {0, 1} crashes on pos_label=1 or scores one class; needs the number "
-                                       "of classes from the trainer")
 @pytest.mark.parametrize("present", [(0, 2), (1, 2)])
 def test_two_classes_of_a_multiclass_model_are_not_binary(present: tuple[int, int]) -> None:
     a, b = present
     y_true, y_pred = [a, a, b, b, b], [a, b, b, b, a]
     want = skm.f1_score(y_true, y_pred, average="macro", zero_division=0)
     assert compute_metric("f1", y_pred, y_true) == {"f1": pytest.approx(want)}
+    assert compute_metric("f1", y_pred, y_true, num_classes=3) == {"f1": pytest.approx(want)}
+
+
+def test_classes_0_and_1_of_a_multiclass_model_use_the_model_average() -> None:
+    y_true, y_pred = [0, 0, 1, 1, 1], [0, 1, 1, 1, 0]
+    macro = skm.f1_score(y_true, y_pred, average="macro", zero_division=0)
+    assert macro != pytest.approx(skm.f1_score(y_true, y_pred, average="binary"))
+    assert compute_metric("f1", y_pred, y_true, num_classes=3) == {"f1": pytest.approx(macro)}
+    assert compute_metric("f1", y_pred, y_true, num_classes=2) == {
+        "f1": pytest.approx(skm.f1_score(y_true, y_pred, average="binary"))}
 
 
 def test_other_metrics_and_callables() -> None:
