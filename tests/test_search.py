@@ -30,6 +30,11 @@ from setfit_lite.search import (
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
+
+class AlwaysPrune(optuna.pruners.BasePruner):
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        return True
+
 ROOT = Path(__file__).resolve().parents[1]
 SEED_SPACE = [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}}]
 
@@ -135,8 +140,41 @@ def test_default_compute_objective() -> None:
     assert default_compute_objective({"accuracy": 0.75}) == 0.75
     assert default_compute_objective({"f1": 0.5, "precision": 0.25, "eval_runtime": 3.0}) == 0.75
     assert default_compute_objective({"loss": 0.3}) == 0.3
+    assert default_compute_objective({"loss": 0.3, "accuracy": 0.7, "epoch": 2.0, "samples_per_second": 9.0}) == 0.7
     with pytest.raises(ValueError, match="compute_objective"):
         default_compute_objective({"groups": {}})
+    with pytest.raises(ValueError, match="compute_objective"):
+        default_compute_objective({"epoch": 1.0, "groups": {"a": {"accuracy": 1.0}}})
+
+
+def test_default_compute_objective_is_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers.trainer_utils
+
+    seen: list = []
+    monkeypatch.setattr(transformers.trainer_utils, "default_compute_objective", lambda m: seen.append(m) or 1.5)
+    assert default_compute_objective({"loss": 0.25, "accuracy": 0.5, "groups": {}, "early": True}) == 1.5
+    assert seen == [{"eval_loss": 0.25, "accuracy": 0.5}]  # numeric metrics only; our "loss" is its "eval_loss"
+
+
+def test_pruning_callback_reports_on_evaluate_and_prunes() -> None:
+    from transformers import TrainerCallback, TrainerControl, TrainerState
+
+    from setfit_lite.search.pruning import OptunaPruningCallback
+
+    for pruner, pruned in ((optuna.pruners.NopPruner(), False), (AlwaysPrune(), True)):
+        study = optuna.create_study(pruner=pruner)
+        trial = study.ask()
+        callback = OptunaPruningCallback(trial, default_compute_objective)
+        assert isinstance(callback, TrainerCallback) and callback.last_step is None
+        state, control = TrainerState(global_step=3), TrainerControl()
+        callback.on_evaluate(None, state, control)  # no metrics: nothing reported
+        if pruned:
+            with pytest.raises(optuna.TrialPruned, match="pruned at step 3"):
+                callback.on_evaluate(None, state, control, metrics={"eval_accuracy": 0.5, "eval_f1": 0.25})
+        else:
+            callback.on_evaluate(None, state, control, metrics={"eval_accuracy": 0.5, "eval_f1": 0.25})
+        assert callback.last_step == 3
+        assert study.trials[0].intermediate_values == {3: 0.75}
 
 
 def test_default_space_is_training_arguments() -> None:
@@ -338,6 +376,90 @@ def test_trainer_apply_hyperparameters_routes_like_a_trial(tiny_body_path: str, 
     assert received[-1] == {"norm": True} and trainer.model.head_params == {"C": 2.0}
 
 
+def test_train_with_a_trial_applies_its_parameters(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    """setfit's ``train(trial=...)``: the trial's parameters are routed as in a search trial, then it trains."""
+    from setfit_lite import SetFitModel
+
+    received: list = []
+
+    def model_init(params: dict | None = None) -> SetFitModel:
+        received.append(params)
+        return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=bool((params or {}).get("norm")))
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    first = trainer.model
+    trainer.train(trial={"seed": 3, "C": 0.5, "model_init__norm": True})
+    assert received[-1] == {"norm": True} and trainer.model is not first and trainer.model.normalize_embeddings
+    assert trainer.args.seed == 3 and trainer.model.training_info["training_args"]["seed"] == 3
+    assert trainer.model.model_head.estimator.C == 0.5
+    with pytest.raises(ValueError, match=r"args and a trial that sets training arguments \(seed\)"):
+        trainer.train(args=_args(), trial={"seed": 4})
+    with pytest.raises(TypeError, match="'sed': did you mean 'seed'"):
+        trainer.train(trial={"sed": 4})
+    assert trainer.args.seed == 3
+
+
+def test_trial_params_of_a_search_trial() -> None:
+    from setfit_lite.search.routing import trial_params
+
+    frozen = optuna.trial.create_trial(params={"seed": "3"}, distributions={"seed": CategoricalDistribution(["3"])},
+                                       value=1.0, user_attrs={"hyperparameters": {"seed": 3}})
+    assert trial_params(frozen) == {"seed": 3}  # the converted values a search stored
+    study = optuna.create_study()
+    trial = study.ask({"C": FloatDistribution(0.5, 0.5)})
+    assert trial_params(trial) == {"C": 0.5}
+    assert trial_params({"C": 1.0}) == {"C": 1.0}
+    with pytest.raises(TypeError, match="got list"):
+        trial_params([("C", 1.0)])
+
+
+def test_partial_model_init_takes_the_params_dict(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    """Arguments counted by transformers' number_of_arguments: a partial's bound arguments do not count."""
+    import functools
+
+    from setfit_lite import SetFitModel
+    from setfit_lite.search.routing import takes_params
+
+    received: list = []
+
+    def model_init(params: dict | None, body: str) -> SetFitModel:
+        received.append(params)
+        return SetFitModel.from_pretrained(body)
+
+    init = functools.partial(model_init, body=tiny_body_path)
+    assert takes_params(init) and not takes_params(functools.partial(model_init, None, tiny_body_path))
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=init)
+    assert received == [None]
+    trainer.apply_hyperparameters({"model_init__norm": True})
+    assert received[-1] == {"norm": True}
+
+
+@pytest.mark.parametrize("seed", [7, 2**63 - 1])
+def test_model_init_runs_under_transformers_set_seed(tiny_body_path: str, toy_data: Any, toy_eval: Any,
+                                                     seed: int) -> None:
+    import random
+
+    import numpy as np
+    import torch
+    from transformers import set_seed
+
+    import setfit_lite.trainer
+    from setfit_lite import SetFitModel, Trainer
+
+    draws: list = []
+
+    def model_init() -> SetFitModel:
+        draws.append((random.random(), float(np.random.rand()), float(torch.rand(1))))
+        return SetFitModel.from_pretrained(tiny_body_path)
+
+    set_seed(seed % 2**32)  # numpy takes seeds below 2**32
+    expected = (random.random(), float(np.random.rand()), float(torch.rand(1)))
+    trainer = Trainer(args=_args(seed=seed), train_dataset=toy_data, eval_dataset=toy_eval, model_init=model_init)
+    trainer.apply_hyperparameters({"seed": seed}, final_model=True)
+    assert draws == [expected, expected]
+    assert not hasattr(setfit_lite.trainer, "set_seed") and not hasattr(trainer, "report_hook")
+
+
 def test_string_categorical_values_take_their_receivers_type(tiny_body_path: str, toy_data: Any,
                                                               toy_eval: Any) -> None:
     from setfit_lite.search.routing import check_space
@@ -401,11 +523,6 @@ def test_bad_space_value_is_refused_before_the_first_trial(tiny_body_path: str, 
     with pytest.raises(error, match=match):
         trainer.hyperparameter_search(hp_space=[parameter], n_trials=1, storage=storage)
     assert len(created) == 1 and not storage.get_all_studies()  # no trial, not even a study
-
-
-class AlwaysPrune(optuna.pruners.BasePruner):
-    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
-        return True
 
 
 def test_pruner_prunes_on_intermediate_evaluation(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
