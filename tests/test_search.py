@@ -236,6 +236,17 @@ def _trainer(body: str, train: Any, evaluation: Any, model_init: Any = None, cre
     return Trainer(args=_args(), train_dataset=train, eval_dataset=evaluation, model_init=model_init or build)
 
 
+def _recording_model_init(body: str, received: list) -> Any:
+    """setfit's one-argument ``model_init(params)``: records each ``params`` it gets; ``params["norm"]`` normalizes."""
+    from setfit_lite import SetFitModel
+
+    def model_init(params: dict | None = None) -> SetFitModel:
+        received.append(params)
+        return SetFitModel.from_pretrained(body, normalize_embeddings=bool((params or {}).get("norm")))
+
+    return model_init
+
+
 def test_search_trains_trials_and_routes_head_params(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
     created: list = []
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)
@@ -288,16 +299,10 @@ def test_unknown_parameter_is_an_error(tiny_body_path: str, toy_data: Any, toy_e
 
 def test_one_argument_model_init_receives_only_marked_params(tiny_body_path: str, toy_data: Any,
                                                             toy_eval: Any) -> None:
-    from setfit_lite import SetFitModel
     from setfit_lite.search import apply_hyperparameters, split_hyperparameters
 
     received: list = []
-
-    def model_init(params: dict | None = None) -> SetFitModel:
-        received.append(params)
-        return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=bool((params or {}).get("norm")))
-
-    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_recording_model_init(tiny_body_path, received))
     params = {"body_learning_rate": 1e-3, "max_iter": 50, "class_weight": "balanced", "model_init__norm": True}
     assert split_hyperparameters(trainer, params) == ({"body_learning_rate": 1e-3}, {"norm": True})
     apply_hyperparameters(trainer, params)
@@ -363,30 +368,16 @@ def test_keyword_model_init_receives_the_names_it_declares(tiny_body_path: str, 
 
 def test_trainer_apply_hyperparameters_routes_like_a_trial(tiny_body_path: str, toy_data: Any,
                                                            toy_eval: Any) -> None:
-    from setfit_lite import SetFitModel
-
     received: list = []
-
-    def model_init(params: dict | None = None) -> SetFitModel:
-        received.append(params)
-        return SetFitModel.from_pretrained(tiny_body_path)
-
-    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_recording_model_init(tiny_body_path, received))
     trainer.apply_hyperparameters({"model_init__norm": True, "C": 2.0})
     assert received[-1] == {"norm": True} and trainer.model.head_params == {"C": 2.0}
 
 
 def test_train_with_a_trial_applies_its_parameters(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
     """setfit's ``train(trial=...)``: the trial's parameters are routed as in a search trial, then it trains."""
-    from setfit_lite import SetFitModel
-
     received: list = []
-
-    def model_init(params: dict | None = None) -> SetFitModel:
-        received.append(params)
-        return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=bool((params or {}).get("norm")))
-
-    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=model_init)
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_recording_model_init(tiny_body_path, received))
     first = trainer.model
     trainer.train(trial={"seed": 3, "C": 0.5, "model_init__norm": True})
     assert received[-1] == {"norm": True} and trainer.model is not first and trainer.model.normalize_embeddings
