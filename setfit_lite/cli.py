@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import json
 import logging
-import re
 import shlex
 import signal
 import sys
@@ -430,10 +429,7 @@ def _interruptible() -> Iterator[None]:
 def _signal_number(interrupt: KeyboardInterrupt) -> int:
     """The signal that interrupted: our own handler and the trainer's ``TrainingInterrupted`` name it."""
     signum = getattr(interrupt, "signum", None)
-    if signum is None:
-        match = re.search(r"signal (\d+)", str(interrupt))
-        signum = int(match.group(1)) if match else signal.SIGINT
-    return int(signum)
+    return int(signum) if signum is not None else int(signal.SIGINT)
 
 
 def _interrupted_line(ns: argparse.Namespace, signum: int, argv: list[str]) -> str:

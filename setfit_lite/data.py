@@ -126,12 +126,12 @@ def _pick_split_error(splits: list) -> ValueError:
 # Texts
 
 
-def validate_texts(texts: Iterable[str], *, allow_empty: bool = False) -> list[str]:
+def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row: int = 0) -> list[str]:
     """Check that ``texts`` is a list of non-empty strings and return it as a ``list[str]``.
 
     A bare ``str`` is refused (TypeError): wrap a single text in a list. Raises ValueError for an empty
     collection (unless ``allow_empty``) and for empty or whitespace-only texts, TypeError for non-string texts;
-    both name the row index.
+    both name the row index (counted from ``first_row``, for a chunk of a longer stream).
     """
     if isinstance(texts, (str, bytes)):
         raise TypeError("got a single string; pass a list of strings, e.g. [text]")
@@ -144,9 +144,9 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False) -> list[s
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             missing = " (a missing value)" if _is_missing(text) else ""
-            raise TypeError(f"row {i}: text must be a str, got {type(text).__name__}{missing}")
+            raise TypeError(f"row {first_row + i}: text must be a str, got {type(text).__name__}{missing}")
         if not text.strip():
-            raise ValueError(f"row {i}: text is empty or whitespace-only")
+            raise ValueError(f"row {first_row + i}: text is empty or whitespace-only")
         out.append(str(text))  # numpy.str_ -> str
     return out
 

@@ -26,7 +26,14 @@ import numpy as np
 from . import __version__
 from .data import validate_texts
 from .modeling import _chunks, labels_from_proba, length_sorted_batches, tokenize_texts
-from .serialization import atomic_directory, load_json, refuse_pickles, save_json, verify_manifest, write_manifest
+from .serialization import (
+    atomic_update_directory,
+    load_json,
+    refuse_pickles,
+    save_json,
+    verify_manifest,
+    write_manifest,
+)
 from .verbosity import filter_log_records
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
@@ -225,7 +232,7 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     inputs = tuple(example[name].to(model.device) for name in INPUT_NAMES)
     dynamic = {name: {0: "batch", 1: "sequence"} for name in INPUT_NAMES}
     try:
-        with atomic_directory(path) as tmp:
+        with atomic_update_directory(path) as tmp:
             fp32_path = tmp / (ONNX_MODEL_NAME if quantize is None else "model-fp32.onnx")
             with torch.no_grad(), warnings.catch_warnings():
                 # tracing notes shapes read as Python values; the example batch is padded, so the traced
@@ -342,12 +349,13 @@ class OnnxSetFitModel:
     def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32) -> np.ndarray:
         """Class probabilities (n, len(labels)), columns in ``labels`` order; a single text gives one row."""
         single = isinstance(inputs, str)
-        chunks = [self._proba_chunk(chunk, batch_size) for chunk in _chunks([inputs] if single else inputs)]
+        chunks = [self._proba_chunk(chunk, batch_size, start)
+                  for start, chunk in _chunks([inputs] if single else inputs)]
         proba = np.concatenate(chunks) if chunks else np.zeros((0, len(self.labels)), dtype=np.float32)
         return proba[0] if single else proba
 
-    def _proba_chunk(self, texts: list[str], batch_size: int) -> np.ndarray:
-        token_ids = self.tokenize(validate_texts(texts))
+    def _proba_chunk(self, texts: list[str], batch_size: int, start: int = 0) -> np.ndarray:
+        token_ids = self.tokenize(validate_texts(texts, first_row=start))
         out = np.empty((len(token_ids), len(self.labels)), dtype=np.float32)
         for idx in length_sorted_batches(token_ids, batch_size):
             batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in idx]}, return_tensors="np")

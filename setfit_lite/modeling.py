@@ -27,6 +27,7 @@ from .serialization import (
     verify_manifest,
 )
 from .setfit_format import is_setfit_folder, load_setfit_folder
+from .verbosity import quiet_dependencies, show_progress
 from .zoo import resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -109,8 +110,9 @@ class SetFitModel:
         else:
             saved, head, where = {"labels": labels, "source": str(pretrained_model_name_or_path)}, None, None
         settings = _settings(saved, given, head, where)
-        body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
-                                   local_files_only=True)
+        with quiet_dependencies():
+            body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
+                                       local_files_only=True)
         if max_length is not None:
             body.max_seq_length = max_length
         model = cls(body, model_head=head, labels=saved["labels"], **settings,
@@ -197,13 +199,15 @@ class SetFitModel:
         """Class probabilities, columns in ``model.labels`` order (the order ``predict`` uses)."""
         self._check_fitted()
         single = isinstance(inputs, str)
-        chunks = [self._proba_chunk(chunk, batch_size, show_progress_bar)
-                  for chunk in _chunks([inputs] if single else inputs)]
+        chunks = [self._proba_chunk(chunk, batch_size, show_progress_bar, start)
+                  for start, chunk in _chunks([inputs] if single else inputs)]
         proba = np.concatenate(chunks) if chunks else np.zeros((0, len(self.labels)), dtype=np.float32)
         proba = proba[0] if single else proba
         return proba if as_numpy else torch.from_numpy(proba)
 
-    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None, start: int = 0
+                     ) -> np.ndarray:
+        texts = validate_texts(texts, first_row=start)
         return np.asarray(self.model_head.predict_proba(self.encode(texts, batch_size, show_progress_bar)),
                           dtype=np.float32)
 
@@ -251,7 +255,8 @@ class SetFitModel:
         from .model_card import render_model_card
 
         with atomic_update_directory(save_directory) as tmp:
-            self.model_body.save(str(tmp))
+            with quiet_dependencies():
+                self.model_body.save(str(tmp))
             if self.model_head is not None:
                 self.model_head.save(tmp / HEAD_DIR)
             save_json(tmp / CONFIG_NAME, self.config())
@@ -384,10 +389,12 @@ def _head_in_features(head: Any) -> int | None:
 
 
 def _show(flag: bool | None, n: int) -> bool:
-    return flag if flag is not None else n >= 10_000
+    return show_progress(flag if flag is not None else n >= 10_000)
 
 
-def _chunks(inputs: Iterable[str]) -> Iterator[list[str]]:
-    iterator = iter(inputs)
+def _chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
+    """``(row of the chunk's first text, chunk)`` for chunks of at most :data:`STREAM_CHUNK` texts."""
+    iterator, start = iter(inputs), 0
     while chunk := list(islice(iterator, STREAM_CHUNK)):
-        yield chunk
+        yield start, chunk
+        start += len(chunk)

@@ -38,12 +38,20 @@ from .modeling import SetFitModel
 from .sampling import PairSampler, SentenceBatchSampler
 from .search import routing, run_hyperparameter_search
 from .training_args import TrainingArguments
+from .verbosity import show_progress
 
 logger = logging.getLogger(__name__)
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Training stopped by SIGTERM/SIGINT after saving a checkpoint; the message says where."""
+    """Training stopped by SIGTERM/SIGINT after saving a checkpoint; the message says where.
+
+    ``signum`` is the signal's number and ``checkpoint`` the folder written.
+    """
+
+    def __init__(self, message: str, signum: int | None = None, checkpoint: Path | None = None) -> None:
+        super().__init__(message)
+        self.signum, self.checkpoint = signum, checkpoint
 
 
 class _StopSignal:
@@ -291,7 +299,7 @@ class Trainer:
         if phase == "embedding" and self._resume_path is not None:
             best_state = self._resume(self._resume_path, optimizer, scheduler, stopper, loop)
         saving = phase == "embedding" and args.save_strategy != "no"
-        show = args.show_progress_bar and backend.is_main_process
+        show = show_progress(args.show_progress_bar) and backend.is_main_process
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, initial=state.global_step, desc=f"Training ({phase})", disable=not show)
@@ -329,7 +337,8 @@ class Trainer:
                         if interrupted:
                             raise TrainingInterrupted(f"training stopped by signal {stop_signal.signum} at step "
                                                       f"{state.global_step}; checkpoint saved to {path}; resume "
-                                                      "with trainer.train(resume_from_checkpoint=True)")
+                                                      "with trainer.train(resume_from_checkpoint=True)",
+                                                      signum=stop_signal.signum, checkpoint=path)
                     if state.global_step >= total or self.control.should_training_stop:
                         break
                 skip = 0

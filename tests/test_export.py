@@ -198,3 +198,19 @@ def test_openvino_runtime_matches_torch(lr_model, tmp_path, capsys):
     assert [r["label"] for r in rows] == lr_model.predict(TEXTS[:3])
     with pytest.raises(ValueError, match="runtime must be"):
         SetFitModel.from_onnx(tmp_path / "fp32", runtime="tensorrt")
+
+
+def test_export_into_an_existing_folder_keeps_the_users_files(lr_model, tmp_path):
+    out = tmp_path / "mine"
+    (out / "notes").mkdir(parents=True)
+    (out / "keep.txt").write_text("mine")
+    (out / "notes" / "n.md").write_text("notes")
+    lr_model.export_onnx(out)
+    lr_model.export_onnx(out, quantize="int8")  # a second export replaces the first one's files only
+    assert (out / "keep.txt").read_text() == "mine" and (out / "notes" / "n.md").read_text() == "notes"
+    assert json.loads((out / ONNX_CONFIG_NAME).read_text())["quantized"] == "int8"
+    assert_matches(lr_model, out, atol=0.1)
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(FileExistsError, match="a-file"):
+        lr_model.export_onnx(tmp_path / "a-file")
+    assert (tmp_path / "a-file").read_text() == "x"
