@@ -657,3 +657,31 @@ def test_cli_search(tmp_path: Path, tiny_body_path: str, toy_data: Any, toy_eval
     assert best["study_name"] == "cli" and best["n_trials"] == 1 and best["direction"] == "maximize"
     assert set(best["hyperparameters"]) == {"seed"} and 0.0 <= best["objective"] <= 1.0
     assert main(["search", str(files["train"]), "--model", tiny_body_path]) == 2  # no --eval-data
+
+
+def test_search_is_quiet_unless_verbose(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    import logging
+
+    from setfit_lite import verbosity
+
+    class Record(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    record = Record()
+    optuna_logger = logging.getLogger("optuna")
+    optuna_logger.addHandler(record)
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    try:
+        trainer.hyperparameter_search(hp_space=SEED_SPACE, n_trials=1)
+        assert not [line for line in record.lines if "Trial 0 finished" in line]  # Optuna's INFO line per trial
+        verbosity.set_verbosity("verbose")
+        trainer.hyperparameter_search(hp_space=SEED_SPACE, n_trials=1)
+        assert [line for line in record.lines if "Trial 0 finished" in line]
+    finally:
+        verbosity.set_verbosity("default")
+        optuna_logger.removeHandler(record)

@@ -29,6 +29,7 @@ from typing import Any
 import optuna
 from optuna.distributions import BaseDistribution
 
+from ..verbosity import quiet_optuna
 from .routing import apply_hyperparameters, check_space, convert
 from .spaces import DIRECTIONS, Experiment, default_hp_space, parse_experiment, suggest_hyperparameters
 
@@ -268,7 +269,8 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         if backend == "sigopt":
             assert experiment is not None
             return _run_sigopt(trainer, hp_space, experiment, objective_fn, n_trials, direction, conversions)
-        return _run_optuna(trainer, sample, objective_fn, n_trials, direction, hp_name, kwargs, conversions)
+        with quiet_optuna():  # no INFO line per trial unless setfit_lite.verbosity is "verbose"
+            return _run_optuna(trainer, sample, objective_fn, n_trials, direction, hp_name, kwargs, conversions)
     finally:
         trainer.args, trainer.model = saved
 
