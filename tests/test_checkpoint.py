@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,6 +51,15 @@ class SendSignal(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step == self.step:
             os.kill(os.getpid(), self.signum)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_threads() -> Any:
+    """Resume tests run with at least 2 math threads (scripts/test.sh pins 1), as users' runs do."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(2, previous))
+    yield
+    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")
