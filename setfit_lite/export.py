@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
-from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .data import validate_texts
-from .modeling import _chunks, labels_from_proba, length_sorted_batches, tokenize_texts
+from .inference import Predictor, length_sorted_batches, tokenize_texts
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -299,8 +297,21 @@ class OpenVinoSession:
         return [np.asarray(result[self.compiled.output(name)]) for name in output_names]
 
 
-class OnnxSetFitModel:
-    """An exported SetFitModel run by onnxruntime: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
+def _load_tokenizer(folder: Path) -> Any:
+    """The export's tokenizer: its ``tokenizer.json`` as the body's tokenizer wrote it (same ids, checked on MiniLM,
+    multilingual-e5-small and the tests' body), without ``AutoTokenizer``, which imports torch where it is installed
+    (transformers' model configuration code) and would double the load time."""
+    if (folder / "tokenizer.json").is_file():
+        from transformers import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
+    from transformers import AutoTokenizer  # a tokenizer with no tokenizer.json (not a fast one)
+
+    return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+class OnnxSetFitModel(Predictor):
+    """An exported SetFitModel run by onnxruntime or OpenVINO: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
 
     def __init__(self, session: Any, tokenizer: Any, config: dict[str, Any]) -> None:
         self.session, self.tokenizer, self.config = session, tokenizer, config
@@ -327,9 +338,7 @@ class OnnxSetFitModel:
         if config.get("format_version", 0) > ONNX_FORMAT_VERSION:
             raise ValueError(f"{config_path} has format_version {config['format_version']}; this setfit_lite reads "
                              f"up to {ONNX_FORMAT_VERSION}: upgrade setfit_lite")
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        tokenizer = _load_tokenizer(folder)
         model_file = str(folder / config.get("model_file", ONNX_MODEL_NAME))
         if runtime == "openvino":
             session: Any = OpenVinoSession(model_file, num_threads)
@@ -346,28 +355,12 @@ class OnnxSetFitModel:
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         return tokenize_texts(self.tokenizer, texts, self.prompt, self.max_seq_length)
 
-    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32) -> np.ndarray:
-        """Class probabilities (n, len(labels)), columns in ``labels`` order; a single text gives one row."""
-        single = isinstance(inputs, str)
-        chunks = [self._proba_chunk(chunk, batch_size, start)
-                  for start, chunk in _chunks([inputs] if single else inputs)]
-        proba = np.concatenate(chunks) if chunks else np.zeros((0, len(self.labels)), dtype=np.float32)
-        return proba[0] if single else proba
-
-    def _proba_chunk(self, texts: list[str], batch_size: int, start: int = 0) -> np.ndarray:
-        token_ids = self.tokenize(validate_texts(texts, first_row=start))
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
+        """Probabilities of validated texts (no progress bar: ``show_progress_bar`` is ignored)."""
+        token_ids = self.tokenize(texts)
         out = np.empty((len(token_ids), len(self.labels)), dtype=np.float32)
         for idx in length_sorted_batches(token_ids, batch_size):
             batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in idx]}, return_tensors="np")
             feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUT_NAMES}
             out[idx] = self.session.run([OUTPUT_NAME], feeds)[0]
         return out
-
-    def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False) -> Any:
-        """Predicted labels (multi-label: a multi-hot array in ``labels`` order)."""
-        return self.labels_from_proba(self.predict_proba(inputs, batch_size=batch_size), as_numpy=as_numpy)
-
-    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
-        return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
-
-    __call__ = predict

@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,9 @@ from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
 from . import __version__
-from .data import encode_labels, validate_texts
+from .data import validate_texts
 from .heads import SklearnHead, build_head, load_head
+from .inference import Predictor, length_sorted_batches, tokenize_texts, with_prompt
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -35,10 +35,9 @@ logger = logging.getLogger(__name__)
 CONFIG_NAME = "config_setfit_lite.json"
 HEAD_DIR = "head"
 CONFIG_VERSION = 1
-STREAM_CHUNK = 8192
 
 
-class SetFitModel:
+class SetFitModel(Predictor):
     """A few-shot text classifier: ``model_body`` (SentenceTransformer) then ``model_head``.
 
     ``labels`` are the user-facing classes: ``predict`` returns them and ``predict_proba`` columns follow
@@ -196,37 +195,13 @@ class SetFitModel:
 
     def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = True,
                       show_progress_bar: bool | None = None) -> np.ndarray | torch.Tensor:
-        """Class probabilities, columns in ``model.labels`` order (the order ``predict`` uses)."""
-        self._check_fitted()
-        single = isinstance(inputs, str)
-        chunks = [self._proba_chunk(chunk, batch_size, show_progress_bar, start)
-                  for start, chunk in _chunks([inputs] if single else inputs)]
-        proba = np.concatenate(chunks) if chunks else np.zeros((0, len(self.labels)), dtype=np.float32)
-        proba = proba[0] if single else proba
+        """Class probabilities, columns in ``labels`` order (as ``predict`` uses them); a tensor unless ``as_numpy``."""
+        proba = super().predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
         return proba if as_numpy else torch.from_numpy(proba)
 
-    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None, start: int = 0
-                     ) -> np.ndarray:
-        texts = validate_texts(texts, first_row=start)
-        return np.asarray(self.model_head.predict_proba(self.encode(texts, batch_size, show_progress_bar)),
-                          dtype=np.float32)
-
-    def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
-                show_progress_bar: bool | None = None) -> Any:
-        """Predicted labels (multi-label: a multi-hot array in ``labels`` order). Generators are streamed."""
-        proba = self.predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        return self.labels_from_proba(proba, as_numpy=as_numpy)
-
-    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
-        """The labels ``predict`` gives for probabilities ``proba``."""
-        return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
-
-    __call__ = predict
-
-    def label_ids(self, raw_labels: Sequence) -> np.ndarray:
-        """Class ids of user labels (errors on labels the model never saw)."""
-        ids, _, _ = encode_labels(raw_labels, known_labels=self.labels, multi_label=self.multi_label or None)
-        return ids
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        embeddings = self.embed_tokens(self.tokenize(texts), batch_size, show_progress_bar)
+        return np.asarray(self.model_head.predict_proba(embeddings), dtype=np.float32)
 
     # ---- ONNX ---------------------------------------------------------------------------------
     def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17) -> Path:
@@ -296,35 +271,6 @@ def default_prompt(body: SentenceTransformer) -> str:
     return prompts.get("query", "")
 
 
-def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
-    return [prompt + t for t in texts] if prompt else texts
-
-
-def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None) -> list[list[int]]:
-    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended."""
-    out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
-                    return_attention_mask=False, return_token_type_ids=False)
-    return out["input_ids"]
-
-
-def length_sorted_batches(token_ids: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
-    """Index batches of ``token_ids`` from longest to shortest (little padding); together they cover every row."""
-    order = np.argsort([-len(t) for t in token_ids], kind="stable")
-    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
-
-
-def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as_numpy: bool = False) -> Any:
-    """Predicted labels for probabilities ``proba`` (columns in ``labels`` order); multi-label: multi-hot >= 0.5."""
-    if multi_label:
-        return (proba >= 0.5).astype(np.int64)
-    if proba.ndim == 1:
-        return labels[int(np.argmax(proba))]
-    ids = proba.argmax(axis=-1)
-    if as_numpy:
-        return np.asarray(labels)[ids]
-    return [labels[i] for i in ids]
-
-
 def _is_fitted_head(head: Any) -> bool:
     return head is not None and hasattr(head, "save") and getattr(head, "fitted", False)
 
@@ -391,10 +337,3 @@ def _head_in_features(head: Any) -> int | None:
 def _show(flag: bool | None, n: int) -> bool:
     return show_progress(flag if flag is not None else n >= 10_000)
 
-
-def _chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
-    """``(row of the chunk's first text, chunk)`` for chunks of at most :data:`STREAM_CHUNK` texts."""
-    iterator, start = iter(inputs), 0
-    while chunk := list(islice(iterator, STREAM_CHUNK)):
-        yield start, chunk
-        start += len(chunk)

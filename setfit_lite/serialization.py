@@ -16,13 +16,13 @@ import uuid
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file as _st_load_file
-from safetensors.torch import save as _st_save
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "MANIFEST_NAME",
@@ -171,6 +171,8 @@ def load_json(path: str | os.PathLike[str], *, what: str) -> Any:
 
 
 def _to_cpu_tensor(name: str, value: np.ndarray | torch.Tensor) -> torch.Tensor:
+    import torch  # here, not at the top: ONNX inference uses this module without torch
+
     if isinstance(value, torch.Tensor):
         return value.detach().to("cpu").contiguous()
     if isinstance(value, np.ndarray):
@@ -186,6 +188,8 @@ def save_tensors(
     metadata: Mapping[str, str] | None = None,
 ) -> None:
     """Save named arrays/tensors to a safetensors file atomically (tensors sharing memory are copied)."""
+    from safetensors.torch import save as _st_save
+
     out: dict[str, torch.Tensor] = {}
     seen: set[tuple[int, int]] = set()
     for name, value in tensors.items():
@@ -203,6 +207,8 @@ def save_tensors(
 
 def load_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
     """Load a safetensors file onto the CPU; a missing, truncated or corrupt file raises ValueError naming it."""
+    from safetensors.torch import load_file as _st_load_file
+
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"tensor file {p} is missing")

@@ -200,9 +200,9 @@ def test_model_init_and_unknown_args(tiny_body_path, toy_data):
 
 @pytest.mark.parametrize("bad, error", [(None, TypeError), ("  ", ValueError)])
 def test_bad_text_past_the_first_chunk_is_named_by_its_row(trained, monkeypatch, bad, error):
-    import setfit_lite.modeling as modeling
+    import setfit_lite.inference as inference
 
-    monkeypatch.setattr(modeling, "STREAM_CHUNK", 3)
+    monkeypatch.setattr(inference, "STREAM_CHUNK", 3)
     texts = ["good film", "bad film", "fine", "awful", "nice", bad, "dull"]
     with pytest.raises(error, match=r"^row 5: text"):
         trained[0].predict(iter(texts))

@@ -1,0 +1,135 @@
+"""Prediction without torch: what ``SetFitModel`` and the exported ``OnnxSetFitModel`` share.
+
+Texts are streamed in chunks of :data:`STREAM_CHUNK`, validated, prompted and tokenised, batched by length; a
+model turns a chunk into class probabilities (``_proba_chunk``) and :func:`predict_ids` turns probabilities into
+classes by the one rule every caller uses: a multi-label row is multi-hot at :data:`MULTI_LABEL_THRESHOLD`, any
+other row is its argmax.
+
+This module imports only the standard library, numpy and ``setfit_lite.data`` (torch-free), so that ONNX and
+OpenVINO inference never load torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from .data import encode_labels, validate_texts
+
+__all__ = [
+    "MULTI_LABEL_THRESHOLD",
+    "STREAM_CHUNK",
+    "Predictor",
+    "chunks",
+    "labels_from_proba",
+    "length_sorted_batches",
+    "predict_ids",
+    "tokenize_texts",
+    "with_prompt",
+]
+
+STREAM_CHUNK = 8192
+MULTI_LABEL_THRESHOLD = 0.5
+
+
+def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
+    """``texts`` with ``prompt`` prepended (unchanged without one)."""
+    return [prompt + t for t in texts] if prompt else texts
+
+
+def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None) -> list[list[int]]:
+    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended."""
+    out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
+                    return_attention_mask=False, return_token_type_ids=False)
+    return out["input_ids"]
+
+
+def length_sorted_batches(token_ids: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
+    """Index batches of ``token_ids`` from longest to shortest (little padding); together they cover every row."""
+    order = np.argsort([-len(t) for t in token_ids], kind="stable")
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
+    """``(row of the chunk's first text, chunk)`` for chunks of at most :data:`STREAM_CHUNK` texts."""
+    iterator, start = iter(inputs), 0
+    while chunk := list(islice(iterator, STREAM_CHUNK)):
+        yield start, chunk
+        start += len(chunk)
+
+
+def predict_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
+    """Class ids (argmax of each row) or, multi-label, multi-hot rows (``proba >= 0.5``); int64."""
+    proba = np.asarray(proba)
+    if multi_label:
+        return (proba >= MULTI_LABEL_THRESHOLD).astype(np.int64)
+    return proba.argmax(axis=-1).astype(np.int64)
+
+
+def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as_numpy: bool = False) -> Any:
+    """Predicted labels for probabilities ``proba`` (columns in ``labels`` order); multi-label: multi-hot >= 0.5.
+
+    One row (a single text's probabilities) gives one label; a matrix gives a list, or an array with ``as_numpy``.
+    """
+    ids = predict_ids(proba, multi_label)
+    if multi_label:
+        return ids
+    if ids.ndim == 0:
+        return labels[int(ids)]
+    if as_numpy:
+        return np.asarray(labels)[ids]
+    return [labels[i] for i in ids]
+
+
+class Predictor:
+    """``predict``, ``predict_proba``, ``label_ids`` and calling for a model that gives a chunk's probabilities.
+
+    Subclasses set ``labels`` (the classes, in ``predict_proba``'s column order) and ``multi_label``, and implement
+    :meth:`_proba_chunk`; they may override :meth:`_check_fitted`.
+    """
+
+    labels: list | None
+    multi_label: bool
+
+    def _check_fitted(self) -> None:
+        """Raise ValueError when the model cannot predict yet (default: it always can)."""
+
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
+        """Probabilities (len(texts), len(labels)), float32, of validated texts."""
+        raise NotImplementedError
+
+    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32,
+                      show_progress_bar: bool | None = None) -> np.ndarray:
+        """Class probabilities, columns in ``labels`` order; one text gives one row. Iterables are streamed."""
+        self._check_fitted()
+        assert self.labels is not None
+        single = isinstance(inputs, str)
+        parts = [self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)
+                 for start, chunk in chunks([inputs] if single else inputs)]
+        proba = np.concatenate(parts) if parts else np.zeros((0, len(self.labels)), dtype=np.float32)
+        return proba[0] if single else proba
+
+    def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
+                show_progress_bar: bool | None = None) -> Any:
+        """Predicted labels (multi-label: a multi-hot array in ``labels`` order). Generators are streamed."""
+        proba = self.predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        return self.labels_from_proba(proba, as_numpy=as_numpy)
+
+    def __call__(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
+                 show_progress_bar: bool | None = None) -> Any:
+        """Same as :meth:`predict`."""
+        return self.predict(inputs, batch_size=batch_size, as_numpy=as_numpy, show_progress_bar=show_progress_bar)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
+        """The labels ``predict`` gives for probabilities ``proba``."""
+        self._check_fitted()
+        assert self.labels is not None
+        return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
+
+    def label_ids(self, raw_labels: Sequence) -> np.ndarray:
+        """Class ids of user labels (errors on labels the model never saw)."""
+        ids, _, _ = encode_labels(raw_labels, known_labels=self.labels, multi_label=self.multi_label or None)
+        return ids
