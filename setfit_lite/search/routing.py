@@ -106,11 +106,11 @@ def _model_init_keywords(model_init: Callable[..., Any] | None) -> set[str]:
 
 
 def _head_spec(model: Any) -> Any:
-    from ..heads import _SKLEARN_HEAD_NAMES, _TORCH_HEAD_NAMES
+    from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES
 
     spec = model.head_spec
     if spec is None:
-        spec = _TORCH_HEAD_NAMES[0] if model.use_differentiable_head else _SKLEARN_HEAD_NAMES[0]
+        spec = TORCH_HEAD_NAMES[0] if model.use_differentiable_head else SKLEARN_HEAD_NAMES[0]
     return spec
 
 
@@ -124,13 +124,13 @@ def _is_estimator_spec(spec: Any) -> bool:
 
 def head_param_names(model: Any) -> tuple[str, set[str]]:
     """``(description, names)``: the parameters the head of ``model`` accepts, as trained next."""
-    from ..heads import _SKLEARN_HEAD_NAMES, _TORCH_HEAD_NAMES, SklearnHead, TorchHead
+    from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES, SklearnHead, TorchHead
 
     spec = _head_spec(model)
-    if isinstance(spec, str) and spec in _TORCH_HEAD_NAMES:
+    if isinstance(spec, str) and spec in TORCH_HEAD_NAMES:
         fixed = {"self", "in_features", "num_classes", "multi_label"}
         return "TorchHead", set(inspect.signature(TorchHead.__init__).parameters) - fixed
-    if isinstance(spec, str) and spec in _SKLEARN_HEAD_NAMES:
+    if isinstance(spec, str) and spec in SKLEARN_HEAD_NAMES:
         from sklearn.linear_model import LogisticRegression
 
         return "LogisticRegression", set(LogisticRegression().get_params(deep=False))
@@ -299,12 +299,12 @@ def _constraint_kinds(constraints: Sequence[Any]) -> tuple[type, ...] | None:
 
 def _head_param_kinds(model: Any, name: str) -> tuple[type, ...] | None:
     """The scalar types the head parameter ``name`` takes (None: unknown), for string categorical values."""
-    from ..heads import _SKLEARN_HEAD_NAMES, _TORCH_HEAD_NAMES, TorchHead
+    from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES, TorchHead
 
     spec = _head_spec(model)
-    if isinstance(spec, str) and spec in _TORCH_HEAD_NAMES:
+    if isinstance(spec, str) and spec in TORCH_HEAD_NAMES:
         return _hint_kinds(typing.get_type_hints(TorchHead.__init__).get(name))
-    if isinstance(spec, str) and spec in _SKLEARN_HEAD_NAMES:
+    if isinstance(spec, str) and spec in SKLEARN_HEAD_NAMES:
         from sklearn.linear_model import LogisticRegression
 
         spec = LogisticRegression()

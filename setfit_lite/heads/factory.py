@@ -1,0 +1,95 @@
+"""Building a head from what the user asked for, and loading whichever head a folder holds."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from torch import nn
+
+from ..serialization import load_json
+from .common import HEAD_CONFIG_NAME
+from .sklearn_head import SklearnHead
+from .torch_head import TorchHead
+from .validation import check_positive_int
+
+SKLEARN_HEAD_NAMES = ("logistic_regression", "sklearn")  # the first is the default head
+TORCH_HEAD_NAMES = ("differentiable", "torch")  # the first is the default differentiable head
+
+
+def load_head(
+    folder: str | Path, *, trusted_types: Sequence[str] = (), device: str | torch.device | None = None
+) -> SklearnHead | TorchHead:
+    """Load whichever head ``folder/head_config.json`` describes."""
+    config_path = Path(folder) / HEAD_CONFIG_NAME
+    cfg = load_json(config_path, what="head config")
+    kind = cfg.get("type") if isinstance(cfg, dict) else None
+    if kind == "sklearn":
+        return SklearnHead.load(folder, trusted_types=trusted_types)
+    if kind == "torch":
+        return TorchHead.load(folder, device=device)
+    raise ValueError(f"head config file {config_path} has unknown head type {kind!r} (expected 'sklearn' or 'torch')")
+
+
+def build_head(
+    head: str | Any | None = None,
+    num_classes: int | None = None,
+    multi_label: bool = False,
+    multi_target_strategy: str | None = None,
+    in_features: int | None = None,
+    use_differentiable_head: bool = False,
+    **head_kwargs: Any,
+) -> SklearnHead | TorchHead:
+    """Construct a head.
+
+    ``head`` may be None (LogisticRegression, or a TorchHead if ``use_differentiable_head``), a name
+    ("logistic_regression"/"sklearn" or "differentiable"/"torch"), an sklearn estimator instance (wrapped in
+    ``SklearnHead``), or an unfitted ``SklearnHead``/``TorchHead`` (checked against the data). Instances are
+    copied (estimators via ``sklearn.base.clone``), so every call returns a fresh, independent head.
+    ``head_kwargs`` go to ``TorchHead`` (hidden_size, dropout) or ``LogisticRegression``.
+    A TorchHead ignores ``multi_target_strategy`` (multi-label always means independent sigmoids).
+    """
+    check_positive_int("num_classes", num_classes)
+    if isinstance(head, (SklearnHead, TorchHead)):
+        if head_kwargs:
+            raise ValueError("head_kwargs cannot be applied to an already built head")
+        if (num_classes is not None and head.num_classes not in (None, num_classes)) or head.multi_label != bool(
+            multi_label
+        ):
+            raise ValueError(
+                f"head has num_classes={head.num_classes}, multi_label={head.multi_label} but the data has "
+                f"num_classes={num_classes}, multi_label={bool(multi_label)}"
+            )
+        head = copy.deepcopy(head)
+        if isinstance(head, SklearnHead) and head.num_classes is None:
+            head.num_classes = int(num_classes) if num_classes is not None else None
+        return head
+    if head is None:
+        head = TORCH_HEAD_NAMES[0] if use_differentiable_head else SKLEARN_HEAD_NAMES[0]
+    if isinstance(head, str):
+        if head in TORCH_HEAD_NAMES:
+            if in_features is None or num_classes is None:
+                raise ValueError("a differentiable head needs in_features (embedding size) and num_classes")
+            return TorchHead(in_features, num_classes, multi_label=multi_label, **head_kwargs)
+        if head in SKLEARN_HEAD_NAMES:
+            if use_differentiable_head:
+                raise ValueError(f"head {head!r} is not differentiable but use_differentiable_head=True")
+            estimator = LogisticRegression(**{"max_iter": 1000, **head_kwargs})
+            return SklearnHead(estimator, num_classes, multi_label, multi_target_strategy)
+        raise ValueError(f"unknown head {head!r}; valid names: {', '.join(SKLEARN_HEAD_NAMES + TORCH_HEAD_NAMES)}")
+    if isinstance(head, nn.Module):
+        raise TypeError(f"unsupported torch head {type(head).__name__}; use setfit_lite.heads.TorchHead")
+    if hasattr(head, "fit") and hasattr(head, "get_params"):
+        if use_differentiable_head:
+            raise ValueError(
+                f"an sklearn estimator ({type(head).__name__}) is not differentiable but use_differentiable_head=True"
+            )
+        if head_kwargs:
+            raise ValueError("head_kwargs cannot be combined with an estimator instance; set its params directly")
+        return SklearnHead(clone(head), num_classes, multi_label, multi_target_strategy)
+    raise TypeError(f"head must be None, a name, an sklearn estimator or a head object, got {type(head).__name__}")

@@ -1,0 +1,207 @@
+"""``TorchHead``: a differentiable head (optional hidden layer, then linear logits), saved as safetensors."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..serialization import load_json, load_tensors, save_json, save_tensors
+from .common import FORMAT_VERSION, HEAD_CONFIG_NAME, HEAD_SKOPS_NAME, HEAD_WEIGHTS_NAME, class_ids, corrupt_head_error
+from .validation import as_features, check_labels, check_positive_int
+
+
+class TorchHead(nn.Module):
+    """Differentiable head: optional hidden layer (ReLU) then a linear layer with ``num_classes`` logits.
+
+    Single-label uses softmax over K outputs (K=2 for binary, so columns always match labels);
+    multi-label uses independent sigmoids.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        multi_label: bool = False,
+        hidden_size: int | None = None,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        for name, value in (("in_features", in_features), ("num_classes", num_classes), ("hidden_size", hidden_size)):
+            check_positive_int(name, value)
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        in_features, num_classes = int(in_features), int(num_classes)
+        hidden_size = int(hidden_size) if hidden_size else None
+        self.in_features, self.num_classes, self.multi_label = in_features, num_classes, bool(multi_label)
+        self.hidden_size, self.dropout_p = hidden_size, float(dropout)
+        self.dropout = nn.Dropout(self.dropout_p)
+        self.hidden = nn.Linear(in_features, hidden_size) if hidden_size else None
+        self.linear = nn.Linear(hidden_size or in_features, num_classes)
+        self.apply(self._init_weights)
+        self.fitted = False  # set by fit/load (and by the trainer after end-to-end training)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):  # as setfit's SetFitHead
+            nn.init.xavier_uniform_(module.weight)
+            nn.init.constant_(module.bias, 1e-2)
+
+    def extra_repr(self) -> str:
+        return f"multi_label={self.multi_label}"
+
+    def forward(self, embeddings: torch.Tensor | Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Logits (n, K) from embeddings (n, in_features) or a dict with ``sentence_embedding``."""
+        x = embeddings["sentence_embedding"] if isinstance(embeddings, Mapping) else embeddings
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"expected embeddings with {self.in_features} features, got shape {tuple(x.shape)}")
+        x = self.dropout(x)
+        if self.hidden is not None:
+            x = self.dropout(torch.relu(self.hidden(x)))
+        return self.linear(x)
+
+    def _param(self) -> torch.Tensor:
+        return self.linear.weight
+
+    def _as_input(self, X: Any) -> torch.Tensor:
+        p = self._param()
+        t = X.detach() if isinstance(X, torch.Tensor) else torch.as_tensor(as_features(X))
+        if t.ndim != 2:
+            raise ValueError(f"embeddings must be 2-D (n_samples, n_features), got shape {tuple(t.shape)}")
+        return t.to(device=p.device, dtype=p.dtype)
+
+    def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy on class ids (single-label) or BCE-with-logits on multi-hot targets (multi-label)."""
+        if self.multi_label:
+            if y.shape != logits.shape:
+                raise ValueError(
+                    f"multi-hot targets of shape {tuple(y.shape)} do not match logits {tuple(logits.shape)}"
+                )
+            return F.binary_cross_entropy_with_logits(logits, y.to(logits.dtype))
+        if y.ndim != 1 or y.shape[0] != logits.shape[0]:
+            raise ValueError(f"class-id targets must have shape ({logits.shape[0]},), got {tuple(y.shape)}")
+        return F.cross_entropy(logits, y.long())
+
+    def predict_proba(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
+        """Softmax (or sigmoid for multi-label) probabilities as a numpy array (n, K), in eval mode."""
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                logits = self(self._as_input(X))
+                probs = torch.sigmoid(logits) if self.multi_label else torch.softmax(logits, dim=-1)
+        finally:
+            self.train(was_training)
+        if probs.dtype not in (torch.float32, torch.float64):
+            probs = probs.float()
+        return probs.cpu().numpy()
+
+    def predict(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
+        """Class ids (n,) or multi-hot (n, K) (threshold 0.5), int64."""
+        return class_ids(self.predict_proba(X), self.multi_label)
+
+    def fit(
+        self,
+        X: np.ndarray | torch.Tensor,
+        y: np.ndarray | torch.Tensor,
+        epochs: int = 16,
+        lr: float = 1e-2,
+        batch_size: int = 2,
+        weight_decay: float = 0.01,
+        seed: int | None = None,
+    ) -> TorchHead:
+        """Train on fixed embeddings with AdamW (defaults follow setfit's head epochs/batch size/lr/l2_weight)."""
+        if epochs < 0 or batch_size < 1:
+            raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs} and {batch_size}")
+        X_t = self._as_input(X)
+        if X_t.shape[0] == 0:
+            raise ValueError("cannot fit on zero samples")
+        y_np = check_labels(y, self.num_classes, self.multi_label, X_t.shape[0])
+        y_t = torch.as_tensor(y_np, device=X_t.device)
+        device = X_t.device
+        fork = (
+            torch.random.fork_rng(devices=[])
+            if device.type == "cpu"
+            else torch.random.fork_rng(device_type=device.type)
+        )
+        was_training = self.training
+        with fork if seed is not None else contextlib.nullcontext():
+            if seed is not None:
+                torch.manual_seed(seed)
+            optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay)
+            self.train()
+            try:
+                for _ in range(epochs):
+                    order = torch.randperm(X_t.shape[0]).to(device)
+                    for start in range(0, X_t.shape[0], batch_size):
+                        idx = order[start : start + batch_size]
+                        optimizer.zero_grad(set_to_none=True)
+                        self.loss(self(X_t[idx]), y_t[idx]).backward()
+                        optimizer.step()
+            finally:
+                self.train(was_training)
+        self.fitted = True
+        return self
+
+    def config(self) -> dict[str, Any]:
+        """The JSON config written by ``save``."""
+        return {
+            "type": "torch",
+            "format_version": FORMAT_VERSION,
+            "in_features": self.in_features,
+            "num_classes": self.num_classes,
+            "multi_label": self.multi_label,
+            "hidden_size": self.hidden_size,
+            "dropout": self.dropout_p,
+        }
+
+    def save(self, folder: str | Path) -> None:
+        """Write ``head.safetensors`` (state dict) and ``head_config.json``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_tensors(folder / HEAD_WEIGHTS_NAME, self.state_dict())
+        save_json(folder / HEAD_CONFIG_NAME, self.config())
+        (folder / HEAD_SKOPS_NAME).unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, folder: str | Path, *, device: str | torch.device | None = None) -> TorchHead:
+        """Load a saved head (in eval mode), checking tensor names and shapes against the config."""
+        folder = Path(folder)
+        config_path, path = folder / HEAD_CONFIG_NAME, folder / HEAD_WEIGHTS_NAME
+        cfg = load_json(config_path, what="head config")
+        if not isinstance(cfg, dict) or cfg.get("type") != "torch":
+            raise ValueError(f"head config file {config_path} does not describe a torch head")
+        try:
+            head = cls(
+                in_features=cfg["in_features"],
+                num_classes=cfg["num_classes"],
+                multi_label=cfg["multi_label"],
+                hidden_size=cfg.get("hidden_size"),
+                dropout=cfg.get("dropout", 0.0),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"head config file {config_path} is invalid: {exc}") from exc
+        tensors = load_tensors(path)
+        expected = head.state_dict()
+        if set(tensors) != set(expected):
+            raise corrupt_head_error(path, f"has tensors {sorted(tensors)}, expected {sorted(expected)}")
+        for name, value in expected.items():
+            if tensors[name].shape != value.shape:
+                raise corrupt_head_error(
+                    path, f"has {name} of shape {tuple(tensors[name].shape)}, expected {tuple(value.shape)}"
+                )
+        dtypes = {t.dtype for t in tensors.values()}
+        if len(dtypes) == 1 and next(iter(dtypes)).is_floating_point:
+            head = head.to(next(iter(dtypes)))
+        head.load_state_dict(tensors)
+        head.fitted = True
+        if device is not None:
+            head = head.to(device)
+        return head.eval()
+

@@ -1,0 +1,61 @@
+"""Checks on what heads are given: embeddings, class ids or multi-hot labels, sizes."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.utils.validation import check_array
+
+
+def as_features(X: Any) -> np.ndarray:
+    """Embeddings as a finite, numeric 2-D numpy array (dtype preserved; 16-bit torch floats become float32)."""
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu()
+        X = (X.float() if X.dtype in (torch.bfloat16, torch.float16) else X).numpy()
+    arr = np.asarray(X)
+    if arr.ndim != 2:  # before check_array, whose message prints the whole array
+        raise ValueError(f"embeddings must be 2-D (n_samples, n_features), got shape {arr.shape}")
+    return check_array(arr, dtype="numeric", ensure_min_samples=0, input_name="embeddings")
+
+
+def check_labels(y: Any, num_classes: int | None, multi_label: bool, n_samples: int) -> np.ndarray:
+    """Validate class ids (single-label, shape (n,)) or a multi-hot matrix (multi-label, (n, K)); return int64.
+
+    Hand-written rather than ``sklearn.utils.multiclass.type_of_target``: the contract is ids in ``0..K-1``
+    and multi-hot of width K for a given K, which type_of_target does not check (and it reads a one-column
+    multi-hot matrix as "binary"), so every check below would remain.
+    """
+    if isinstance(y, torch.Tensor):
+        y = y.detach().cpu().numpy()
+    arr = np.asarray(y)
+    if arr.dtype == bool:
+        arr = arr.astype(np.int64)
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"labels must be integer class ids or a multi-hot matrix, got dtype {arr.dtype}")
+    if arr.shape[:1] != (n_samples,):
+        raise ValueError(f"got {n_samples} embeddings but labels of shape {arr.shape}")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise ValueError("labels must be whole numbers (class ids, or 0/1 for multi-label)")
+    arr = arr.astype(np.int64)
+    if multi_label:
+        if arr.ndim != 2 or (num_classes is not None and arr.shape[1] != num_classes):
+            raise ValueError(f"multi-label labels must be multi-hot of shape (n, {num_classes}), got {arr.shape}")
+        if not np.isin(arr, (0, 1)).all():
+            raise ValueError("multi-label labels must contain only 0 and 1")
+    else:
+        if arr.ndim != 1:
+            raise ValueError(f"single-label labels must be class ids of shape (n,), got shape {arr.shape}")
+        hi = num_classes if num_classes is not None else np.inf
+        if arr.size and (arr.min() < 0 or arr.max() >= hi):
+            valid = f"0..{num_classes - 1}" if num_classes is not None else ">= 0"
+            raise ValueError(f"class ids must be in {valid}, got {arr.min()}..{arr.max()}")
+    return arr
+
+
+def check_positive_int(name: str, value: Any) -> None:
+    """Raise unless ``value`` (the argument ``name``) is None or a positive int."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
