@@ -3,6 +3,9 @@ sentence-transformers' losses. Each takes the embeddings of a batch (each senten
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
@@ -10,7 +13,7 @@ from sentence_transformers.sentence_transformer import losses as st_losses
 from .training_args import PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
 
 __all__ = ["PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "PairMatrixLoss", "TripletLoss", "build_loss",
-           "SimilarityDistillationLoss", "all_pairs", "balanced_mean", "rows", "same_label"]
+           "SimilarityDistillationLoss", "all_pairs", "rows", "same_label"]
 
 
 def same_label(labels: torch.Tensor) -> torch.Tensor:
@@ -39,35 +42,40 @@ def all_pairs(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.stack([i, j], dim=1), same_label(labels)[i, j].float()
 
 
-def balanced_mean(values: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean over positives and mean over negatives, weighted equally (the balance of setfit's oversampling)."""
-    pos, neg = target > 0.5, target <= 0.5
-    if pos.any() and neg.any():
-        return 0.5 * values[pos].mean() + 0.5 * values[neg].mean()
-    return values.mean()
-
-
 class PairMatrixLoss(torch.nn.Module):
     """A pair loss on pairs of a batch of embeddings: either the given pairs or every pair of the batch.
 
-    - ``CosineSimilarityLoss``: (cos(u, v) - target)^2, setfit's default;
-    - ``ContrastiveLoss``: target * d^2 + (1 - target) * relu(margin - d)^2 with d = 1 - cos, as in
-      sentence-transformers (which halves both terms);
-    - ``OnlineContrastiveLoss``: the contrastive loss on hard positives and hard negatives only;
-    - ``CoSENTLoss`` / ``AnglELoss``: sentence-transformers' ranking losses (every same-label pair should be
-      more similar than every different-label pair), computed by sentence-transformers on the batch's pairs.
+    Each is sentence-transformers' own ``compute_loss_from_embeddings`` on the rows of the pairs:
 
-    With ``balance=True`` positives and negatives count equally, whatever their numbers in the batch (the
-    ranking losses compare each positive with each negative, so they are balanced by construction).
+    - ``CosineSimilarityLoss``: (cos(u, v) - target)^2, setfit's default;
+    - ``ContrastiveLoss``: 0.5 * (target * d^2 + (1 - target) * relu(margin - d)^2), d the ``distance_metric``
+      (default: cosine distance);
+    - ``OnlineContrastiveLoss``: the contrastive loss on hard positives and hard negatives only;
+    - ``CoSENTLoss`` / ``AnglELoss``: ranking losses (every same-label pair should be more similar than every
+      different-label pair).
+
+    With ``balance=True`` positives and negatives count equally, whatever their numbers in the batch (the balance
+    of setfit's oversampling): the loss is 0.5 * the loss on the positive pairs + 0.5 * the loss on the negative
+    pairs (sentence-transformers' Cosine and Contrastive losses are means, so this is the balanced mean). The
+    ranking losses compare each positive with each negative, so they are balanced by construction.
     """
 
-    def __init__(self, name: str = "CosineSimilarityLoss", margin: float = 0.25, balance: bool = True) -> None:
+    def __init__(self, name: str = "CosineSimilarityLoss", margin: float = 0.25, balance: bool = True,
+                 distance_metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> None:
         super().__init__()
         if name not in PAIR_LOSSES:
             raise ValueError(f"{name!r} is not a pair loss; choose one of {PAIR_LOSSES}")
         self.name, self.margin, self.balance = name, margin, balance
+        # OnlineContrastiveLoss: our hard-pair selection, then sentence-transformers' ContrastiveLoss on the
+        # selected pairs (its own OnlineContrastiveLoss sums over both subsets at once, which cannot be balanced)
+        st_name = "ContrastiveLoss" if name == "OnlineContrastiveLoss" else name
+        kwargs: dict[str, Any] = {}
+        if st_name == "ContrastiveLoss":
+            kwargs["margin"] = margin
+            if distance_metric is not None:
+                kwargs["distance_metric"] = distance_metric
         # the model argument is only stored by these losses; the embeddings are computed by our loop
-        self.ranking = getattr(st_losses, name)(model=None) if name in RANKING_LOSSES else None
+        self.inner = getattr(st_losses, st_name)(model=None, **kwargs)
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
                 pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
@@ -76,33 +84,42 @@ class PairMatrixLoss(torch.nn.Module):
                 raise ValueError("PairMatrixLoss needs labels or explicit pairs")
             pair_index, pair_target = all_pairs(labels)
         assert pair_target is not None
-        if self.ranking is not None:
-            pairs = [rows(embeddings, pair_index[:, 0]).float(), rows(embeddings, pair_index[:, 1]).float()]
-            return self.ranking.compute_loss_from_embeddings(pairs, pair_target.float())
-        normed = F.normalize(embeddings.float(), dim=-1)
-        cos = (rows(normed, pair_index[:, 0]) * rows(normed, pair_index[:, 1])).sum(-1)
-        target = pair_target.float()
-        if self.name == "CosineSimilarityLoss":
-            values = (cos - target) ** 2
-        else:
-            distance = 1.0 - cos
-            values = 0.5 * (target * distance.pow(2) + (1 - target) * F.relu(self.margin - distance).pow(2))
-            if self.name == "OnlineContrastiveLoss":
-                pos, neg = target > 0.5, target <= 0.5
-                hard_pos = pos & (distance > (distance[neg].min() if neg.any() else -1.0))
-                hard_neg = neg & (distance < (distance[pos].max() if pos.any() else 2.0))
-                keep = hard_pos | hard_neg
-                if not keep.any():
-                    return values.sum() * 0.0
-                values, target = values[keep], target[keep]
-                return values.sum() / max(1, int(keep.sum())) if not self.balance else balanced_mean(values, target)
-        return balanced_mean(values, target) if self.balance else values.mean()
+        embeddings, target = embeddings.float(), pair_target.float()
+        if self.name in RANKING_LOSSES:
+            return self._loss(embeddings, pair_index, target)
+        if self.name == "OnlineContrastiveLoss":
+            keep = self._hard_pairs(embeddings, pair_index, target)
+            if not keep.any():
+                return embeddings.sum() * 0.0
+            pair_index, target = pair_index[keep], target[keep]
+        positive = target > 0.5
+        if not self.balance or bool(positive.all()) or not bool(positive.any()):
+            return self._loss(embeddings, pair_index, target)
+        negative = ~positive
+        return (0.5 * self._loss(embeddings, pair_index[positive], target[positive])
+                + 0.5 * self._loss(embeddings, pair_index[negative], target[negative]))
+
+    def _loss(self, embeddings: torch.Tensor, pair_index: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """sentence-transformers' loss on the pairs ``pair_index`` (rows gathered with :func:`rows`)."""
+        pairs = [rows(embeddings, pair_index[:, 0]), rows(embeddings, pair_index[:, 1])]
+        return self.inner.compute_loss_from_embeddings(pairs, target)
+
+    @torch.no_grad()
+    def _hard_pairs(self, embeddings: torch.Tensor, pair_index: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """OnlineContrastiveLoss's selection: positives farther apart than the closest negative, negatives closer
+        than the farthest positive (all positives, or all negatives, when the other kind is absent)."""
+        distance = self.inner.distance_metric(embeddings[pair_index[:, 0]], embeddings[pair_index[:, 1]])
+        pos, neg = target > 0.5, target <= 0.5
+        inf = torch.tensor(float("inf"), device=distance.device)
+        hard_pos = pos & (distance > (distance[neg].min() if neg.any() else -inf))
+        hard_neg = neg & (distance < (distance[pos].max() if pos.any() else inf))
+        return hard_pos | hard_neg
 
 
 class TripletLoss(torch.nn.Module):
     """sentence-transformers' batch triplet losses applied to a batch of embeddings and class ids."""
 
-    def __init__(self, name: str, margin: float = 0.25, distance_metric=None) -> None:
+    def __init__(self, name: str, margin: float = 0.25, distance_metric: Callable | None = None) -> None:
         super().__init__()
         if name not in TRIPLET_LOSSES:
             raise ValueError(f"{name!r} is not a triplet loss; choose one of {TRIPLET_LOSSES}")
@@ -129,11 +146,16 @@ class TripletLoss(torch.nn.Module):
         return self.compute(labels, embeddings.float())
 
 
-def build_loss(loss: object, margin: float = 0.25, distance_metric=None, balance: bool = True) -> torch.nn.Module:
-    """A batch loss from a name or a sentence-transformers loss class."""
+def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | None = None,
+               balance: bool = True) -> torch.nn.Module:
+    """A batch loss from a name or a sentence-transformers loss class.
+
+    ``margin`` and ``distance_metric`` go to the losses that take them (the contrastive and triplet losses; the
+    cosine and ranking losses have neither); ``None`` keeps the loss's default distance.
+    """
     name = loss if isinstance(loss, str) else getattr(loss, "__name__", str(loss))
     if name in PAIR_LOSSES:
-        return PairMatrixLoss(name, margin=margin, balance=balance)
+        return PairMatrixLoss(name, margin=margin, balance=balance, distance_metric=distance_metric)
     if name in TRIPLET_LOSSES:
         return TripletLoss(name, margin=margin, distance_metric=distance_metric)
     raise ValueError(f"unknown loss {name!r}; choose one of {PAIR_LOSSES + TRIPLET_LOSSES}")

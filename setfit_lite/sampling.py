@@ -23,15 +23,6 @@ def group_keys(labels: np.ndarray) -> np.ndarray:
     return keys.reshape(-1).astype(np.int64)
 
 
-def same_label_matrix(labels: np.ndarray) -> np.ndarray:
-    """Boolean (n, n): True where two examples share a class (multi-label: share any label)."""
-    labels = np.asarray(labels)
-    if labels.ndim == 1:
-        return labels[:, None] == labels[None, :]
-    hot = labels.astype(bool)
-    return (hot.astype(np.int64) @ hot.T.astype(np.int64)) > 0
-
-
 class LazyPermutation:
     """A pseudo-random permutation of ``range(n)`` in O(1) memory (4-round Feistel + cycle walking)."""
 

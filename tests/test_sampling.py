@@ -149,3 +149,16 @@ def test_sentence_batches_multi_label_and_shards():
     assert len(b0) == len(b1) == 2
     single = [b["indices"].tolist() for b in SentenceBatchSampler(y, 8, 0, batches_per_epoch=4).epoch(0)]
     assert interleave([[b["indices"].tolist() for b in b0], [b["indices"].tolist() for b in b1]]) == single
+
+
+def test_one_same_label_rule() -> None:
+    """The pair targets come from ``losses.same_label`` alone (the sampler's numpy twin is gone)."""
+    import torch
+
+    import setfit_lite.sampling as sampling
+    from setfit_lite.losses import same_label
+
+    assert not hasattr(sampling, "same_label_matrix")
+    multi = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+    assert same_label(multi).tolist() == [[True, True, True, False], [True, True, False, True],
+                                          [True, False, True, False], [False, True, False, True]]
