@@ -58,82 +58,13 @@ def _require(module: str) -> ModuleType:
 # ------------------------------------------------------------------------------------------------ head graphs
 
 
-def _head_name(estimator: Any) -> str:
-    """The estimator's class name; a multi-target wrapper also names what it wraps."""
-    from .heads import MULTI_TARGET_STRATEGIES
-
-    name = type(estimator).__name__
-    if type(estimator) in MULTI_TARGET_STRATEGIES.values():
-        return f"{name}({type(estimator.estimator).__name__})"
-    return name
-
-
-def _lr_uses_ovr(lr: Any) -> bool:
-    """Whether a multiclass LogisticRegression's predict_proba is one-vs-rest (normalised sigmoids), not softmax.
-
-    scikit-learn >= 1.8 always uses softmax; older versions use OvR for ``multi_class="ovr"`` or for
-    ``"auto"`` with the liblinear solver.
-    """
-    multi_class = getattr(lr, "multi_class", "auto")
-    return multi_class in ("ovr", "warn") or (multi_class in ("auto", "deprecated") and lr.solver == "liblinear")
-
-
-def _linear_head_spec(head: Any) -> dict[str, Any]:
-    """Constant arrays and the activation reproducing an sklearn head's ``predict_proba`` (see ``_LinearProba``).
-
-    Raises ValueError for heads without a graph equivalent.
-    """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.multiclass import OneVsRestClassifier, _ConstantPredictor
-    from sklearn.multioutput import MultiOutputClassifier
-
-    est, k = head.estimator, head.num_classes
-    name = _head_name(est)
-    if type(est) is LogisticRegression:
-        classes = np.asarray(est.classes_).astype(np.int64)
-        if len(classes) <= 2:
-            kind = "binary"
-        else:
-            kind = "normalized_sigmoid" if _lr_uses_ovr(est) else "softmax"
-        return {"weight": est.coef_, "bias": est.intercept_, "kind": kind, "columns": classes, "num_classes": k}
-    members = list(getattr(est, "estimators_", []))
-    if type(est) is OneVsRestClassifier and type(est.estimator) is LogisticRegression:
-        if not all(type(m) in (LogisticRegression, _ConstantPredictor) for m in members):
-            raise ValueError(f"cannot export the {name} head to ONNX: it holds estimators other than "
-                             "LogisticRegression")
-        if head.multi_label:
-            kind, columns = "sigmoid", np.arange(k)
-        else:
-            columns = np.asarray(est.label_binarizer_.classes_).astype(np.int64)
-            kind = "binary" if len(members) == 1 else "normalized_sigmoid"
-    elif type(est) is MultiOutputClassifier and all(type(m) is LogisticRegression for m in members):
-        if not all(list(np.asarray(m.classes_)) == [0, 1] for m in members):
-            raise ValueError(f"cannot export the {name} head to ONNX: a label's estimator was not fitted on "
-                             "both 0 and 1")
-        kind, columns = "sigmoid", np.arange(k)
-    else:
-        raise ValueError(
-            f"cannot export a {name} head to ONNX: only LogisticRegression heads (plain, one-vs-rest or "
-            f"multi-output) and the differentiable TorchHead can be written as graph operations; {name} has "
-            "no such form here. Keep it with save_pretrained, or train with the default head to export.")
-    d = int(est.n_features_in_)
-    weight, bias = np.zeros((len(members), d)), np.zeros(len(members))
-    constant = np.full(len(members), np.nan)
-    for i, member in enumerate(members):
-        if type(member) is LogisticRegression:
-            weight[i], bias[i] = np.asarray(member.coef_).reshape(-1), np.asarray(member.intercept_).reshape(-1)[0]
-        else:  # a label constant in the training data: predict_proba is that constant
-            constant[i] = float(np.asarray(member.y_).reshape(-1)[0])
-    return {"weight": weight, "bias": bias, "kind": kind, "columns": columns, "num_classes": k,
-            "constant": constant if np.isfinite(constant).any() else None}
-
-
 def _build_graph(model: Any) -> Any:
     """A torch module ``(input_ids, attention_mask) -> probabilities`` for the fitted ``model``."""
     import torch
     from torch import nn
 
     from .heads import SklearnHead, TorchHead
+    from .heads.linear import linear_head_spec
 
     class LinearProba(nn.Module):
         """``predict_proba`` of a LogisticRegression-family head from its fitted coefficients.
@@ -197,7 +128,7 @@ def _build_graph(model: Any) -> Any:
     if isinstance(head, TorchHead):
         head_module: nn.Module = TorchProba(head)
     elif isinstance(head, SklearnHead):
-        head_module = LinearProba(_linear_head_spec(head))
+        head_module = LinearProba(linear_head_spec(head))
     else:
         raise ValueError(f"cannot export a {type(head).__name__} head to ONNX: only SklearnHead (LogisticRegression) "
                          "and TorchHead heads can be written as graph operations")

@@ -1,10 +1,9 @@
-"""What every head module shares: file names, the format version, multi-target strategies, label decisions."""
+"""What every head module shares: file names, the format version, multi-target strategies, the file error."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.multioutput import ClassifierChain, MultiOutputClassifier
 
@@ -26,7 +25,3 @@ def corrupt_head_error(path: Path, problem: str) -> ValueError:
     """The error for a head file that does not hold what ``head_config.json`` describes."""
     return ValueError(f"head file {path} {problem}; the saved head is corrupt or does not match {HEAD_CONFIG_NAME}")
 
-
-def class_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
-    """Class ids (n,) by argmax, or multi-hot (n, K) at threshold 0.5, int64."""
-    return (proba >= 0.5).astype(np.int64) if multi_label else proba.argmax(axis=1).astype(np.int64)

@@ -14,6 +14,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
+from ..inference import predict_ids
 from ..serialization import atomic_write_bytes, load_json, load_tensors, save_json, save_tensors
 from .common import (
     FORMAT_VERSION,
@@ -23,7 +24,6 @@ from .common import (
     HEAD_WEIGHTS_NAME,
     MULTI_TARGET_STRATEGIES,
     STRATEGY_OF_TYPE,
-    class_ids,
 )
 from .linear import is_lr, lr_family_state, rebuild_lr_family
 from .params import check_sklearn_version
@@ -136,7 +136,7 @@ class SklearnHead:
         """Class ids (n,) or multi-hot (n, K) (threshold 0.5), int64."""
         self._check_fitted()
         if hasattr(self.estimator, "predict_proba"):
-            return class_ids(self.predict_proba(X), self.multi_label)
+            return predict_ids(self.predict_proba(X), self.multi_label)
         return np.asarray(self.estimator.predict(as_features(X))).astype(np.int64)
 
     def save(self, folder: str | Path) -> None:

@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..inference import predict_ids
 from ..serialization import load_json, load_tensors, save_json, save_tensors
-from .common import FORMAT_VERSION, HEAD_CONFIG_NAME, HEAD_SKOPS_NAME, HEAD_WEIGHTS_NAME, class_ids, corrupt_head_error
+from .common import FORMAT_VERSION, HEAD_CONFIG_NAME, HEAD_SKOPS_NAME, HEAD_WEIGHTS_NAME, corrupt_head_error
 from .validation import as_features, check_labels, check_positive_int
 
 
@@ -104,7 +105,7 @@ class TorchHead(nn.Module):
 
     def predict(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
         """Class ids (n,) or multi-hot (n, K) (threshold 0.5), int64."""
-        return class_ids(self.predict_proba(X), self.multi_label)
+        return predict_ids(self.predict_proba(X), self.multi_label)
 
     def fit(
         self,
