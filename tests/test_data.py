@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -482,6 +484,46 @@ def test_encode_labels_round_trips(raw):
     assert not multi
     assert [labels[i] for i in ids] == raw
     assert labels == sorted(set(raw))
+
+
+_NAME_ROWS = st.lists(st.lists(st.sampled_from(["sports", "politics", "tech", "art"]), max_size=3), min_size=1,
+                      max_size=12).filter(lambda rows: any(rows))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_NAME_ROWS)
+def test_encode_multi_label_name_lists_round_trip(rows):
+    """Lists of label names become a multi-hot matrix whose ones are exactly each row's names (duplicates once)."""
+    ids, labels, multi = encode_labels(rows, multi_label=True)
+    assert multi and labels == sorted({name for row in rows for name in row})
+    assert ids.dtype == np.int64 and ids.shape == (len(rows), len(labels))
+    assert [{labels[j] for j in np.flatnonzero(r)} for r in ids] == [set(row) for row in rows]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 5).flatmap(lambda k: st.lists(st.lists(st.integers(0, 1), min_size=k, max_size=k),
+                                                     min_size=1, max_size=8)))
+def test_encode_multi_hot_vectors_are_kept(rows):
+    """Equal-length 0/1 vectors (length >= 2) are multi-hot as given, whatever their values, even all zeros."""
+    ids, labels, _ = encode_labels(rows)
+    assert ids.tolist() == rows and labels == list(range(len(rows[0])))
+
+
+def test_encode_ragged_or_single_id_lists_are_label_ids():
+    """0/1 lists of different lengths, or of length 1, are lists of label ids, not multi-hot vectors."""
+    ids, labels, _ = encode_labels([[0, 1], [1]])
+    assert labels == [0, 1] and ids.tolist() == [[1, 1], [0, 1]]
+    ids, labels, _ = encode_labels([[1], [0]])
+    assert labels == [0, 1] and ids.tolist() == [[0, 1], [1, 0]]
+
+
+def test_import_loads_no_heavy_library():
+    """``setfit_lite.data`` is used by torch-free ONNX inference: importing it loads neither torch, scikit-learn,
+    datasets nor pandas (they load when a function needs them)."""
+    code = ("import sys, setfit_lite.data; "
+            "print(sorted(m for m in ('torch', 'sklearn', 'datasets', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_check_trainable():

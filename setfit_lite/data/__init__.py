@@ -1,0 +1,37 @@
+"""Input handling: turn user data into validated texts and labels, encode labels, sample few-shot subsets.
+
+Everything here runs before any model work, so that a bad dataset fails fast with a message that names the
+problem (the row, the column, the type) instead of failing deep inside training.
+
+- :mod:`.readers`: any supported input -> :class:`LabeledData` (:func:`to_labeled_data`);
+- :mod:`.labels`: label validation and encoding to class ids (:func:`encode_labels`);
+- :mod:`.few_shot`: :func:`sample_dataset`, N examples per label as setfit draws them;
+- :mod:`.templates`: :func:`get_templated_dataset`, zero-shot examples from label names;
+- :mod:`.samples`: :func:`load_sample`, the real data shipped in ``setfit_lite/resources``;
+- :mod:`.checks`: the shared container and text checks (:func:`validate_texts`).
+
+This package imports only numpy and the standard library when loaded (``datasets`` and scikit-learn when a
+function needs them), so torch-free inference can use it.
+"""
+
+from __future__ import annotations
+
+from .checks import validate_texts
+from .few_shot import sample_dataset
+from .labels import check_trainable, encode_labels
+from .readers import LabeledData, to_labeled_data
+from .samples import SAMPLES, demo_dataset, load_sample
+from .templates import get_templated_dataset
+
+__all__ = [
+    "SAMPLES",
+    "LabeledData",
+    "check_trainable",
+    "demo_dataset",
+    "encode_labels",
+    "get_templated_dataset",
+    "load_sample",
+    "sample_dataset",
+    "to_labeled_data",
+    "validate_texts",
+]

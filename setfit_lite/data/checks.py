@@ -1,0 +1,118 @@
+"""Shared input checks: recognising the containers users pass, and texts that are non-empty strings.
+
+Error messages name the offending row, column or value; helpers here keep them short.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MAX_LISTED",
+    "is_dataframe",
+    "is_dataset",
+    "is_dataset_dict",
+    "is_listlike",
+    "is_missing",
+    "pick_split_error",
+    "short_repr",
+    "validate_texts",
+]
+
+MAX_LISTED = 20  # how many offending values an error message lists
+
+
+def loaded_module(name: str) -> Any:
+    """The module if it is already imported (data of its types cannot exist otherwise), else None."""
+    return sys.modules.get(name)
+
+
+def is_dataset(obj: Any) -> bool:
+    """Whether ``obj`` is a ``datasets.Dataset`` (without importing datasets)."""
+    ds = loaded_module("datasets")
+    return ds is not None and isinstance(obj, ds.Dataset)
+
+
+def is_dataset_dict(obj: Any) -> bool:
+    """Whether ``obj`` is a ``datasets.DatasetDict`` (without importing datasets)."""
+    ds = loaded_module("datasets")
+    return ds is not None and isinstance(obj, ds.DatasetDict)
+
+
+def is_dataframe(obj: Any) -> bool:
+    """Whether ``obj`` is a ``pandas.DataFrame`` (without importing pandas)."""
+    pd = loaded_module("pandas")
+    return pd is not None and isinstance(obj, pd.DataFrame)
+
+
+def is_series(obj: Any) -> bool:
+    """Whether ``obj`` is a ``pandas.Series`` (without importing pandas)."""
+    pd = loaded_module("pandas")
+    return pd is not None and isinstance(obj, pd.Series)
+
+
+def is_dataset_column(obj: Any) -> bool:
+    """A column of a ``datasets.Dataset`` (``ds["text"]`` is a lazy ``Column`` in datasets 4+, not a list)."""
+    return type(obj).__name__ == "Column" and type(obj).__module__.startswith("datasets")
+
+
+def is_listlike(obj: Any) -> bool:
+    """Whether ``obj`` is a list, tuple, non-scalar array, Series or Dataset column (a row of values)."""
+    if isinstance(obj, np.ndarray):
+        return obj.ndim > 0
+    return isinstance(obj, (list, tuple)) or is_series(obj) or is_dataset_column(obj)
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` is None, NaN or pandas' NA/NaT."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return math.isnan(value)
+    return type(value).__name__ in ("NAType", "NaTType")  # pandas.NA / pandas.NaT
+
+
+def short_repr(values: Sequence) -> str:
+    """``repr`` of a list, cut after ``MAX_LISTED`` items (with the count of the rest)."""
+    values = list(values)
+    if len(values) <= MAX_LISTED:
+        return repr(values)
+    return repr(values[:MAX_LISTED])[:-1] + f", ... ({len(values) - MAX_LISTED} more)]"
+
+
+def pick_split_error(splits: list) -> ValueError:
+    """The error for a ``DatasetDict`` where one split is needed."""
+    hint = f"e.g. data[{splits[0]!r}]" if splits else ""
+    return ValueError(f"got a DatasetDict with splits {splits}; pick one split, {hint}")
+
+
+def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row: int = 0) -> list[str]:
+    """Check that ``texts`` is a list of non-empty strings and return it as a ``list[str]``.
+
+    A bare ``str`` is refused (TypeError): wrap a single text in a list. Raises ValueError for an empty
+    collection (unless ``allow_empty``) and for empty or whitespace-only texts, TypeError for non-string texts;
+    both name the row index (counted from ``first_row``, for a chunk of a longer stream).
+    """
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("got a single string; pass a list of strings, e.g. [text]")
+    if isinstance(texts, Mapping) or not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}")
+    # Not sklearn's check_array: it checks an array's shape and dtype, not that each item is a non-blank str, and
+    # its messages cannot name the row ("row 3: text is empty") the way users need to fix their data.
+    texts = list(texts)
+    if not texts and not allow_empty:
+        raise ValueError("no texts: the dataset is empty")
+    out = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            missing = " (a missing value)" if is_missing(text) else ""
+            raise TypeError(f"row {first_row + i}: text must be a str, got {type(text).__name__}{missing}")
+        if not text.strip():
+            raise ValueError(f"row {first_row + i}: text is empty or whitespace-only")
+        out.append(str(text))  # numpy.str_ -> str
+    return out

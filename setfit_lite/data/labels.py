@@ -1,0 +1,234 @@
+"""Labels: validate the user's label values and map them to class ids (single-label ids or a multi-hot matrix)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .checks import is_listlike, is_missing, short_repr
+
+__all__ = ["check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name", "normalize_labels"]
+
+
+def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
+    """Normalize one label value to a Python int or str; return it and its kind ("int" or "str")."""
+    where = f"row {row}: label" + (" list item" if in_list else "")
+    if is_missing(value):
+        raise ValueError(f"{where} is missing ({'None' if value is None else value!r})")
+    if isinstance(value, (bool, np.bool_)):
+        if in_list:  # multi-hot vectors of booleans are fine
+            return int(value), "int"
+        raise TypeError(f"{where} {value!r} is a bool; bool labels are not ints, use 0/1 or strings")
+    if isinstance(value, (int, np.integer)):
+        return int(value), "int"
+    if isinstance(value, str):
+        return str(value), "str"
+    if isinstance(value, (float, np.floating)):
+        if float(value).is_integer():
+            return int(value), "int"
+        raise TypeError(f"{where} {value!r} is a non-integer float; labels must be int or str")
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return _scalar(value.item(), row, in_list=in_list)
+    raise TypeError(f"{where} has unsupported type {type(value).__name__}; labels must be int or str")
+
+
+def normalize_labels(raw_labels: Any) -> tuple[list, str]:
+    """Validate labels; return them as Python values and their kind: "int", "str" or "multi" (lists)."""
+    if isinstance(raw_labels, (str, bytes, Mapping)):
+        raise TypeError(f"labels must be a list, got {type(raw_labels).__name__}")
+    if isinstance(raw_labels, np.ndarray) and raw_labels.ndim == 0:
+        raise TypeError("labels must be a list, got a 0-d array")
+    # Not sklearn's type_of_target: it classifies the whole column ("multiclass", "unknown", ...) and cannot say
+    # which row is missing, a bool, a float or of another type than the rest; these checks name the row.
+    values = list(raw_labels)
+    if not values:
+        raise ValueError("no labels: the dataset is empty")
+    out: list = []
+    first_row: dict[str, int] = {}  # kind -> first row that has it
+    item_row: dict[str, int] = {}  # item kind inside lists -> first row
+    for i, value in enumerate(values):
+        if is_listlike(value):
+            items = []
+            for item in list(value):
+                if is_listlike(item):
+                    raise TypeError(f"row {i}: label list is nested; use a flat list of label ids or a 0/1 vector")
+                item, item_kind = _scalar(item, i, in_list=True)
+                item_row.setdefault(item_kind, i)
+                items.append(item)
+            out.append(items)
+            kind = "multi"
+        else:
+            value, kind = _scalar(value, i)
+            out.append(value)
+        first_row.setdefault(kind, i)
+    if len(first_row) > 1:
+        shown = ", ".join(f"row {r} is {kind_name(k)}" for k, r in sorted(first_row.items(), key=lambda kv: kv[1]))
+        raise TypeError(f"labels mix types: {shown}; use one label type for the whole column")
+    if len(item_row) > 1:
+        shown = ", ".join(f"row {r} has {k}" for k, r in sorted(item_row.items(), key=lambda kv: kv[1]))
+        raise TypeError(f"label lists mix item types: {shown}; use one type")
+    return out, next(iter(first_row))
+
+
+def kind_name(kind: str) -> str:
+    """A label kind of :func:`normalize_labels` in words, for messages."""
+    return {"int": "int", "str": "str", "multi": "a list (multi-label)"}[kind]
+
+
+def _normalize_known(known_labels: Any) -> list | None:
+    if known_labels is None:
+        return None
+    if isinstance(known_labels, (str, bytes)) or not isinstance(known_labels, Iterable):
+        raise TypeError(f"known_labels must be a list of labels, got {type(known_labels).__name__}")
+    known = []
+    kinds = set()
+    for i, label in enumerate(known_labels):
+        if is_listlike(label):
+            raise TypeError(f"known_labels[{i}] is a {type(label).__name__}; each label must be an int or str")
+        try:
+            label, kind = _scalar(label, i)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"known_labels: {err}") from None
+        known.append(label)
+        kinds.add(kind)
+    if not known:
+        raise ValueError("known_labels is empty")
+    if len(kinds) > 1:
+        raise TypeError(f"known_labels mix int and str: {short_repr(known)}")
+    duplicates = sorted({label for label in known if known.count(label) > 1})
+    if duplicates:
+        raise ValueError(f"known_labels has duplicates: {short_repr(duplicates)}")
+    return known
+
+
+def index_in(values: Sequence, known: list) -> list[int]:
+    """The index of each value in ``known``; ValueError listing the values that are not in it."""
+    index = {label: i for i, label in enumerate(known)}
+    unknown = sorted({v for v in values if v not in index}, key=lambda v: (str(type(v)), v))
+    if unknown:
+        raise ValueError(f"labels not in the known labels: {short_repr(unknown)}; known labels: {short_repr(known)}")
+    return [index[v] for v in values]
+
+
+def is_multi_hot(rows: list[list]) -> bool:
+    """Whether label lists (of ints or strs, as :func:`normalize_labels` returns them) are 0/1 vectors of one
+    length >= 2: scikit-learn's "multilabel-indicator" target type."""
+    from sklearn.utils.multiclass import type_of_target  # not at the top: 1.5 s, and inference never needs it
+
+    if len({len(r) for r in rows}) != 1:  # ragged rows are lists of label ids (type_of_target refuses them)
+        return False
+    return type_of_target(rows) == "multilabel-indicator"
+
+
+def encode_labels(
+    raw_labels: Iterable, known_labels: Sequence | None = None, multi_label: bool | None = None
+) -> tuple[np.ndarray, list, bool]:
+    """Map user labels to class ids; return ``(ids, labels, multi_label)``.
+
+    ``ids`` is int64 of shape (n,) (single-label) or a multi-hot (n, K) matrix; ``labels`` is the list of K
+    user-facing labels (``labels[id]``). ``multi_label=None`` infers it from the data (lists/vectors mean
+    multi-label).
+
+    Single-label: str labels index into ``known_labels`` (all must be known) or into their sorted unique
+    values. Int labels with str ``known_labels`` (names) are the ids themselves (``0 <= id < K``); with int
+    ``known_labels`` they index into them; without, they index into their sorted unique values. Multi-label:
+    equal-length 0/1 vectors (length >= 2) are multi-hot (K = length, which must equal ``len(known_labels)``);
+    otherwise lists of label ids (K = ``len(known_labels)`` or max id + 1) or of label names.
+    """
+    values, kind = normalize_labels(raw_labels)
+    known = _normalize_known(known_labels)
+    if multi_label is None:
+        multi_label = kind == "multi"
+    elif multi_label and kind != "multi":
+        raise ValueError(
+            f"multi_label=True but labels are single values (row 0: {values[0]!r}); "
+            "pass lists of label ids or multi-hot vectors"
+        )
+    elif not multi_label and kind == "multi":
+        raise ValueError(f"multi_label=False but labels are lists (row 0: {values[0]!r})")
+    if multi_label:
+        ids, labels = _encode_multi(values, known)
+    else:
+        ids, labels = _encode_single(values, kind, known)
+    return ids, labels, bool(multi_label)
+
+
+def _encode_single(values: list, kind: str, known: list | None) -> tuple[np.ndarray, list]:
+    if known is None:
+        labels = sorted(set(values))
+        ids = index_in(values, labels)
+    elif kind == "int" and isinstance(known[0], str):
+        for i, v in enumerate(values):
+            if not 0 <= v < len(known):
+                raise ValueError(
+                    f"row {i}: label id {v} is out of range for {len(known)} label names {short_repr(known)}"
+                    f" (ids must be 0..{len(known) - 1})"
+                )
+        labels, ids = known, values
+    else:
+        labels, ids = known, index_in(values, known)
+    return np.asarray(ids, dtype=np.int64).reshape(len(values)), list(labels)
+
+
+def _encode_multi(rows: list[list], known: list | None) -> tuple[np.ndarray, list]:
+    n = len(rows)
+    if is_multi_hot(rows):
+        k = len(rows[0])
+        if known is not None and k != len(known):
+            raise ValueError(
+                f"multi-hot label vectors have length {k} but there are {len(known)} known labels {short_repr(known)}"
+            )
+        return np.asarray(rows, dtype=np.int64).reshape(n, k), list(known) if known is not None else list(range(k))
+
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    items = [v for r in rows for v in r]
+    is_str = bool(items) and isinstance(items[0], str)
+    if is_str or (known is not None and not isinstance(known[0], str)):
+        labels = known if known is not None else sorted(set(items))
+        for r in rows:  # MultiLabelBinarizer would only warn about (and drop) unknown labels: name them instead
+            index_in(r, labels)
+        classes = labels
+    else:  # integer label ids
+        for i, r in enumerate(rows):
+            for v in r:
+                if v < 0:
+                    raise ValueError(f"row {i}: label id {v} is negative")
+                if known is not None and v >= len(known):
+                    raise ValueError(
+                        f"row {i}: label id {v} is out of range for {len(known)} label names {short_repr(known)}"
+                    )
+        if known is not None:
+            labels = known
+        else:
+            if not items:
+                raise ValueError("no row has any label: cannot tell the number of classes; pass known_labels")
+            labels = list(range(max(items) + 1))
+        classes = list(range(len(labels)))
+    ids = MultiLabelBinarizer(classes=classes).fit_transform(rows)
+    return np.asarray(ids, dtype=np.int64).reshape(n, len(labels)), list(labels)
+
+
+def check_trainable(ids: np.ndarray, multi_label: bool, labels: Sequence | None = None) -> None:
+    """Raise ValueError if encoded training labels cannot train a classifier.
+
+    Single-label needs at least 2 distinct classes; multi-label needs at least one positive label.
+    """
+    ids = np.asarray(ids)
+    if ids.shape[0] == 0:
+        raise ValueError("no training examples")
+    if multi_label:
+        if ids.ndim != 2 or ids.shape[1] < 1:
+            raise ValueError(f"multi-label ids must be an (n, K) multi-hot matrix with K >= 1, got shape {ids.shape}")
+        if not ids.any():
+            raise ValueError("multi-label training data has no positive label in any row")
+        return
+    present = np.unique(ids)
+    if len(present) < 2:
+        names = [labels[i] for i in present] if labels is not None else present.tolist()
+        raise ValueError(
+            f"training needs at least 2 classes, but every example has the label {short_repr(names)}; "
+            "add examples of another class"
+        )
