@@ -1,13 +1,14 @@
 """Safe, atomic persistence helpers: JSON, safetensors, pickle detection and integrity manifests.
 
 Nothing in setfit_lite ever writes a pickle, nor reads one unless a caller passes ``allow_pickle=True``.
-This module has no setfit_lite imports, so any other module may use it.
+This module has no setfit_lite imports, so any other module may use it: write folders with
+:func:`atomic_directory`, JSON with :func:`save_json` and digests with :func:`sha256_file` rather than anew.
+torch is imported only to save or load tensors.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from huggingface_hub.utils.sha import sha_fileobj
 from safetensors import SafetensorError
 
 if TYPE_CHECKING:
@@ -268,12 +270,9 @@ def refuse_pickles(folder: str | os.PathLike[str], allow_pickle: bool = False) -
 
 
 def sha256_file(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> str:
-    """Return the hex sha256 digest of a file."""
-    digest = hashlib.sha256()
+    """Return the hex sha256 digest of a file (huggingface_hub's chunked ``sha_fileobj``)."""
     with Path(path).open("rb") as fh:
-        while chunk := fh.read(chunk_size):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return sha_fileobj(fh, chunk_size).hex()
 
 
 def write_manifest(folder: str | os.PathLike[str]) -> dict[str, str]:

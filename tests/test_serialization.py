@@ -199,6 +199,9 @@ def test_sha256_file(tmp_path: Path) -> None:
     path = tmp_path / "x"
     path.write_bytes(b"abc" * 1000)
     assert sha256_file(path, chunk_size=7) == hashlib.sha256(b"abc" * 1000).hexdigest()
+    assert sha256_file(path) == hashlib.sha256(b"abc" * 1000).hexdigest()  # one chunk
+    (tmp_path / "empty").write_bytes(b"")
+    assert sha256_file(tmp_path / "empty") == hashlib.sha256(b"").hexdigest()
 
 
 def test_manifest_round_trip_and_tampering(tmp_path: Path) -> None:
