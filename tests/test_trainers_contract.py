@@ -58,14 +58,15 @@ def _batch() -> dict[str, torch.Tensor]:
     return {"x": torch.randn(6, 4, generator=g), "y": torch.randn(6, generator=g)}
 
 
+def _groups(model: nn.Module) -> list[dict[str, Any]]:
+    return [
+        {"params": list(model.embeddings.parameters()), "lr": 1e-3},
+        {"params": [p for n, p in model.named_parameters() if not n.startswith("embeddings")], "lr": 1e-2},
+    ]
+
+
 def _two_groups(model: nn.Module) -> torch.optim.AdamW:
-    return torch.optim.AdamW(
-        [
-            {"params": list(model.embeddings.parameters()), "lr": 1e-3},
-            {"params": [p for n, p in model.named_parameters() if not n.startswith("embeddings")], "lr": 1e-2},
-        ],
-        weight_decay=0.0,
-    )
+    return torch.optim.AdamW(_groups(model), weight_decay=0.0)
 
 
 def _install(monkeypatch: pytest.MonkeyPatch, modules: dict[str, types.ModuleType]) -> None:
@@ -105,6 +106,9 @@ def habana(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         mods[name].__path__ = []  # packages
     mods["habana_frameworks.torch.core"].mark_step = lambda: rec.calls.append("mark_step")
     mods["habana_frameworks.torch.hpu"].is_available = lambda: rec.available
+    rec.rng = torch.tensor([7, 7], dtype=torch.uint8)
+    mods["habana_frameworks.torch.hpu"].get_rng_state = lambda: rec.rng.clone()
+    mods["habana_frameworks.torch.hpu"].set_rng_state = lambda state: setattr(rec, "rng", state.clone())
 
     class FusedAdamW(torch.optim.AdamW):
         def __init__(
@@ -195,8 +199,9 @@ def test_gaudi_config_json(habana: Any, monkeypatch: pytest.MonkeyPatch, tmp_pat
 
     _no_move(monkeypatch, backend)
     model = Tiny(habana.calls)
-    module, optimizer = backend.prepare(model, _two_groups(model))
-    assert isinstance(optimizer, habana.FusedAdamW)
+    fused = backend.make_optimizer(_groups(model), weight_decay=0.0)
+    module, optimizer = backend.prepare(model, fused)
+    assert optimizer is fused and isinstance(optimizer, habana.FusedAdamW)
     assert [g["lr"] for g in optimizer.param_groups] == [1e-3, 1e-2]
     assert [len(g["params"]) for g in optimizer.param_groups] == [2, 10]
     assert habana.fused_adam == [{"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}]
@@ -218,13 +223,51 @@ def test_gaudi_config_dict_and_errors(habana: Any, tmp_path: Path) -> None:
         GaudiBackend(precision="fp16")
 
 
-def test_gaudi_fused_adam_skips_other_optimizers(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    backend = GaudiBackend(gaudi_config={"use_fused_adam": True})
-    _no_move(monkeypatch, backend)
+def test_the_optimizer_is_the_backends_choice(habana: Any, poptorch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's fused AdamW on cpu (and cuda), torch's per-tensor one on hpu unless gaudi_config asks for
+    FusedAdamW, PopTorch's on ipu; the loop never looks at parameter devices."""
     model = Tiny()
+    cpu = CpuBackend().make_optimizer(_groups(model), weight_decay=0.01)
+    assert type(cpu) is torch.optim.AdamW and cpu.defaults["fused"] is True and cpu.defaults["weight_decay"] == 0.01
+    plain = GaudiBackend().make_optimizer(_groups(model), weight_decay=0.01)
+    assert type(plain) is torch.optim.AdamW and not plain.defaults["fused"] and habana.fused_adam == []
+    _no_move(monkeypatch, backend := GaudiBackend())
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.warns(UserWarning, match="use_fused_adam ignored"):
-        assert backend.prepare(model, sgd)[1] is sgd
+    assert backend.prepare(model, sgd)[1] is sgd  # prepare no longer swaps optimizers
+    ipu = IpuBackend().make_optimizer(_groups(model), weight_decay=0.01)
+    assert isinstance(ipu, poptorch.AdamW) and [g["lr"] for g in ipu.param_groups] == [1e-3, 1e-2]
+    assert poptorch.optimizers == [{"lr": 1e-3, "weight_decay": 0.01, "max_grad_norm": float("inf")}]
+
+
+def test_device_rng_state_goes_through_the_backend(habana: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = GaudiBackend()
+    state = backend.rng_state()
+    assert set(state) == {"hpu"} and state["hpu"].tolist() == [7, 7]
+    backend.set_rng_state({"hpu": torch.tensor([1, 2], dtype=torch.uint8), "python": None})
+    assert habana.rng.tolist() == [1, 2]
+    assert CpuBackend().rng_state() == {}  # torch's CPU generator is checkpointed with python's and numpy's
+
+    from trainers.cuda import CudaBackend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [torch.tensor([3], dtype=torch.uint8)])
+    restored: list = []
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.append)
+    cuda = CudaBackend(precision="fp32")
+    assert cuda.rng_state()["cuda"][0].tolist() == [3]
+    cuda.set_rng_state(cuda.rng_state())
+    assert restored[0][0].tolist() == [3]
+
+
+def test_backend_options_are_checked_by_name(habana: Any) -> None:
+    with pytest.raises(TypeError, match=r"the 'cpu' backend has no option\(s\) 'num_thread'; its options: .*num_thr"):
+        get_backend("cpu", num_thread=2)
+    with pytest.raises(TypeError, match=r"the 'hpu' backend has no option\(s\) 'ipu_config'"):
+        get_backend("hpu", ipu_config={})
+    with pytest.raises(TypeError, match=r"the 'hpu' backend has no option\(s\) dist_timout"):
+        GaudiBackend(dist_timout=3)  # the distributed options are checked by the backend too
+    assert get_backend("hpu", dist_timeout=5.0).dist_timeout == 5.0
 
 
 def test_gaudi_without_device(habana: Any) -> None:
@@ -337,11 +380,6 @@ def poptorch(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
         rec.executors.append(FakeExecutor(rec, model, options, optimizer))
         return rec.executors[-1]
 
-    def inference_model(model: nn.Module, options: Any = None) -> FakeExecutor:
-        rec.calls.append(("inferenceModel", model.training))
-        rec.executors.append(FakeExecutor(rec, model, options))
-        return rec.executors[-1]
-
     def begin_block(layer: nn.Module, user_id: str | None = None, ipu_id: int | None = None) -> nn.Module:
         rec.blocks.append((user_id, ipu_id))
         return layer
@@ -363,12 +401,7 @@ def poptorch(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
 
     AdamW.__module__ = "poptorch.optim"
     optim.AdamW, optim.Adam, optim.SGD = AdamW, AdamW, AdamW
-    mod.Options, mod.trainingModel, mod.inferenceModel, mod.BeginBlock = (
-        options,
-        training_model,
-        inference_model,
-        begin_block,
-    )
+    mod.Options, mod.trainingModel, mod.BeginBlock = options, training_model, begin_block
     rec.AdamW = AdamW
     _install(monkeypatch, {"poptorch": mod, "poptorch.optim": optim})
     return rec
@@ -391,17 +424,11 @@ def test_ipu_options_from_json(poptorch: Any, tmp_path: Path) -> None:
     path.write_text(json.dumps(IPU_CONFIG))
     backend = get_backend("ipu", ipu_config=path)
     assert isinstance(backend, IpuBackend)
-    training, inference = poptorch.options
+    [training] = poptorch.options  # training options only: inference runs on the host, as predict does
     assert training == [
         ("deviceIterations", 3),
         ("replicationFactor", 2),
         ("gradientAccumulation", 8),
-        ("setPartialsType", torch.float16),
-        ("enableExecutableCaching", "./exe_cache"),
-    ]
-    assert inference == [
-        ("deviceIterations", 3),
-        ("replicationFactor", 2),
         ("setPartialsType", torch.float16),
         ("enableExecutableCaching", "./exe_cache"),
     ]
@@ -413,7 +440,7 @@ def test_ipu_training_model_and_lr_changes(poptorch: Any) -> None:
     backend = IpuBackend(ipu_config=IPU_CONFIG)
     backend.setup()
     model = Tiny()
-    module, optimizer = backend.prepare(model, _two_groups(model))
+    module, optimizer = backend.prepare(model, backend.make_optimizer(_groups(model), weight_decay=0.0))
     executor = poptorch.executors[0]
     assert poptorch.calls == ["trainingModel"] and module is executor
     assert executor.model is model and executor.options is backend.options and executor.optimizer is optimizer
@@ -432,10 +459,8 @@ def test_ipu_training_model_and_lr_changes(poptorch: Any) -> None:
     assert poptorch.calls[-1] == ("setOptimizer", [5e-4, 5e-3])
 
     assert backend.unwrap(module) is model and poptorch.calls[-1] == "copyWeightsToHost"
-    infer = backend.inference_model(module)
-    assert poptorch.calls[-2:] == ["detachFromDevice", ("inferenceModel", False)]
-    assert infer.model is model and infer.options is backend.inference_options and model.training
     backend.teardown()
+    assert poptorch.calls[-1] == "detachFromDevice"
 
 
 def test_ipu_fp16_halves_the_model_and_rejects_bf16(poptorch: Any) -> None:

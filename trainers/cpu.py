@@ -7,12 +7,15 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
 from .base import Backend, warn_once
-from .distributed import DistributedMixin
+from .distributed import DistOptions, DistributedMixin
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +107,7 @@ class CpuBackend(DistributedMixin, Backend):
     supported_precisions = ("fp32", "bf16")
     default_dist_backend = "gloo"
     allowed_dist_backends = ("gloo", "ccl")
+    fused_adamw = True
 
     def __init__(
         self,
@@ -112,12 +116,9 @@ class CpuBackend(DistributedMixin, Backend):
         *,
         num_threads: int | None = None,
         use_ipex: bool = False,
-        dist_backend: str | None = None,
-        find_unused_parameters: bool = True,
-        ddp_options: Mapping[str, Any] | None = None,
-        dist_timeout: float | None = None,
         compile_options: Mapping[str, Any] | None = None,
         cpuinfo: str | None = None,
+        **dist_options: Unpack[DistOptions],
     ) -> None:
         self.features = detect_cpu_features(cpuinfo)
         super().__init__(precision, compile, device="cpu", compile_options=compile_options)
@@ -133,7 +134,7 @@ class CpuBackend(DistributedMixin, Backend):
                     "use_ipex=True needs Intel Extension for PyTorch: install intel-extension-for-pytorch "
                     "(matching your torch version), or drop use_ipex"
                 ) from err
-        self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
+        self._init_distributed(**dist_options)
         if self.precision == "bf16" and not self.features.native_bf16:
             how = "could not be confirmed" if self.features.native_bf16 is None else "is missing"
             warn_once(

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
 from .base import Backend
-from .distributed import DistributedMixin
+from .distributed import DistOptions, DistributedMixin
 
 logger = logging.getLogger(__name__)
 
@@ -25,17 +28,15 @@ class CudaBackend(DistributedMixin, Backend):
     supported_precisions = ("fp32", "bf16", "fp16")
     default_dist_backend = "nccl"
     allowed_dist_backends = ("nccl", "gloo")
+    fused_adamw = True
 
     def __init__(
         self,
         precision: str = "fp32",
         compile: bool = False,
         *,
-        dist_backend: str | None = None,
-        find_unused_parameters: bool = True,
-        ddp_options: Mapping[str, Any] | None = None,
-        dist_timeout: float | None = None,
         compile_options: Mapping[str, Any] | None = None,
+        **dist_options: Unpack[DistOptions],
     ) -> None:
         if not torch.cuda.is_available():
             raise RuntimeError(
@@ -43,7 +44,7 @@ class CudaBackend(DistributedMixin, Backend):
                 f"is False (torch {torch.__version__}); use backend='cpu' or 'auto'"
             )
         super().__init__(precision, compile, device="cpu", compile_options=compile_options)
-        self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
+        self._init_distributed(**dist_options)
         count = torch.cuda.device_count()
         if self.local_rank >= count:
             raise RuntimeError(f"LOCAL_RANK={self.local_rank} but only {count} CUDA device(s) are visible")
@@ -68,6 +69,14 @@ class CudaBackend(DistributedMixin, Backend):
         return {
             k: (v.to(self.device, non_blocking=True) if isinstance(v, torch.Tensor) else v) for k, v in batch.items()
         }
+
+    def rng_state(self) -> dict[str, Any]:
+        """Every visible GPU's generator state (as ``torch.cuda.get_rng_state_all``)."""
+        return {"cuda": torch.cuda.get_rng_state_all()}
+
+    def set_rng_state(self, state: Mapping[str, Any]) -> None:
+        if "cuda" in state:
+            torch.cuda.set_rng_state_all(state["cuda"])
 
     def ddp_device_ids(self) -> list[int] | None:
         return [self.local_rank]

@@ -13,9 +13,12 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 logger = logging.getLogger(__name__)
 
@@ -160,11 +163,20 @@ def broadcast_object(obj: Any, src: int = 0) -> Any:
     return box[0]
 
 
+class DistOptions(TypedDict, total=False):
+    """The process-group options every backend that runs under torchrun accepts (cpu, cuda, hpu)."""
+
+    dist_backend: str | None  # process-group backend; None: the backend's default (gloo, nccl, hccl)
+    find_unused_parameters: bool  # DDP's, default True (bodies hold parameters the loss does not use)
+    ddp_options: Mapping[str, Any] | None  # further DistributedDataParallel keyword arguments
+    dist_timeout: float | None  # process-group timeout in seconds
+
+
 class DistributedMixin:
     """torchrun support for a :class:`~trainers.base.Backend`: put it first in the bases.
 
-    Call :meth:`_init_distributed` from ``__init__``; ``setup`` joins the process group when
-    ``WORLD_SIZE`` > 1, ``prepare`` wraps in DDP, ``teardown`` destroys the group we created.
+    Call :meth:`_init_distributed` with the backend's :class:`DistOptions` from ``__init__``; ``setup`` joins the
+    process group when ``WORLD_SIZE`` > 1, ``prepare`` wraps in DDP, ``teardown`` destroys the group we created.
     """
 
     default_dist_backend: str = "gloo"
@@ -174,13 +186,11 @@ class DistributedMixin:
     local_rank: int
     world_size: int
 
-    def _init_distributed(
-        self,
-        dist_backend: str | None = None,
-        find_unused_parameters: bool = True,
-        dist_timeout: float | None = None,
-        ddp_options: Mapping[str, Any] | None = None,
-    ) -> None:
+    def _init_distributed(self, **options: Unpack[DistOptions]) -> None:
+        unknown = sorted(set(options) - set(DistOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"the {getattr(self, 'name', '?')!r} backend has no option(s) {', '.join(unknown)}")
+        dist_backend = options.get("dist_backend")
         self.dist_env = detect_env()
         self.rank = self.dist_env.rank
         self.local_rank = self.dist_env.local_rank
@@ -194,8 +204,9 @@ class DistributedMixin:
         if dist_backend == "ccl":
             load_process_group_backend("ccl")  # fail before any work when asked but missing
         self.dist_backend = dist_backend
-        self.dist_timeout = dist_timeout
-        self.ddp_options: dict[str, Any] = {"find_unused_parameters": find_unused_parameters, **(ddp_options or {})}
+        self.dist_timeout = options.get("dist_timeout")
+        self.ddp_options: dict[str, Any] = {"find_unused_parameters": options.get("find_unused_parameters", True),
+                                            **(options.get("ddp_options") or {})}
         self._owns_process_group = False
 
     # ---- lifecycle -------------------------------------------------------------------------

@@ -23,12 +23,15 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
 from .base import Backend, read_json_config, warn_once
-from .distributed import DistributedMixin
+from .distributed import DistOptions, DistributedMixin
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +42,6 @@ SDK_HINT = (
     "The 'hpu' backend needs Habana's SDK: install habana-frameworks (habana_frameworks.torch, shipped as "
     "habana-torch-plugin with the Intel Gaudi software stack / PyTorch container) on a machine with Gaudi cards"
 )
-# torch.optim.AdamW group keys that only select a torch implementation; not passed to FusedAdamW.
-_TORCH_IMPL_KEYS = ("foreach", "maximize", "capturable", "differentiable", "fused", "decoupled_weight_decay", "amsgrad")
 
 
 @dataclass
@@ -147,14 +148,6 @@ def lazy_mode_enabled() -> bool:
         return True
 
 
-def _is_adamw(optimizer: torch.optim.Optimizer) -> bool:
-    if isinstance(optimizer, torch.optim.AdamW):
-        return True
-    return isinstance(optimizer, torch.optim.Adam) and all(
-        g.get("decoupled_weight_decay") for g in optimizer.param_groups
-    )
-
-
 class GaudiBackend(DistributedMixin, Backend):
     """Train on Intel Gaudi cards (device ``hpu``), one card per process under torchrun.
 
@@ -174,11 +167,8 @@ class GaudiBackend(DistributedMixin, Backend):
         compile: bool = False,
         *,
         gaudi_config: GaudiConfig | Mapping[str, Any] | str | os.PathLike | None = None,
-        dist_backend: str | None = None,
-        find_unused_parameters: bool = True,
-        ddp_options: Mapping[str, Any] | None = None,
-        dist_timeout: float | None = None,
         compile_options: Mapping[str, Any] | None = None,
+        **dist_options: Unpack[DistOptions],
     ) -> None:
         self.gaudi_config = GaudiConfig.load(gaudi_config)
         if self.gaudi_config.use_torch_autocast and precision in ("fp32", "auto"):
@@ -190,12 +180,13 @@ class GaudiBackend(DistributedMixin, Backend):
         if not hpu_available():
             raise RuntimeError("Habana's SDK is installed but no Gaudi device (hpu) is available")
         self.device = torch.device("hpu")
+        self.hpu = importlib.import_module("habana_frameworks.torch.hpu")
         self.lazy_mode = lazy_mode_enabled()
         if compile:
             if self.lazy_mode:
                 raise ValueError("compile=True on Gaudi needs eager mode: set PT_HPU_LAZY_MODE=0")
             self.compile_options.setdefault("backend", "hpu_backend")
-        self._init_distributed(dist_backend, find_unused_parameters, dist_timeout, ddp_options)
+        self._init_distributed(**dist_options)
         self._fused_clip: Any = None
         self._fused_clip_norm_value: float | None = None
 
@@ -212,21 +203,14 @@ class GaudiBackend(DistributedMixin, Backend):
         self.mark_step()
 
     # ---- fused optimizer / clipping --------------------------------------------------------
-    def optimize_module(
-        self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
-    ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    def make_optimizer(self, groups: list[dict[str, Any]], weight_decay: float) -> torch.optim.Optimizer:
+        """torch's AdamW, or Habana's ``FusedAdamW`` with the same hyperparameters when ``use_fused_adam``."""
+        adamw = super().make_optimizer([dict(g) for g in groups], weight_decay)  # torch fills in its group keys
         if not self.gaudi_config.use_fused_adam:
-            return module, optimizer
-        if not _is_adamw(optimizer) or any(g.get("amsgrad") for g in optimizer.param_groups):
-            warn_once(f"use_fused_adam ignored: {type(optimizer).__name__} is not a plain AdamW")
-            return module, optimizer
-        if optimizer.state:
-            warn_once("use_fused_adam: the AdamW state is dropped; load optimizer state after backend.prepare()")
+            return adamw
         fused_cls = importlib.import_module("habana_frameworks.torch.hpex.optimizers").FusedAdamW
-        groups = [{k: v for k, v in g.items() if k not in _TORCH_IMPL_KEYS} for g in optimizer.param_groups]
-        d = optimizer.defaults
-        fused = fused_cls(groups, lr=d["lr"], betas=d["betas"], eps=d["eps"], weight_decay=d["weight_decay"])
-        return module, fused
+        d = adamw.defaults
+        return fused_cls(groups, lr=d["lr"], betas=d["betas"], eps=d["eps"], weight_decay=d["weight_decay"])
 
     def clip_grad_norm(self, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
         if not self.gaudi_config.use_fused_clip_norm:
@@ -238,6 +222,15 @@ class GaudiBackend(DistributedMixin, Backend):
             self._fused_clip = norm_cls(params, max_grad_norm)
             self._fused_clip_norm_value = max_grad_norm
         self._fused_clip.clip_norm(params)
+
+    # ---- checkpoints ---------------------------------------------------------------------
+    def rng_state(self) -> dict[str, Any]:
+        """The Gaudi generator's state (``habana_frameworks.torch.hpu.get_rng_state``)."""
+        return {"hpu": self.hpu.get_rng_state()}
+
+    def set_rng_state(self, state: Mapping[str, Any]) -> None:
+        if "hpu" in state:
+            self.hpu.set_rng_state(state["hpu"])
 
     def describe(self) -> str:
         mode = "bf16 autocast" if self.precision == "bf16" else "fp32"

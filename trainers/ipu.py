@@ -54,8 +54,6 @@ class IpuConfig:
     device_iterations: int = 1
     enable_half_partials: bool = False
     executable_cache_dir: str | None = None
-    inference_device_iterations: int | None = None
-    inference_replication_factor: int | None = None
     max_grad_norm: float | None = None
     loss_scaling: float | None = None
     random_seed: int | None = None
@@ -143,24 +141,18 @@ class IpuBackend(DistributedMixin, Backend):
         self.ipu_config = IpuConfig.load(ipu_config)
         self.poptorch = _import_poptorch()
         self._init_distributed()
-        self.options = self.build_options(training=True)
-        self.inference_options = self.build_options(training=False)
+        self.options = self.build_options()
         self.training_model: Any = None
         self._originals: dict[int, torch.nn.Module] = {}
-        self._inference_models: list[Any] = []
 
     # ---- options ---------------------------------------------------------------------------
-    def build_options(self, training: bool = True) -> Any:
-        """``poptorch.Options`` from the IPU config (inference: no gradient accumulation)."""
+    def build_options(self) -> Any:
+        """``poptorch.Options`` of the training model from the IPU config."""
         cfg = self.ipu_config
         opts = self.poptorch.Options()
-        if training:
-            opts.deviceIterations(cfg.device_iterations)
-            opts.replicationFactor(cfg.replication_factor)
-            opts.Training.gradientAccumulation(cfg.gradient_accumulation_steps)
-        else:
-            opts.deviceIterations(cfg.inference_device_iterations or cfg.device_iterations)
-            opts.replicationFactor(cfg.inference_replication_factor or cfg.replication_factor)
+        opts.deviceIterations(cfg.device_iterations)
+        opts.replicationFactor(cfg.replication_factor)
+        opts.Training.gradientAccumulation(cfg.gradient_accumulation_steps)
         if cfg.enable_half_partials:
             opts.Precision.setPartialsType(torch.float16)
         if cfg.executable_cache_dir:
@@ -187,9 +179,9 @@ class IpuBackend(DistributedMixin, Backend):
             )
 
     def teardown(self) -> None:
-        for model in [self.training_model, *self._inference_models]:
-            if model is not None and _call(model, "isAttachedToDevice", default=False):
-                model.detachFromDevice()
+        model = self.training_model
+        if model is not None and _call(model, "isAttachedToDevice", default=False):
+            model.detachFromDevice()
         super().teardown()
 
     # ---- wrapping --------------------------------------------------------------------------
@@ -209,6 +201,10 @@ class IpuBackend(DistributedMixin, Backend):
             )
         logger.info("pipelined %s over %d IPUs: %s", name, self.ipu_config.ipus_per_replica, ipu_of)
         return module
+
+    def make_optimizer(self, groups: list[dict[str, Any]], weight_decay: float) -> torch.optim.Optimizer:
+        """PopTorch's AdamW with the groups and learning rates of torch's."""
+        return self.convert_optimizer(super().make_optimizer(groups, weight_decay))
 
     def convert_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
         """The PopTorch optimizer equivalent to ``optimizer`` (same groups and learning rates)."""
@@ -252,19 +248,6 @@ class IpuBackend(DistributedMixin, Backend):
         self.training_model = self.poptorch.trainingModel(module, options=self.options, optimizer=optimizer)
         self._originals[id(self.training_model)] = module
         return self.training_model, optimizer
-
-    def inference_model(self, module: torch.nn.Module) -> Any:
-        """``poptorch.inferenceModel`` of the (unwrapped) module; detaches the training model first."""
-        original = self.unwrap(module)
-        if self.training_model is not None and _call(self.training_model, "isAttachedToDevice", default=False):
-            self.training_model.detachFromDevice()
-        was_training = original.training
-        original.eval()
-        model = self.poptorch.inferenceModel(original, options=self.inference_options)
-        original.train(was_training)
-        self._inference_models.append(model)
-        self._originals[id(model)] = original
-        return model
 
     def unwrap(self, module: torch.nn.Module) -> torch.nn.Module:
         """The host module behind a PopTorch executor, with the trained weights copied back."""

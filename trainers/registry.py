@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging
 import sys
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import torch
 
 from .base import Backend
+from .distributed import DistOptions
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +30,18 @@ def backend_class(name: str) -> type[Backend]:
     """The Backend class registered under ``name`` (imports no device SDK)."""
     module, cls, _ = BACKENDS[name]
     return getattr(importlib.import_module(module), cls)
+
+
+def backend_options(cls: type[Backend]) -> list[str]:
+    """The option names ``cls`` takes besides precision and compile: its keyword arguments, and the
+    :class:`~trainers.distributed.DistOptions` of the backends that run under torchrun."""
+    names = []
+    for name, param in inspect.signature(cls).parameters.items():
+        if param.kind is param.VAR_KEYWORD:
+            names += list(DistOptions.__annotations__)
+        elif name not in ("precision", "compile") and param.kind is not param.VAR_POSITIONAL:
+            names.append(name)
+    return sorted(names)
 
 
 def _module_present(name: str) -> bool:
@@ -62,7 +76,8 @@ def get_backend(
 ) -> Backend:
     """Build the backend ``name`` with ``precision`` ("fp32" | "bf16" | "fp16") and backend ``options``.
 
-    Fails before any work: unknown name (ValueError), missing SDK (ImportError naming the package),
+    Fails before any work: unknown name (ValueError), an option the backend does not take (TypeError listing its
+    options), missing SDK (ImportError naming the package),
     no device (RuntimeError), precision the device cannot do (ValueError; never a silent fallback).
     The returned backend's ``reason`` says why it was chosen; ``describe()`` what it detected.
     A Backend instance is returned as is.
@@ -79,7 +94,12 @@ def get_backend(
         key, reason = resolve_auto(**options)
     else:
         reason = f"requested {key!r}"
-    backend = backend_class(key)(precision=precision, compile=compile, **options)
+    cls = backend_class(key)
+    unknown = sorted(set(options) - set(backend_options(cls)))
+    if unknown:
+        raise TypeError(f"the {key!r} backend has no option(s) {', '.join(map(repr, unknown))}; "
+                        f"its options: {', '.join(backend_options(cls))}")
+    backend = cls(precision=precision, compile=compile, **options)
     backend.reason = reason
     logger.info("backend: %s -> %s", reason, backend.describe())
     return backend
