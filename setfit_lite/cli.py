@@ -230,45 +230,24 @@ def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
-    """A saved SetFitModel, or an ``OnnxSetFitModel`` for a folder written by ``setfit-lite export``."""
-    from .export import ONNX_CONFIG_NAME
-    from .modeling import SetFitModel
+    """A saved SetFitModel, or an ``OnnxSetFitModel`` (without importing torch) for a folder written by
+    ``setfit-lite export``."""
+    from .export import ONNX_CONFIG_NAME, OnnxSetFitModel
 
     if (Path(model_dir) / ONNX_CONFIG_NAME).is_file():
-        return SetFitModel.from_onnx(model_dir, runtime=runtime)
+        return OnnxSetFitModel.load(model_dir, runtime=runtime)
+    from .modeling import SetFitModel
+
     return SetFitModel.from_pretrained(model_dir)
-
-
-class _ExportedModel:
-    """An exported model as ``Trainer.evaluate`` reads a fitted SetFitModel (labels, predict_proba)."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.training_info: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
-
-    def _check_fitted(self) -> None:
-        """An export always holds a fitted head."""
-
-    def label_ids(self, raw_labels: Any) -> Any:
-        from .modeling import SetFitModel
-
-        return SetFitModel.label_ids(self, raw_labels)  # type: ignore[arg-type]
 
 
 def cmd_evaluate(ns: argparse.Namespace) -> dict[str, Any]:
     from .data import to_labeled_data
-    from .modeling import SetFitModel
-    from .trainer import Trainer
+    from .evaluation import evaluate_model
 
     model = _load_model(ns.model_dir, ns.runtime)
-    if not isinstance(model, SetFitModel):
-        model = _ExportedModel(model)
     data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
-    trainer = Trainer(model=model, metric=ns.metric)
-    result = trainer.evaluate({"text": data.texts, "label": data.labels, **data.columns}, group_by=ns.group_by)
+    result = evaluate_model(model, data, ns.metric, group_by=ns.group_by)
     if ns.group_by:
         print(format_groups(result, ns.metric, ns.group_by))
     print(json.dumps(result, default=str))

@@ -1,4 +1,8 @@
-"""SetFitModel: a sentence-transformers body and a light head; predict, predict_proba, encode, save, load."""
+"""SetFitModel: a sentence-transformers body and a light head; predict, predict_proba, encode, save, load.
+
+torch, sentence-transformers and the heads are imported where a model first needs them (every model with a body
+has them loaded), so that importing this module, and ``SetFitModel.from_onnx``, run without torch.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,12 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from sentence_transformers import SentenceTransformer
-from tqdm.auto import tqdm
 
 from . import __version__
 from .data import validate_texts
-from .heads import SklearnHead, build_head, load_head
 from .inference import Predictor, length_sorted_batches, tokenize_texts, with_prompt
 from .serialization import (
     atomic_update_directory,
@@ -26,9 +26,12 @@ from .serialization import (
     save_json,
     verify_manifest,
 )
-from .setfit_format import is_setfit_folder, load_setfit_folder
 from .verbosity import quiet_dependencies, show_progress
 from .zoo import resolve_model_path
+
+if TYPE_CHECKING:
+    import torch
+    from sentence_transformers import SentenceTransformer
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +84,11 @@ class SetFitModel(Predictor):
         Never executes code from the folder unless ``trust_remote_code=True``; pickled files are refused
         unless ``allow_pickle=True``.
         """
+        from sentence_transformers import SentenceTransformer
+
+        from .heads import load_head
+        from .setfit_format import is_setfit_folder, load_setfit_folder
+
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
         path = resolve_model_path(str(pretrained_model_name_or_path))
@@ -130,6 +138,8 @@ class SetFitModel(Predictor):
 
     def new_head(self, num_classes: int, multi_label: bool) -> Any:
         """An unfitted head for ``num_classes`` classes, as configured at construction."""
+        from .heads import build_head
+
         return build_head(self.head_spec, num_classes=num_classes, multi_label=multi_label,
                           multi_target_strategy=self.multi_target_strategy,
                           in_features=self.embedding_dim, use_differentiable_head=self.use_differentiable_head,
@@ -143,6 +153,8 @@ class SetFitModel(Predictor):
 
     @property
     def has_differentiable_head(self) -> bool:
+        import torch
+
         head = self.model_head
         return isinstance(head, torch.nn.Module) or (head is None and self.use_differentiable_head)
 
@@ -162,6 +174,9 @@ class SetFitModel(Predictor):
     def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None,
                      autocast: Any = None) -> np.ndarray:
         """Embeddings of pre-tokenised texts, batched by length, returned in input order."""
+        import torch
+        from tqdm.auto import tqdm
+
         body = self.model_body
         device = body.device
         out = np.empty((len(token_ids), self.embedding_dim), dtype=np.float32)
@@ -197,7 +212,11 @@ class SetFitModel(Predictor):
                       show_progress_bar: bool | None = None) -> np.ndarray | torch.Tensor:
         """Class probabilities, columns in ``labels`` order (as ``predict`` uses them); a tensor unless ``as_numpy``."""
         proba = super().predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        return proba if as_numpy else torch.from_numpy(proba)
+        if as_numpy:
+            return proba
+        import torch
+
+        return torch.from_numpy(proba)
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         embeddings = self.embed_tokens(self.tokenize(texts), batch_size, show_progress_bar)
@@ -252,6 +271,8 @@ class SetFitModel(Predictor):
         }
 
     def to(self, device: str | torch.device) -> SetFitModel:
+        import torch
+
         self.model_body.to(device)
         if isinstance(self.model_head, torch.nn.Module):
             self.model_head.to(device)
@@ -309,6 +330,8 @@ def _settings(saved: dict[str, Any], given: dict[str, Any], head: Any, where: Pa
 
     A given value that differs from the saved one is refused when there is a fitted head: it could not apply.
     """
+    from .heads import SklearnHead
+
     out = {}
     for name, default in _SETTING_DEFAULTS.items():
         value = saved.get(name)
