@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from . import jsonable
 from .serialization import sha256_file
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,6 @@ logger = logging.getLogger(__name__)
 PREFIX = "checkpoint-"
 MANIFEST = "checkpoint.json"
 FORMAT_VERSION = 1
-_TENSOR = "__tensor__"
 
 
 class CheckpointError(ValueError):
@@ -40,38 +40,20 @@ class CheckpointError(ValueError):
 
 
 def _split(obj: Any, prefix: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """``obj`` with every tensor replaced by a reference into ``tensors`` (JSON-serialisable otherwise)."""
-    if isinstance(obj, torch.Tensor):
-        name = prefix or "value"
-        tensors[name] = obj.detach().cpu().contiguous().clone()
-        return {_TENSOR: name}
-    if isinstance(obj, np.ndarray):
-        return {"__ndarray__": obj.tolist(), "dtype": str(obj.dtype)}
-    if isinstance(obj, dict):
-        if not all(isinstance(k, (str, int)) for k in obj):
-            raise TypeError(f"cannot checkpoint a dict with keys {list(obj)[:5]}")
-        return {"__dict__": [[k, _split(v, f"{prefix}.{k}", tensors)] for k, v in obj.items()]}
-    if isinstance(obj, (list, tuple)):
-        items = [_split(v, f"{prefix}.{i}", tensors) for i, v in enumerate(obj)]
-        return {"__tuple__": items} if isinstance(obj, tuple) else items
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise TypeError(f"cannot checkpoint a value of type {type(obj).__name__} at {prefix!r}")
+    """``obj`` as JSON-serialisable data, every tensor moved (detached, on the CPU) into ``tensors``."""
+    before = set(tensors)
+    try:
+        data = jsonable.encode(obj, tensors, tensor_types=(torch.Tensor,), name=prefix)
+    except TypeError as exc:
+        raise TypeError(f"cannot checkpoint the training state: {exc}") from exc
+    for name in tensors.keys() - before:
+        tensors[name] = tensors[name].detach().cpu().contiguous().clone()
+    return data
 
 
 def _join(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    if isinstance(obj, list):
-        return [_join(v, tensors) for v in obj]
-    if isinstance(obj, dict):
-        if _TENSOR in obj:
-            return tensors[obj[_TENSOR]]
-        if "__ndarray__" in obj:
-            return np.asarray(obj["__ndarray__"], dtype=obj["dtype"])
-        if "__tuple__" in obj:
-            return tuple(_join(v, tensors) for v in obj["__tuple__"])
-        if "__dict__" in obj:
-            return {k: _join(v, tensors) for k, v in obj["__dict__"]}
-    return obj
+    """The inverse of :func:`_split` (also reads checkpoints written before ``setfit_lite.jsonable``)."""
+    return jsonable.decode(obj, tensors)
 
 
 def _write_state(folder: Path, name: str, state: Any) -> None:

@@ -293,3 +293,109 @@ def test_build_head_errors() -> None:
         build_head(TorchHead(6, 3), 2)
     with pytest.raises(TypeError):
         build_head(torch.nn.Linear(6, 2), 2)
+
+
+# ------------------------------------------------------------------------- saved format and versions
+
+FORMAT1 = Path(__file__).parent / "data" / "heads_format1"
+
+
+def _format1_cases() -> list[str]:
+    return sorted(p.name for p in FORMAT1.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("case", _format1_cases())
+def test_heads_saved_by_the_single_module_code_load_and_resave_unchanged(tmp_path: Path, case: str) -> None:
+    """Heads written by ``heads.py`` before it became a package load, predict as then, and save the same files."""
+    expected = load_json(FORMAT1 / "expected.json", what="expected")
+    X1 = np.asarray(expected["X"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # same scikit-learn release, no unknown parameters: no warning
+        head = load_head(FORMAT1 / case)
+    np.testing.assert_allclose(head.predict_proba(X1), np.asarray(expected[case]), rtol=1e-6, atol=1e-12)
+    head.save(tmp_path / case)
+    old_cfg = load_json(FORMAT1 / case / HEAD_CONFIG_NAME, what="old config")
+    new_cfg = load_json(tmp_path / case / HEAD_CONFIG_NAME, what="new config")
+    old_cfg.pop("sklearn_version", None), new_cfg.pop("sklearn_version", None)
+    assert new_cfg == old_cfg
+    old_t, new_t = load_tensors(FORMAT1 / case / HEAD_WEIGHTS_NAME), load_tensors(tmp_path / case / HEAD_WEIGHTS_NAME)
+    assert old_t.keys() == new_t.keys() and all(torch.equal(old_t[k], new_t[k]) for k in old_t)
+
+
+def _saved_lr(folder: Path, **changes) -> Path:
+    SklearnHead(num_classes=3).fit(X, _ids(3)).save(folder)
+    cfg = load_json(folder / HEAD_CONFIG_NAME, what="head config")
+    params = {**cfg["estimator_params"], **changes.pop("estimator_params", {})}
+    save_json(folder / HEAD_CONFIG_NAME, {**cfg, "estimator_params": params, **changes})
+    return folder
+
+
+def test_newer_sklearn_version_warns_naming_both(tmp_path: Path) -> None:
+    import sklearn
+
+    folder = _saved_lr(tmp_path / "head", sklearn_version="99.1.0")
+    with pytest.warns(UserWarning, match=r"saved with scikit-learn 99\.1\.0 and is loaded with scikit-learn") as rec:
+        head = load_head(folder)
+    assert sklearn.__version__ in str(rec[0].message) and "newer release" in str(rec[0].message)
+    assert "install scikit-learn 99.1" in str(rec[0].message)
+    assert head.predict_proba(X).shape == (48, 3)
+
+
+def test_unknown_saved_parameter_warns_and_older_version_is_silent(tmp_path: Path) -> None:
+    folder = _saved_lr(tmp_path / "a", sklearn_version="1.3.0", estimator_params={"multi_class": "ovr"})
+    with pytest.warns(UserWarning, match=r"LogisticRegression\.multi_class='ovr' do not exist .* ignored"):
+        head = load_head(folder)
+    assert "multi_class" not in head.estimator.get_params()
+    # an older release, only parameters it had deprecated ("deprecated") or that still exist: no warning
+    folder = _saved_lr(tmp_path / "b", sklearn_version="1.3.0", estimator_params={"gone": "deprecated"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_head(folder)
+    with pytest.raises(ValueError, match=r"invalid sklearn_version 'banana'"):
+        load_head(_saved_lr(tmp_path / "c", sklearn_version="banana"))
+
+
+def test_non_finite_parameter_is_saved(tmp_path: Path) -> None:
+    """C=inf was dropped with a warning (JSON has no inf); it is now stored and restored."""
+    head = SklearnHead(LogisticRegression(C=np.inf, max_iter=1000), num_classes=2).fit(X, _ids(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = _round_trip(head, tmp_path / "head")
+    assert loaded.estimator.C == np.inf
+
+
+def test_non_finite_embeddings_are_refused() -> None:
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    head = TorchHead(6, 2).fit(X, _ids(2), epochs=1, seed=0)
+    for fitted in (head, SklearnHead(num_classes=2).fit(X, _ids(2))):
+        with pytest.raises(ValueError, match="embeddings contains NaN"):
+            fitted.predict_proba(bad)
+    with pytest.raises(ValueError, match=r"embeddings must be 2-D \(n_samples, n_features\), got shape \(6,\)"):
+        head.predict_proba(X[0])
+
+
+def test_head_names_are_public() -> None:
+    from setfit_lite.heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES
+
+    assert SKLEARN_HEAD_NAMES[0] == "logistic_regression" and TORCH_HEAD_NAMES[0] == "differentiable"
+    assert isinstance(build_head(TORCH_HEAD_NAMES[0], 2, in_features=6), TorchHead)
+
+
+def test_one_private_sklearn_name_in_one_function() -> None:
+    """heads use scikit-learn's public API, except ``_ConstantPredictor`` (no public equivalent), in one place."""
+    import ast
+
+    import setfit_lite.heads as heads_pkg
+
+    uses = set()
+    for path in sorted(Path(heads_pkg.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        owner = {child: node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                 for child in ast.walk(node)}  # innermost function last: ast.walk goes outside in
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sklearn"):
+                uses |= {(path.name, owner.get(node), a.name) for a in node.names if a.name.startswith("_")}
+            elif isinstance(node, ast.Attribute) and node.attr in ("_get_param_names", "_ConstantPredictor"):
+                uses.add((path.name, owner.get(node), node.attr))
+    assert uses == {("linear.py", "_constant_predictor_type", "_ConstantPredictor")}
