@@ -62,14 +62,19 @@ _SNIFFED_SUFFIXES = (".bin",)
 # --------------------------------------------------------------------------------------------- atomic writes
 
 
+def _fsync(path: Path) -> None:
+    """fsync a file (or a folder) by path."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _fsync_dir(path: Path) -> None:
     """Best-effort fsync of a directory so renames inside it are durable (no-op where unsupported)."""
     with contextlib.suppress(OSError, AttributeError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(path)
 
 
 def _temp_sibling(target: Path, kind: str) -> Path:
@@ -469,11 +474,7 @@ def _fsync_tree(folder: Path) -> None:
     """fsync every file and folder under ``folder`` (so the commit never points at unwritten data)."""
     for p in sorted(folder.rglob("*"), reverse=True):
         if p.is_file() and not p.is_symlink():
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync(p)
         elif p.is_dir():
             _fsync_dir(p)
     _fsync_dir(folder)

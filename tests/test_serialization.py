@@ -383,6 +383,13 @@ def _user_files(folder: Path) -> None:
     (folder / "notes" / "n.txt").write_text("my notes")
 
 
+def _save_beside_user_files(model: object, folder: Path) -> None:
+    """A new folder with the user's files in it, then ``model`` saved into it."""
+    folder.mkdir()
+    _user_files(folder)
+    model.save_pretrained(folder)
+
+
 def _assert_user_files(folder: Path) -> None:
     assert (folder / "keep.txt").read_text() == "mine"
     assert (folder / "notes" / "n.txt").read_text() == "my notes"
@@ -393,9 +400,7 @@ def test_save_pretrained_into_existing_folder_keeps_user_files(tmp_path: Path, o
 
     old, new, texts = old_and_new
     folder = tmp_path / "somedir"
-    folder.mkdir()
-    _user_files(folder)
-    old.save_pretrained(folder)
+    _save_beside_user_files(old, folder)
     _assert_user_files(folder)
     np.testing.assert_array_equal(SetFitModel.from_pretrained(folder).predict_proba(texts), old.predict_proba(texts))
 
@@ -505,9 +510,7 @@ def kill_setup(tmp_path: Path, old_and_new: tuple) -> tuple:
 
     old, new, texts = old_and_new
     pristine = tmp_path / "pristine"
-    pristine.mkdir()
-    _user_files(pristine)
-    old.save_pretrained(pristine)
+    _save_beside_user_files(old, pristine)
     new.save_pretrained(tmp_path / "new_ref")
     old_proba = SetFitModel.from_pretrained(pristine).predict_proba(texts)
     new_emb = SetFitModel.from_pretrained(tmp_path / "new_ref").encode(texts)

@@ -27,33 +27,30 @@ __all__ = [
 MAX_LISTED = 20  # how many offending values an error message lists
 
 
-def loaded_module(name: str) -> Any:
-    """The module if it is already imported (data of its types cannot exist otherwise), else None."""
-    return sys.modules.get(name)
+def _is_instance(obj: Any, module: str, name: str) -> bool:
+    """``isinstance(obj, module.name)`` if ``module`` is imported (data of its types cannot exist otherwise)."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(obj, getattr(loaded, name))
 
 
 def is_dataset(obj: Any) -> bool:
     """Whether ``obj`` is a ``datasets.Dataset`` (without importing datasets)."""
-    ds = loaded_module("datasets")
-    return ds is not None and isinstance(obj, ds.Dataset)
+    return _is_instance(obj, "datasets", "Dataset")
 
 
 def is_dataset_dict(obj: Any) -> bool:
     """Whether ``obj`` is a ``datasets.DatasetDict`` (without importing datasets)."""
-    ds = loaded_module("datasets")
-    return ds is not None and isinstance(obj, ds.DatasetDict)
+    return _is_instance(obj, "datasets", "DatasetDict")
 
 
 def is_dataframe(obj: Any) -> bool:
     """Whether ``obj`` is a ``pandas.DataFrame`` (without importing pandas)."""
-    pd = loaded_module("pandas")
-    return pd is not None and isinstance(obj, pd.DataFrame)
+    return _is_instance(obj, "pandas", "DataFrame")
 
 
 def is_series(obj: Any) -> bool:
     """Whether ``obj`` is a ``pandas.Series`` (without importing pandas)."""
-    pd = loaded_module("pandas")
-    return pd is not None and isinstance(obj, pd.Series)
+    return _is_instance(obj, "pandas", "Series")
 
 
 def is_dataset_column(obj: Any) -> bool:

