@@ -231,7 +231,8 @@ class OpenVinoSession:
 def _load_tokenizer(folder: Path) -> Any:
     """The export's tokenizer: its ``tokenizer.json`` as the body's tokenizer wrote it (same ids, checked on MiniLM,
     multilingual-e5-small and the tests' body), without ``AutoTokenizer``, which imports torch where it is installed
-    (transformers' model configuration code) and would double the load time."""
+    (transformers' model configuration code): import, load and a first prediction take 2.0-2.3 s on this CPU
+    against 5.3-6.2 s through ``AutoTokenizer``."""
     if (folder / "tokenizer.json").is_file():
         from transformers import PreTrainedTokenizerFast
 
