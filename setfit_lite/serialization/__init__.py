@@ -1,0 +1,41 @@
+"""Safe, atomic persistence helpers: JSON, safetensors, pickle detection and integrity manifests.
+
+Nothing in setfit_lite ever writes a pickle, nor reads one unless a caller passes ``allow_pickle=True``.
+This package has no other setfit_lite imports, so any module may use it: write folders with
+:func:`atomic_directory`, JSON with :func:`save_json` and digests with :func:`sha256_file` rather than anew.
+torch is imported only to save or load tensors.
+
+- :mod:`.atomic`: files and folders that appear complete or not at all;
+- :mod:`.files`: JSON and safetensors files;
+- :mod:`.pickles`: finding and refusing pickle files;
+- :mod:`.manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load;
+- :mod:`.update`: saving into an existing folder (the user's other files stay), safe against a kill.
+"""
+
+from __future__ import annotations
+
+from .atomic import atomic_directory, atomic_write_bytes, atomic_write_text
+from .files import load_json, load_tensors, save_json, save_tensors
+from .manifest import MANIFEST_NAME, sha256_file, verify_manifest, write_manifest
+from .pickles import PICKLE_SUFFIXES, find_pickle_files, refuse_pickles
+from .update import SAVE_JOURNAL_NAME, atomic_update_directory, recover_interrupted_save
+
+__all__ = [
+    "MANIFEST_NAME",
+    "PICKLE_SUFFIXES",
+    "SAVE_JOURNAL_NAME",
+    "atomic_directory",
+    "atomic_update_directory",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "find_pickle_files",
+    "load_json",
+    "load_tensors",
+    "recover_interrupted_save",
+    "refuse_pickles",
+    "save_json",
+    "save_tensors",
+    "sha256_file",
+    "verify_manifest",
+    "write_manifest",
+]

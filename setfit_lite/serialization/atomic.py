@@ -1,0 +1,103 @@
+"""Atomic writes: a file or a whole folder appears complete or not at all (temp sibling, fsync, rename)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_path", "remove_path",
+           "temp_sibling"]
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file (or a folder) by path."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Best-effort fsync of a directory so renames inside it are durable (no-op where unsupported)."""
+    with contextlib.suppress(OSError, AttributeError):
+        fsync_path(path)
+
+
+def temp_sibling(target: Path, kind: str) -> Path:
+    """A fresh hidden path in ``target``'s folder (same filesystem, so renames are atomic)."""
+    return target.with_name(f".{target.name}.{kind}-{uuid.uuid4().hex[:12]}")
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file, symlink or folder tree if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty hidden temp folder next to ``path``; on success it atomically becomes ``path``.
+
+    If ``path`` already exists it is renamed aside, the temp folder is renamed in, then the old one is
+    removed (restored instead if the swap fails). On an exception inside the block the temp folder is
+    removed and any previous ``path`` is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_sibling(target, "tmp")
+    tmp.mkdir()  # unlike tempfile.mkdtemp, honours the umask (the folder becomes the final target)
+    try:
+        yield tmp
+    except BaseException:
+        remove_path(tmp)
+        raise
+    old: Path | None = None
+    try:
+        if target.exists() or target.is_symlink():
+            old = temp_sibling(target, "old")
+            os.replace(target, old)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            if old is not None:
+                os.replace(old, target)
+                old = None
+            raise
+    except BaseException:
+        remove_path(tmp)
+        raise
+    fsync_dir(target.parent)
+    if old is not None:
+        remove_path(old)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, ``os.replace``)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp_name = temp_sibling(target, "tmp")
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    fsync_dir(target.parent)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode(encoding))

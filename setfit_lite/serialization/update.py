@@ -1,0 +1,171 @@
+"""Saving into an existing folder: replace only the model's own files, all at once, even across a kill.
+
+The new files are staged in a hidden sub-folder, then the update commits by writing a journal; whoever finds the
+journal (the save itself, or the next load or save after a kill) completes the update.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .atomic import atomic_directory, fsync_dir, fsync_path, remove_path
+from .files import load_json, save_json
+from .manifest import MANIFEST_NAME, is_inside, read_manifest, sha256_file, write_manifest
+
+__all__ = ["SAVE_JOURNAL_NAME", "atomic_update_directory", "recover_interrupted_save"]
+
+logger = logging.getLogger(__name__)
+
+SAVE_JOURNAL_NAME = ".setfit_lite-save.json"
+_STAGING_PREFIX = ".setfit_lite-save-"
+
+
+@contextlib.contextmanager
+def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty staging folder whose files, on success, atomically become ``path``'s owned files.
+
+    On exit ``manifest.json`` is written for the staged files. If ``path`` does not exist it appears complete
+    or not at all (:func:`atomic_directory`). If it is a folder, only the files the new content has and the
+    files listed in its previous ``manifest.json`` are touched: same-named files are replaced, previously
+    listed files the new content lacks are removed (unless changed since), and everything else (the user's
+    files) is left alone. A path that is not a folder raises FileExistsError and is left untouched.
+
+    The update commits by writing a journal once every file is staged: a process killed before that leaves
+    the previous content; after it, the next :func:`recover_interrupted_save` (every load and save of the
+    folder calls it) completes the update. Either way the folder never holds a mix. Concurrent saves into
+    one folder are not supported.
+    """
+    target = Path(path)
+    if target.is_symlink() and not target.exists() or target.exists() and not target.is_dir():
+        raise FileExistsError(f"cannot save into {target}: it exists and is not a folder (it was left untouched)")
+    if not target.exists():
+        with atomic_directory(target) as tmp:
+            yield tmp
+            write_manifest(tmp)
+        return
+    recover_interrupted_save(target)
+    _remove_leftovers(target)
+    stage = target / f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+    stage.mkdir()
+    try:
+        yield stage
+        written = [*sorted(write_manifest(stage)), MANIFEST_NAME]  # the manifest moves in last
+        _check_no_conflicts(target, written)
+        journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
+        _fsync_tree(stage)
+        save_json(target / SAVE_JOURNAL_NAME, journal)  # the commit point
+    except BaseException:
+        remove_path(stage)
+        raise
+    _apply_journal(target, journal)
+
+
+def recover_interrupted_save(folder: str | os.PathLike[str]) -> bool:
+    """Complete a committed update of ``folder`` that a killed process left half done; return whether one was.
+
+    Idempotent and safe to run while the saving process itself is still completing the update.
+    """
+    root = Path(folder)
+    journal_path = root / SAVE_JOURNAL_NAME
+    if not journal_path.is_file():
+        return False
+    journal = load_json(journal_path, what="save journal")
+    valid = (
+        isinstance(journal, dict)
+        and isinstance(journal.get("staging"), str)
+        and journal["staging"].startswith(_STAGING_PREFIX)
+        and os.sep not in journal["staging"]
+        and all(
+            isinstance(journal.get(key), list) and all(isinstance(r, str) and is_inside(r) for r in journal[key])
+            for key in ("write", "remove")
+        )
+    )
+    if not valid:
+        raise ValueError(f"save journal {journal_path} is invalid; delete it and save the model again")
+    logger.info("completing an interrupted save into %s", root)
+    try:
+        _apply_journal(root, journal)
+    except OSError as exc:
+        raise OSError(f"{root} holds an interrupted save that could not be completed ({exc}); "
+                      "load or save it once with write access to the folder") from exc
+    return True
+
+
+def _apply_journal(root: Path, journal: Mapping[str, Any]) -> None:
+    """Move the staged files into ``root``, remove the stale ones, then drop the staging folder and journal."""
+    stage = root / journal["staging"]
+    for rel in journal["write"]:
+        src, dst = stage / rel, root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(src, dst)
+        except FileNotFoundError:
+            if not dst.is_file():  # not moved already (by an earlier, interrupted run of this journal)
+                raise
+    for rel in journal["remove"]:
+        stale = root / rel
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
+        for parent in stale.parents:  # prune the folders this left empty (not the target itself)
+            if parent == root or root not in parent.parents:
+                break
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+    for folder in sorted({(root / rel).parent for rel in journal["write"]} | {root}):
+        fsync_dir(folder)  # the moves are durable before the journal goes
+    remove_path(stage)
+    with contextlib.suppress(FileNotFoundError):
+        (root / SAVE_JOURNAL_NAME).unlink()
+    fsync_dir(root)
+
+
+def _remove_leftovers(root: Path) -> None:
+    """Staging folders and journal temp files of saves killed before they committed."""
+    for p in root.iterdir():
+        if p.name.startswith((_STAGING_PREFIX, f".{SAVE_JOURNAL_NAME}.tmp-")):
+            remove_path(p)
+
+
+def _check_no_conflicts(root: Path, written: list[str]) -> None:
+    """FileExistsError if a staged file would land on a folder, or under something that is not a folder."""
+    for rel in written:
+        dst = root / rel
+        if dst.is_dir() and not dst.is_symlink():
+            raise FileExistsError(f"cannot save into {root}: {dst} is a folder where the model writes a file")
+        for parent in Path(rel).parents:
+            p = root / parent
+            if parent != Path(".") and p.exists() and not p.is_dir():
+                raise FileExistsError(f"cannot save into {root}: {p} is a file where the model needs a folder")
+
+
+def _stale_files(root: Path, written: set[str]) -> list[str]:
+    """Files listed by ``root``'s previous manifest, unchanged since, that the new content does not write."""
+    if not (root / MANIFEST_NAME).is_file():
+        return []
+    try:
+        previous = read_manifest(root)
+    except ValueError as exc:
+        logger.warning("not removing files of the previous model in %s: %s", root, exc)
+        return []
+    return sorted(
+        rel for rel, digest in previous.items()
+        if rel not in written and (root / rel).is_file() and sha256_file(root / rel) == digest.lower()
+    )
+
+
+def _fsync_tree(folder: Path) -> None:
+    """fsync every file and folder under ``folder`` (so the commit never points at unwritten data)."""
+    for p in sorted(folder.rglob("*"), reverse=True):
+        if p.is_file() and not p.is_symlink():
+            fsync_path(p)
+        elif p.is_dir():
+            fsync_dir(p)
+    fsync_dir(folder)
