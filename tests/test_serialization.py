@@ -8,6 +8,8 @@ import os
 import random
 import shutil
 import signal
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -193,6 +195,13 @@ def _model_folder(root: Path) -> Path:
     save_tensors(root / "head" / "head.safetensors", {"w": np.arange(64, dtype=np.float32)})
     save_json(root / "config.json", {"labels": ["a", "b"]})
     return root
+
+
+def test_import_loads_no_torch() -> None:
+    """ONNX inference saves and loads through this package without torch: importing it must not load torch."""
+    code = "import sys, setfit_lite.serialization; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
 
 
 def test_sha256_file(tmp_path: Path) -> None:
