@@ -67,7 +67,8 @@ sys.exit(code)
 """
 
 
-def _run(code: str, *args: str) -> subprocess.CompletedProcess:
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -c code args`` in a child process with this checkout first on the path; fails on a non-zero exit."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True,
@@ -94,7 +95,7 @@ def test_from_onnx_predicts_without_torch(exported: tuple[Path, object], runtime
     if runtime == "openvino":
         pytest.importorskip("openvino")
     folder, model = exported
-    out = json.loads(_run(NO_TORCH + PREDICT, str(folder), runtime, json.dumps(TEXTS)).stdout.splitlines()[-1])
+    out = json.loads(run_python(NO_TORCH + PREDICT, str(folder), runtime, json.dumps(TEXTS)).stdout.splitlines()[-1])
     np.testing.assert_allclose(out["proba"], model.predict_proba(TEXTS), atol=1e-4)
     assert out["labels"] == model.predict(TEXTS) and out["one"] == model.predict(TEXTS[0])
     assert out["ids"] == [0, 1]
@@ -108,9 +109,9 @@ def test_cli_predict_and_evaluate_an_export_without_torch(exported: tuple[Path, 
         json.dumps({"text": t, "label": y, "source": "ab"[i % 2]}) + "\n" for i, (t, y) in enumerate(zip(texts, labels))
     ), encoding="utf-8")
 
-    lines = _run(NO_TORCH + CLI, "predict", str(folder), str(tmp_path / "texts.txt")).stdout.splitlines()
+    lines = run_python(NO_TORCH + CLI, "predict", str(folder), str(tmp_path / "texts.txt")).stdout.splitlines()
     assert [json.loads(line)["label"] for line in lines[:-1]] == model.predict(TEXTS)
-    lines = _run(NO_TORCH + CLI, "evaluate", str(folder), str(tmp_path / "eval.jsonl"), "--group-by",
+    lines = run_python(NO_TORCH + CLI, "evaluate", str(folder), str(tmp_path / "eval.jsonl"), "--group-by",
                  "source").stdout.splitlines()
     result = json.loads(lines[-2])
     expected = float(np.mean(np.asarray(model.predict(texts)) == np.asarray(labels)))
@@ -122,8 +123,8 @@ def test_onnx_inference_leaves_an_installed_torch_unloaded(exported: tuple[Path,
     """With torch installed, neither ``SetFitModel.from_onnx`` nor ``setfit-lite predict`` imports it."""
     folder, model = exported
     check = PREDICT + f"\nassert not [n for n in {HEAVY!r} if n in sys.modules], sorted(sys.modules)\n"
-    out = json.loads(_run(check, str(folder), "onnxruntime", json.dumps(TEXTS)).stdout.splitlines()[-1])
+    out = json.loads(run_python(check, str(folder), "onnxruntime", json.dumps(TEXTS)).stdout.splitlines()[-1])
     assert out["labels"] == model.predict(TEXTS)
     (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
-    lines = _run(CLI, "predict", str(folder), str(tmp_path / "texts.txt"), "--proba").stdout.splitlines()
+    lines = run_python(CLI, "predict", str(folder), str(tmp_path / "texts.txt"), "--proba").stdout.splitlines()
     assert lines[-1] == "loaded: " and [json.loads(line)["label"] for line in lines[:-1]] == model.predict(TEXTS)
