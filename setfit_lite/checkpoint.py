@@ -2,8 +2,9 @@
 
 A checkpoint is a folder ``checkpoint-<step>`` in ``args.output_dir`` holding the body's weights, the optimizer,
 LR scheduler and gradient-scaler states, the sampler position, the trainer state and the RNG states of every rank
-(python, numpy, torch). Tensors go to safetensors and everything else to JSON; ``checkpoint.json``, written last
-with the size and SHA-256 of every file, marks it complete. It is assembled in a temporary folder and renamed
+(python, numpy, torch, and the device's through the backend). Tensors go to safetensors and everything else to
+JSON; ``checkpoint.json`` says what it holds and ``manifest.json`` (the one manifest format of
+:mod:`setfit_lite.serialization`) the SHA-256 of every file. It is assembled in a temporary folder and renamed
 into place, so a process killed mid-write leaves no folder that :func:`latest_checkpoint` would pick.
 """
 
@@ -15,6 +16,7 @@ import os
 import random
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +25,13 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from . import jsonable
-from .serialization import sha256_file
+from .serialization import load_json, save_json, verify_manifest, write_manifest
 
 logger = logging.getLogger(__name__)
 
 PREFIX = "checkpoint-"
 MANIFEST = "checkpoint.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: integrity in manifest.json (serialization's format); 1 listed file digests in checkpoint.json
 
 
 class CheckpointError(ValueError):
@@ -73,22 +75,20 @@ def _read_state(folder: Path, name: str) -> Any:
 # ---- RNG ----------------------------------------------------------------------------------------------------
 
 
-def rng_state() -> dict[str, Any]:
-    """The python, numpy and torch (CPU and CUDA) generator states of this process."""
-    state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state(),
-                             "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
+def rng_state(device_state: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """This process's python, numpy and torch (CPU) generator states, with ``device_state``: the device's, from
+    ``Backend.rng_state()`` (e.g. ``{"cuda": ...}`` or ``{"hpu": ...}``)."""
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            **(device_state or {})}
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore the python, numpy and torch (CPU) states of :func:`rng_state`; the device's entries are restored by
+    the backend (``Backend.set_rng_state(state)``)."""
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     np.random.set_state(tuple(state["numpy"]))
     torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 # ---- files --------------------------------------------------------------------------------------------------
@@ -104,27 +104,28 @@ def staging_dir(output_dir: str | os.PathLike, step: int) -> Path:
     return Path(output_dir) / f".tmp-{PREFIX}{step}"
 
 
-def write_rank_state(folder: Path, rank: int) -> None:
-    """This rank's RNG states (every rank writes its own)."""
+def write_rank_state(folder: Path, rank: int, device_state: Mapping[str, Any] | None = None) -> None:
+    """This rank's RNG states, with its device's ``device_state`` (every rank writes its own)."""
     folder.mkdir(parents=True, exist_ok=True)
-    _write_state(folder, f"rng_rank{rank}", rng_state())
+    _write_state(folder, f"rng_rank{rank}", rng_state(device_state))
 
 
 def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, states: dict[str, Any],
                         world_size: int, save_total_limit: int | None) -> Path:
-    """Write the shared states and the manifest into ``folder``, rename it into place, prune old checkpoints."""
+    """Write the shared states, ``checkpoint.json`` and the manifest into ``folder``, rename it into place, prune
+    old checkpoints."""
     from safetensors.torch import save_model
 
     save_model(body, str(folder / "body.safetensors"))
-    for name, state in states.items():
-        if state is not None:
-            _write_state(folder, name, state)
-    files = {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in sorted(folder.iterdir())}
-    missing = [f"rng_rank{r}.json" for r in range(world_size) if f"rng_rank{r}.json" not in files]
+    written = sorted(name for name, state in states.items() if state is not None)
+    for name in written:
+        _write_state(folder, name, states[name])
+    missing = [f"rng_rank{r}.json" for r in range(world_size) if not (folder / f"rng_rank{r}.json").is_file()]
     if missing:
         raise CheckpointError(f"checkpoint {folder}: missing {missing}")
-    manifest = {"format_version": FORMAT_VERSION, "step": step, "world_size": world_size, "files": files}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    save_json(folder / MANIFEST, {"format_version": FORMAT_VERSION, "step": step, "world_size": world_size,
+                                  "states": written})
+    write_manifest(folder)  # the SHA-256 of every file, checkpoint.json included
     final = folder.parent / f"{PREFIX}{step}"
     if final.exists():
         shutil.rmtree(final)
@@ -144,25 +145,25 @@ def _prune(output_dir: Path, limit: int | None) -> None:
 
 
 def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a complete, unmodified checkpoint; :class:`CheckpointError` naming the problem otherwise."""
+    """What a complete, unmodified checkpoint holds (its ``checkpoint.json``: ``step``, ``world_size`` and the
+    ``states`` saved); :class:`CheckpointError` naming the problem otherwise."""
     folder = Path(path)
-    manifest_path = folder / MANIFEST
-    if not manifest_path.is_file():
+    info_path = folder / MANIFEST
+    if not info_path.is_file():
         raise CheckpointError(f"{folder} is not a complete checkpoint: no {MANIFEST} (interrupted while saving?)")
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"{manifest_path} is not valid JSON: {err}") from None
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{manifest_path}: format_version {manifest.get('format_version')!r}, "
-                              f"this version reads {FORMAT_VERSION}")
-    for name, meta in manifest["files"].items():
-        file = folder / name
-        if not file.is_file():
-            raise CheckpointError(f"checkpoint {folder}: file {name} is missing")
-        if file.stat().st_size != meta["bytes"] or sha256_file(file) != meta["sha256"]:
-            raise CheckpointError(f"checkpoint {folder}: file {name} is truncated or modified")
-    return manifest
+        info = load_json(info_path, what="checkpoint")
+    except ValueError as err:
+        raise CheckpointError(str(err)) from None
+    if not isinstance(info, dict) or info.get("format_version") != FORMAT_VERSION:
+        version = info.get("format_version") if isinstance(info, dict) else None
+        older = " (written by an older setfit_lite: resume it with that version)" if version == 1 else ""
+        raise CheckpointError(f"{info_path}: format_version {version!r}, this version reads {FORMAT_VERSION}{older}")
+    try:
+        verify_manifest(folder)
+    except ValueError as err:
+        raise CheckpointError(f"checkpoint {folder} is incomplete or modified: {err}") from None
+    return info
 
 
 def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
@@ -197,15 +198,13 @@ def resolve_checkpoint(resume_from_checkpoint: bool | str | os.PathLike, output_
 
 def load_checkpoint(path: Path, rank: int) -> dict[str, Any]:
     """Everything in a verified checkpoint: ``body`` tensors, the named states and this rank's RNG state."""
-    manifest = verify_checkpoint(path)
-    out: dict[str, Any] = {"manifest": manifest, "body": load_file(str(path / "body.safetensors"))}
-    for name in manifest["files"]:
-        stem = name.removesuffix(".json")
-        if name.endswith(".json") and name != MANIFEST and not stem.startswith("rng_rank"):
-            out[stem] = _read_state(path, stem)
+    info = verify_checkpoint(path)
+    out: dict[str, Any] = {"info": info, "body": load_file(str(path / "body.safetensors"))}
+    for name in info["states"]:
+        out[name] = _read_state(path, name)
     rng_name = f"rng_rank{rank}"
-    if f"{rng_name}.json" not in manifest["files"]:
-        raise CheckpointError(f"checkpoint {path} was written by {manifest['world_size']} process(es); "
+    if rank >= info["world_size"] or not (path / f"{rng_name}.json").is_file():
+        raise CheckpointError(f"checkpoint {path} was written by {info['world_size']} process(es); "
                               f"it has no RNG state for rank {rank}")
     out["rng"] = _read_state(path, rng_name)
     return out

@@ -18,7 +18,7 @@ from .data import LabeledData, to_labeled_data
 from .losses import SimilarityDistillationLoss
 from .modeling import SetFitModel
 from .sampling import SentenceBatchSampler
-from .trainer import EmbeddingModule, Trainer, _freeze_word_embeddings, body_optimizer
+from .trainer import Trainer
 from .training_args import TrainingArguments
 
 
@@ -67,19 +67,18 @@ class DistillationTrainer(Trainer):
             self._train_data = None
         self.model.training_info["distilled_from"] = teacher.source or "a SetFitModel in memory"
 
-    def _batch_labels(self, ids: np.ndarray, idx: Any) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(idx), dtype=torch.long)  # rows of the teacher's embedding matrix
+    def _batch_labels(self, ids: np.ndarray) -> Callable[[np.ndarray], torch.Tensor]:
+        return lambda rows: torch.as_tensor(rows, dtype=torch.long)  # rows of the teacher's embedding matrix
 
-    def train_embeddings(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray) -> None:
-        """Phase 1: the student body regresses the teacher's in-batch cosine similarities."""
+    def make_sampler(self, args: TrainingArguments, ids: np.ndarray) -> SentenceBatchSampler:
+        """Batches of texts (each encoded once per step), whatever ``args.objective`` says."""
         backend = self.backend
-        assert backend is not None and self._teacher_embeddings is not None
-        body = self.model.model_body
-        _freeze_word_embeddings(body, args.freeze_word_embeddings)
+        assert backend is not None
         batch_size = args.sentence_batch_size or args.embedding_batch_size
-        sampler = SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size)
-        module = EmbeddingModule(body, SimilarityDistillationLoss(torch.from_numpy(self._teacher_embeddings)))
-        module.loss.to(backend.device)
-        optimizer = body_optimizer(body, args)
-        self._run_phase(args, module, optimizer, sampler, tokens, ids, args.embedding_num_epochs, phase="embedding")
-        _freeze_word_embeddings(body, False)
+        return SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size)
+
+    def embedding_loss(self, args: TrainingArguments) -> torch.nn.Module:
+        """The student's in-batch cosine similarities regress onto the teacher's (the loss holds the teacher's
+        embeddings; the backend moves them with the module it prepares)."""
+        assert self._teacher_embeddings is not None
+        return SimilarityDistillationLoss(torch.from_numpy(self._teacher_embeddings))

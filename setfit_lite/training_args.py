@@ -160,6 +160,14 @@ def _callable(value: Any) -> Any:
     return value
 
 
+def _options(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError
+    if not all(isinstance(k, str) and k.isidentifier() for k in value):
+        raise ValueError
+    return dict(value)
+
+
 def _backend(value: Any) -> Any:
     base = sys.modules.get("trainers.base")  # a Backend instance exists only once trainers is imported
     if base is not None and isinstance(value, base.Backend):
@@ -207,6 +215,8 @@ _RULES: dict[str, _Rule] = {
     "early_stopping_patience": _optional(_POSITIVE, "no early stopping"),
     "max_grad_norm": _optional(_number("a finite number >= 0 (0: no clipping)"), "no clipping"),
     "backend": _Rule(f"one of {', '.join(map(repr, BACKENDS))} (any case) or a trainers.Backend", _backend),
+    "backend_options": _optional(_Rule("a dict of the backend's options by name, e.g. {'num_threads': 8} or "
+                                       "{'gaudi_config': 'gaudi_config.json'}", _options), "the defaults"),
     "precision": _option(PRECISIONS),
     "compile": _flag(),
     "prompt": _optional(_text()),
@@ -250,7 +260,12 @@ class TrainingArguments:
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
       ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
-      AVX512-BF16, GPUs with bf16) and fp32 elsewhere; prediction always runs in fp32.
+      AVX512-BF16, GPUs with bf16) and fp32 elsewhere. It applies to body training; the embeddings the head is
+      fitted and evaluated on are computed as ``predict`` computes them, in fp32.
+    - ``backend_options``: the chosen backend's options by name (docs/backends.md), e.g.
+      ``{"num_threads": 8}`` or ``{"use_ipex": True}`` (cpu), ``{"gaudi_config": "gaudi_config.json"}`` (hpu),
+      ``{"ipu_config": {"replication_factor": 2}}`` (ipu), ``{"dist_timeout": 600}`` (cpu, cuda, hpu). A name the
+      backend does not take is a ``TypeError`` when training starts.
 
     Every argument is checked here (and by :meth:`update`, hence ``Trainer.apply_hyperparameters``): a wrong
     type is a ``TypeError``, a value out of range a ``ValueError``, each naming the argument, the value and what
@@ -262,8 +277,9 @@ class TrainingArguments:
     - ``max_steps=-1`` and ``eval_max_steps=-1`` (defaults): no limit; otherwise a positive integer.
     - ``save_total_limit=None``: keep every checkpoint; ``max_grad_norm=None`` or ``0``: no gradient clipping;
       ``early_stopping_patience=None``: no early stopping; ``eval_steps=None``: ``logging_steps``.
-    - ``backend`` is one of ``BACKENDS`` (``trainers.registry.NAMES``, any case) or a ``trainers.Backend``;
-      ``precision`` one of ``PRECISIONS``. Whether the device exists is checked when training starts.
+    - ``backend`` is one of ``BACKENDS`` (``trainers.registry.NAMES``, any case) or a ``trainers.Backend``
+      (then ``backend_options`` must be None); ``precision`` one of ``PRECISIONS``. Whether the device exists is
+      checked when training starts.
     """
 
     output_dir: str = "checkpoints"
@@ -302,6 +318,7 @@ class TrainingArguments:
     early_stopping_patience: int | None = None
     max_grad_norm: float | None = 1.0
     backend: str = "auto"
+    backend_options: dict[str, Any] | None = None
     precision: str = "auto"
     compile: bool = False
     prompt: str | None = None
@@ -345,6 +362,9 @@ class TrainingArguments:
         if self.load_best_model_at_end and self.eval_strategy == "no":
             raise ValueError("TrainingArguments: load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', "
                              f"got {self.eval_strategy!r}")
+        if self.backend_options and not isinstance(self.backend, str):
+            raise ValueError("TrainingArguments: backend_options cannot be combined with a trainers.Backend instance "
+                             "(build the instance with its options instead)")
         self.loss_name = self.loss if isinstance(self.loss, str) else self.loss.__name__
 
     # ------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from setfit_lite.checkpoint import (
     verify_checkpoint,
 )
 from setfit_lite.trainer import TrainingInterrupted
+from trainers import CpuBackend
 
 ARGS = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu", "seed": 3,
         "logging_steps": 4, "min_steps_per_epoch": 8}
@@ -115,15 +116,56 @@ def test_broken_checkpoints_are_detected_and_skipped(reference, tmp_path, caplog
     weights.write_bytes(weights.read_bytes()[:-100])  # truncated
     assert latest_checkpoint(out) == out / "checkpoint-20"
     assert "checkpoint-22" in caplog.text and "checkpoint-21" in caplog.text
-    with pytest.raises(CheckpointError, match="body.safetensors is truncated or modified"):
+    with pytest.raises(CheckpointError, match=r"checkpoint-21 is incomplete or modified: .* does not match "
+                                              r"manifest.json; changed \(truncated or tampered\): body.safetensors"):
+        verify_checkpoint(out / "checkpoint-21")
+    os.remove(out / "checkpoint-21" / "rng_rank0.json")
+    with pytest.raises(CheckpointError, match=r"missing: rng_rank0.json; changed \(truncated or tampered\): body"):
         verify_checkpoint(out / "checkpoint-21")
     with pytest.raises(CheckpointError, match="no checkpoint.json"):
         verify_checkpoint(out / "checkpoint-22")
     manifest = json.loads((out / "checkpoint-20" / "checkpoint.json").read_text())
-    manifest["format_version"] = 99
+    manifest["format_version"] = 1
     (out / "checkpoint-20" / "checkpoint.json").write_text(json.dumps(manifest))
-    with pytest.raises(CheckpointError, match="format_version"):
+    with pytest.raises(CheckpointError, match="format_version 1, this version reads 2 .written by an older"):
         verify_checkpoint(out / "checkpoint-20")
+
+
+def test_one_manifest_format(reference) -> None:
+    """Checkpoints carry serialization's manifest.json (SHA-256 of every file) and say what they hold."""
+    from setfit_lite.serialization import verify_manifest
+
+    folder = reference[1] / "checkpoint-10"
+    verify_manifest(folder)
+    listed = json.loads((folder / "manifest.json").read_text())
+    assert set(listed) == {p.name for p in folder.iterdir()} - {"manifest.json"}
+    info = verify_checkpoint(folder)
+    assert info == {"format_version": 2, "step": 10, "world_size": 1,
+                    "states": ["backend", "optimizer", "scheduler", "trainer_state"]}
+
+
+class RecordingRngBackend(CpuBackend):
+    """A CPU backend with a device generator of its own, to show the loop saves and restores it."""
+
+    def __init__(self) -> None:
+        super().__init__(precision="fp32")
+        self.device_rng, self.restored = torch.tensor([5, 6], dtype=torch.uint8), []
+
+    def rng_state(self) -> dict:
+        return {"fake_device": self.device_rng.clone()}
+
+    def set_rng_state(self, state) -> None:
+        self.restored.append(state["fake_device"].tolist())
+
+
+def test_device_rng_is_saved_and_restored_through_the_backend(tiny_body_path, toy_data, tmp_path) -> None:
+    run(tiny_body_path, toy_data, tmp_path, backend=RecordingRngBackend(), save_strategy="steps", save_steps=8,
+        max_steps=8)
+    saved = json.loads((tmp_path / "checkpoint-8" / "rng_rank0.json").read_text())
+    assert "fake_device" in json.dumps(saved)
+    backend = RecordingRngBackend()
+    run(tiny_body_path, toy_data, tmp_path, backend=backend, resume=True, max_steps=10)
+    assert backend.restored == [[5, 6]]
 
 
 def test_resume_errors(tiny_body_path, toy_data, tmp_path) -> None:

@@ -119,6 +119,8 @@ BAD_ARGUMENTS = [
     ({"max_grad_norm": NAN}, ValueError, "max_grad_norm"),
     ({"backend": "tpu"}, ValueError, "backend"),
     ({"backend": None}, TypeError, "backend"),
+    ({"backend_options": "num_threads=2"}, TypeError, "backend_options"),
+    ({"backend_options": {"num threads": 2}}, ValueError, "backend_options"),
     ({"precision": "fp8"}, ValueError, "precision"),
     ({"precision": "FP16"}, ValueError, "precision"),
     ({"compile": "yes"}, TypeError, "compile"),
@@ -175,6 +177,7 @@ GOOD_ARGUMENTS = [
     ({"show_progress_bar": np.bool_(False)}, "show_progress_bar", False),
     ({"greater_is_better": None}, "greater_is_better", None),
     ({"backend": " CPU "}, "backend", "cpu"),
+    ({"backend_options": {"num_threads": 1}}, "backend_options", {"num_threads": 1}),
     ({"precision": "bf16"}, "precision", "bf16"),
     ({"prompt": ""}, "prompt", ""),
     ({"output_dir": Path("ckpt")}, "output_dir", Path("ckpt")),
@@ -205,6 +208,29 @@ def test_backend_and_precision_names_are_the_trainers_registry() -> None:
     assert PRECISIONS == (base.AUTO_PRECISION, *base.PRECISIONS)
     backend = CpuBackend(precision="fp32")
     assert TrainingArguments(backend=backend).backend is backend
+
+
+def test_backend_options_reach_the_backend(tiny_body_path: str, toy_data: dict) -> None:
+    import torch
+
+    from setfit_lite import SetFitModel, Trainer
+    from trainers.cpu import CpuBackend
+
+    with pytest.raises(ValueError, match="backend_options cannot be combined with a trainers.Backend instance"):
+        TrainingArguments(backend=CpuBackend(), backend_options={"num_threads": 1})
+    threads = torch.get_num_threads()
+    try:
+        args = TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False, backend="cpu",
+                                 precision="fp32", backend_options={"num_threads": 1})
+        model = SetFitModel.from_pretrained(tiny_body_path)
+        Trainer(model=model, args=args, train_dataset=toy_data).train()
+        assert model.training_info["backend"].startswith("cpu: fp32, 1 threads")
+        assert model.training_info["training_args"]["backend_options"] == {"num_threads": 1}
+    finally:
+        torch.set_num_threads(threads)
+    bad = TrainingArguments(max_steps=2, show_progress_bar=False, backend="cpu", backend_options={"gaudi_config": {}})
+    with pytest.raises(TypeError, match=r"the 'cpu' backend has no option\(s\) 'gaudi_config'; its options: "):
+        Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=bad, train_dataset=toy_data).train()
 
 
 def test_training_arguments_import_no_torch() -> None:
@@ -246,23 +272,31 @@ def test_steps_per_epoch_floor_grows_with_class_pairs() -> None:
 def test_word_embeddings_frozen_by_default_only_for_large_vocabularies() -> None:
     import torch
 
-    from setfit_lite.trainer import LARGE_VOCABULARY, _freeze_word_embeddings
+    from setfit_lite.training.optim import LARGE_VOCABULARY, freeze_word_embeddings
+
+    class Encoder(torch.nn.Module):  # GPT-2's name for the matrix: found by get_input_embeddings(), not by name
+        def __init__(self, rows: int) -> None:
+            super().__init__()
+            self.wte, self.dense = torch.nn.Embedding(rows, 2), torch.nn.Linear(2, 2)
+
+        def get_input_embeddings(self) -> torch.nn.Module:
+            return self.wte
 
     def body(rows: int) -> torch.nn.Module:
         module = torch.nn.Module()
-        module.word_embeddings = torch.nn.Embedding(rows, 2)
-        module.dense = torch.nn.Linear(2, 2)
+        module.encoder = Encoder(rows)
         return module
 
     small, large = body(1000), body(LARGE_VOCABULARY + 1)
     for module, expected in ((small, True), (large, False)):
-        _freeze_word_embeddings(module, None)
-        assert module.word_embeddings.weight.requires_grad is expected
-        assert module.dense.weight.requires_grad
-    _freeze_word_embeddings(small, True)
-    assert not small.word_embeddings.weight.requires_grad
-    _freeze_word_embeddings(large, False)  # what train() does after the body phase
-    assert large.word_embeddings.weight.requires_grad
+        freeze_word_embeddings(module, None)
+        assert module.encoder.wte.weight.requires_grad is expected
+        assert module.encoder.dense.weight.requires_grad
+    freeze_word_embeddings(small, True)
+    assert not small.encoder.wte.weight.requires_grad
+    freeze_word_embeddings(large, False)  # what train() does after the body phase
+    assert large.encoder.wte.weight.requires_grad
+    freeze_word_embeddings(torch.nn.Linear(2, 2), True)  # a body without input embeddings: nothing to freeze
 
 
 def test_body_learning_rate_default_depends_on_objective() -> None:

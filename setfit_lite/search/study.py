@@ -110,12 +110,7 @@ class _TrialRunner:
             reporter = OptunaPruningCallback(trial, self.compute_objective)
             trainer.add_callback(reporter)
         try:
-            trainer.train(args=args)
-        except BaseException:
-            backend = getattr(trainer, "backend", None)
-            if backend is not None:
-                backend.teardown()
-            raise
+            trainer.train(args=args)  # tears its backend down, also when a trial is pruned
         finally:
             if reporter is not None:
                 trainer.remove_callback(reporter)

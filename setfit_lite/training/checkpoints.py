@@ -1,0 +1,87 @@
+"""Saving the loop to a checkpoint and resuming it (the files themselves: :mod:`setfit_lite.checkpoint`)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..callbacks import EarlyStopping
+from ..checkpoint import (
+    CheckpointError,
+    finalize_checkpoint,
+    load_checkpoint,
+    new_staging_dir,
+    set_rng_state,
+    staging_dir,
+    write_rank_state,
+)
+from .session import Session
+
+logger = logging.getLogger("setfit_lite.trainer")
+
+
+@dataclass
+class Progress:
+    """Where the loop stands: what a checkpoint holds besides the body, optimizer, scheduler and RNG states."""
+
+    stopper: EarlyStopping
+    epoch: int = 0
+    step_in_epoch: int = 0  # micro-batches of ``epoch`` already trained on
+    running: float = 0.0  # loss summed since the last log
+    best_state: dict[str, torch.Tensor] | None = field(default=None, repr=False)  # the best body, when kept
+
+    def trainer_state(self, session: Session) -> dict[str, Any]:
+        return {"global_step": session.state.global_step, "log_history": session.state.log_history,
+                "best_metric": self.stopper.best, "bad_evaluations": self.stopper.bad_evaluations,
+                "epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "running": self.running}
+
+
+def save_checkpoint(session: Session, optimizer: torch.optim.Optimizer, scheduler: Any, progress: Progress) -> Path:
+    """Checkpoint the phase after a step: every rank writes its RNG states, rank 0 the rest; ``on_save`` follows."""
+    args, backend, step = session.args, session.backend, session.state.global_step
+    folder = staging_dir(args.output_dir, step)
+    if backend.is_main_process:
+        new_staging_dir(args.output_dir, step)
+    backend.barrier()
+    write_rank_state(folder, backend.rank, backend.rng_state())
+    backend.barrier()
+    final = Path(args.output_dir) / f"checkpoint-{step}"
+    if backend.is_main_process:
+        states = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                  "backend": backend.state_dict(), "trainer_state": progress.trainer_state(session),
+                  "best_body": progress.best_state}
+        final = finalize_checkpoint(folder, step=step, body=session.model.model_body, states=states,
+                                    world_size=backend.world_size, save_total_limit=args.save_total_limit)
+    backend.barrier()
+    session.event("on_save")
+    return final
+
+
+def resume(session: Session, path: Path, optimizer: torch.optim.Optimizer, scheduler: Any,
+           progress: Progress) -> None:
+    """Restore the phase, the trainer state and every RNG from the checkpoint ``path``."""
+    backend = session.backend
+    saved = load_checkpoint(path, backend.rank)
+    if saved["info"]["world_size"] != backend.world_size:
+        raise CheckpointError(f"checkpoint {path} was written by {saved['info']['world_size']} process(es); "
+                              f"resume it with the same number (now {backend.world_size})")
+    missing, unexpected = session.model.model_body.load_state_dict(saved["body"], strict=False)
+    if unexpected or [k for k in missing if not k.endswith("position_ids")]:
+        raise CheckpointError(f"checkpoint {path} does not fit this model's body "
+                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    backend.load_state_dict(saved.get("backend") or {})
+    ts = saved["trainer_state"]
+    session.state.global_step, session.state.log_history = ts["global_step"], list(ts["log_history"])
+    progress.stopper.best, progress.stopper.bad_evaluations = ts["best_metric"], ts["bad_evaluations"]
+    session.state.best_metric = progress.stopper.best
+    progress.epoch, progress.step_in_epoch, progress.running = ts["epoch"], ts["step_in_epoch"], ts["running"]
+    progress.best_state = saved.get("best_body")
+    set_rng_state(saved["rng"])
+    backend.set_rng_state(saved["rng"])
+    logger.info("resumed from %s at step %d", path, session.state.global_step)

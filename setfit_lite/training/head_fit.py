@@ -1,0 +1,44 @@
+"""The head's features and its fitting.
+
+The head is fitted and evaluated on the embeddings ``predict`` computes (:meth:`SetFitModel.embed_tokens`, in
+fp32, whatever precision trained the body), so it is applied to features of the precision it was fitted on.
+Fitting on the backend's bf16-autocast embeddings instead moved accuracy by under a point either way
+(benchmarks/README.md, "Head features in fp32").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainers import Backend
+
+from ..training_args import TrainingArguments
+
+
+def embed(model: Any, tokens: list[list[int]]) -> np.ndarray:
+    """Embeddings of tokenised texts as the head sees them at prediction time."""
+    return model.embed_tokens(tokens)
+
+
+def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> np.ndarray:
+    """Embeddings of all ``tokens``: each rank embeds its share, rank order restores the input order."""
+    positions = np.fromiter(backend.iter_shard(range(len(tokens))), dtype=np.int64)
+    local = embed(model, [tokens[i] for i in positions])
+    if not backend.is_distributed:
+        return local
+    out = np.empty((len(tokens), local.shape[1]), dtype=np.float32)
+    for pos, emb in backend.gather_object((positions, local)):
+        out[pos] = emb
+    return out
+
+
+def fit_head(head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingArguments) -> None:
+    """Fit ``head`` on fixed embeddings: a torch head with the classifier-phase arguments, others as estimators."""
+    if isinstance(head, torch.nn.Module):
+        head.fit(embeddings, ids, epochs=args.classifier_num_epochs, lr=args.head_learning_rate,
+                 batch_size=args.classifier_batch_size, weight_decay=args.l2_weight or 0.0, seed=args.seed)
+    else:
+        head.fit(embeddings, ids)

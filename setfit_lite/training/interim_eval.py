@@ -1,0 +1,78 @@
+"""The eval metric during body training: a throwaway head fitted on the current body, scored on the eval set."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..callbacks import EarlyStopping
+from ..data import LabeledData, encode_labels
+from ..inference import predict_ids
+from ..metrics import compute_metric
+from ..training_args import TrainingArguments
+from .checkpoints import Progress
+from .head_fit import embed, fit_head
+from .session import Session
+
+logger = logging.getLogger("setfit_lite.trainer")
+
+
+class InterimEvaluator:
+    """``evaluator(session)``: the real eval metric (not only the loss) of the body as it is now.
+
+    The training embeddings and labels are ``tokens``/``ids``; the eval set is tokenised once.
+    """
+
+    def __init__(self, data: LabeledData, metric: str | Callable, metric_kwargs: dict[str, Any] | None,
+                 tokens: list[list[int]], ids: np.ndarray) -> None:
+        self.data, self.metric, self.metric_kwargs = data, metric, metric_kwargs
+        self.tokens, self.ids = tokens, ids
+        self._eval: tuple[list[list[int]], np.ndarray] | None = None
+
+    def __call__(self, session: Session) -> dict[str, float]:
+        model, args = session.model, session.args
+        if self._eval is None:
+            self._eval = (model.tokenize(self.data.texts), encode_labels(self.data.labels, model.labels)[0])
+        eval_tokens, eval_ids = self._eval
+        if args.eval_max_steps > 0:
+            n = args.eval_max_steps * args.embedding_batch_size
+            eval_tokens, eval_ids = eval_tokens[:n], eval_ids[:n]
+        head = model.new_head(len(model.labels), self.ids.ndim > 1)
+        fit_head(head, embed(model, self.tokens), self.ids, args)
+        pred = predict_ids(head.predict_proba(embed(model, eval_tokens)), self.ids.ndim > 1)
+        metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels))
+        return {f"eval_{k}": v for k, v in metrics.items()}
+
+
+def greater_is_better(args: TrainingArguments) -> bool:
+    """``args.greater_is_better``, or from the metric's name (losses are minimised)."""
+    if args.greater_is_better is not None:
+        return args.greater_is_better
+    return not (args.metric_for_best_model or "metric").endswith("loss")
+
+
+def new_stopper(args: TrainingArguments) -> EarlyStopping:
+    return EarlyStopping(args.early_stopping_patience, greater_is_better=greater_is_better(args))
+
+
+def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]], progress: Progress) -> None:
+    """Evaluate, log, dispatch ``on_evaluate``, keep the best body (``load_best_model_at_end``) and ask the loop to
+    stop after ``early_stopping_patience`` evaluations without improvement."""
+    args = session.args
+    metrics = evaluator(session)
+    key = args.metric_for_best_model or next(iter(metrics))
+    key = key if key in metrics else f"eval_{key}" if f"eval_{key}" in metrics else next(iter(metrics))
+    is_best, stop = progress.stopper.step(metrics[key])
+    session.state.best_metric = progress.stopper.best
+    session.log(metrics)
+    session.event("on_evaluate", metrics=metrics)
+    if stop:
+        logger.info("early stopping at step %d: %s did not improve for %d evaluations",
+                    session.state.global_step, key, progress.stopper.patience)
+        session.control.should_training_stop = True
+    if is_best and args.load_best_model_at_end:
+        progress.best_state = copy.deepcopy(session.model.model_body.state_dict())

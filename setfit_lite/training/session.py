@@ -1,0 +1,43 @@
+"""What every part of one ``Trainer.train()`` call shares."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainers import Backend
+
+from ..callbacks import CallbackHandler, TrainerControl, TrainerState
+from ..training_args import TrainingArguments
+
+logger = logging.getLogger("setfit_lite.trainer")
+
+
+@dataclass
+class Session:
+    """The arguments, backend and model of one training run, with the callbacks and the state they see.
+
+    ``resume_from`` is the checkpoint the first resumable phase restores (None: start afresh).
+    """
+
+    args: TrainingArguments
+    backend: Backend
+    model: Any
+    handler: CallbackHandler
+    state: TrainerState = field(default_factory=TrainerState)
+    control: TrainerControl = field(default_factory=TrainerControl)
+    resume_from: Path | None = None
+
+    def event(self, name: str, **kwargs: Any) -> None:
+        """Dispatch the transformers event ``name`` to the callbacks (they may replace ``control``)."""
+        self.control = self.handler(name, self.args, self.state, self.control, **kwargs)
+
+    def log(self, logs: dict[str, float]) -> None:
+        """Record ``logs`` at the current step in ``state.log_history`` and tell the callbacks (``on_log``)."""
+        entry = {**logs, "step": self.state.global_step}
+        self.state.log_history.append(entry)
+        if self.backend.is_main_process:
+            logger.info("%s", entry)
+        self.event("on_log", logs=logs)
