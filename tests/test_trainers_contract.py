@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import sys
 import types
@@ -71,6 +72,8 @@ def _two_groups(model: nn.Module) -> torch.optim.AdamW:
 
 def _install(monkeypatch: pytest.MonkeyPatch, modules: dict[str, types.ModuleType]) -> None:
     for name, module in modules.items():
+        # a spec, as importlib.util.find_spec (transformers' set_seed asks it about habana_frameworks) requires
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=hasattr(module, "__path__"))
         monkeypatch.setitem(sys.modules, name, module)
         parent, _, child = name.rpartition(".")
         if parent in modules:
@@ -338,6 +341,7 @@ class FakeExecutor:
 
     def __call__(self, **batch: torch.Tensor) -> torch.Tensor:
         self.rec.calls.append("executor")
+        self.rec.batch_rows.append(len(next(iter(batch.values()))))
         self.attached = self.compiled = True
         loss = self.model(**batch)
         if self.optimizer is not None:
@@ -365,7 +369,7 @@ class FakeExecutor:
 
 @pytest.fixture
 def poptorch(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    rec = types.SimpleNamespace(calls=[], options=[], blocks=[], optimizers=[], executors=[])
+    rec = types.SimpleNamespace(calls=[], options=[], blocks=[], optimizers=[], executors=[], batch_rows=[])
     mod = types.ModuleType("poptorch")
     mod.__path__ = []
     optim = types.ModuleType("poptorch.optim")
@@ -533,3 +537,127 @@ def test_cuda_auto_precision_follows_bf16_support(monkeypatch: pytest.MonkeyPatc
     backend = CudaBackend(precision="auto")
     assert backend.precision == expected and backend.scaler is None
     assert CudaBackend(precision="fp32").precision == "fp32"
+
+
+# ---- Trainer(...).train() end to end on the faked SDKs ----------------------------------------
+@pytest.fixture
+def hpu_on_cpu(monkeypatch: pytest.MonkeyPatch) -> list:
+    """CPU torch has no hpu tensors: the Gaudi backend's moves are recorded and leave tensors where they are."""
+    moved: list = []
+    monkeypatch.setattr(GaudiBackend, "move_module", lambda self, module, optimizer=None: moved.append(module) or
+                        module)
+    monkeypatch.setattr(GaudiBackend, "to_device", lambda self, batch: dict(batch))
+    return moved
+
+
+def _trainer_args(**kwargs: Any) -> Any:
+    from setfit_lite import TrainingArguments
+
+    return TrainingArguments(show_progress_bar=False, num_epochs=(1, 2), **kwargs)
+
+
+def test_trainer_trains_end_to_end_on_hpu(habana: Any, hpu_on_cpu: list, tiny_body_path: str, toy_data: dict,
+                                          toy_eval: dict) -> None:
+    from setfit_lite import SetFitModel, Trainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    args = _trainer_args(backend="hpu", backend_options={"gaudi_config": {"use_fused_adam": True}},
+                         eval_strategy="epoch")
+    trainer = Trainer(model=model, args=args, train_dataset=toy_data, eval_dataset=toy_eval)
+    trainer.train()
+    assert isinstance(trainer.backend, GaudiBackend) and model.training_info["backend"].startswith("hpu: fp32")
+    steps = trainer.state.global_step
+    assert steps > 0 and len(habana.fused_adam) == 1  # the backend's optimizer: FusedAdamW
+    assert habana.calls.count("optimizer.step") == steps and habana.calls.count("mark_step") == 2 * steps
+    assert hpu_on_cpu[0] is model.model_body  # the body placed by the backend, then the prepared module
+    assert [type(m).__name__ for m in hpu_on_cpu[1:]] == ["EmbeddingModule"]
+    assert [sorted(e) for e in trainer.state.log_history] == [["eval_accuracy", "step"]]  # evaluated mid-training
+    assert 0 <= trainer.evaluate()["accuracy"] <= 1
+
+
+def test_gaudi_trainer_end_to_end_with_a_differentiable_head(habana: Any, hpu_on_cpu: list, tiny_body_path: str,
+                                                             toy_data: dict) -> None:
+    from setfit_lite import SetFitModel
+    from trainers import GaudiTrainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path, use_differentiable_head=True)
+    trainer = GaudiTrainer(model=model, args=_trainer_args(end_to_end=True), train_dataset=toy_data,
+                           gaudi_config={"use_fused_clip_norm": True})
+    assert trainer.args.backend == "hpu" and trainer.args.backend_options == {"gaudi_config": trainer.device_config}
+    trainer.train()
+    assert isinstance(trainer.backend, GaudiBackend) and trainer.backend.gaudi_config.use_fused_clip_norm
+    assert [type(m).__name__ for m in hpu_on_cpu[1:]] == ["EmbeddingModule", "ClassifierModule"]
+    assert hpu_on_cpu[2].head is model.model_head and model.model_head.fitted  # back on the host after training
+    assert "clip_norm" in habana.calls and set(model.predict(toy_data["text"][:4])) <= {"positive", "negative"}
+    with pytest.raises(ValueError, match="GaudiTrainer trains on backend 'hpu', but its TrainingArguments ask for "
+                                         "backend='cpu'"):
+        GaudiTrainer(model=model, args=_trainer_args(backend="cpu"), train_dataset=toy_data)
+    with pytest.raises(ValueError, match="gaudi_config given both"):
+        GaudiTrainer(model=model, args=_trainer_args(backend_options={"gaudi_config": {}}), gaudi_config={})
+
+
+def test_ipu_trainer_stacks_batch_multiplier_batches_per_step(poptorch: Any, tiny_body_path: str,
+                                                              toy_data: dict) -> None:
+    from setfit_lite import SetFitModel
+    from trainers import IPUTrainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    config = {"gradient_accumulation_steps": 2}
+    trainer = IPUTrainer(model=model, args=_trainer_args(), train_dataset=toy_data, ipu_config=config)
+    trainer.train()
+    backend = trainer.backend
+    assert isinstance(backend, IpuBackend) and backend.batch_multiplier == 2
+    sampler_batches, batch_size = 5, 16  # 24 texts: the steps floor gives 5 sentence batches of 16 per epoch
+    assert trainer.state.global_step == sampler_batches // 2 == poptorch.calls.count("executor")
+    assert poptorch.batch_rows == [2 * batch_size] * 2  # two micro-batches stacked per PopTorch call
+    assert isinstance(poptorch.executors[0].optimizer, poptorch.AdamW)
+    calls = [c if isinstance(c, str) else c[0] for c in poptorch.calls]
+    assert calls.count("setOptimizer") == 2 and calls[-2:] == ["copyWeightsToHost", "detachFromDevice"]
+    assert set(model.predict(toy_data["text"][:4])) <= {"positive", "negative"}
+
+
+def test_ipu_batch_multiplier_errors(poptorch: Any, tiny_body_path: str, toy_data: dict) -> None:
+    from setfit_lite import SetFitModel
+    from trainers import IPUTrainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    too_many = IPUTrainer(model=model, args=_trainer_args(), train_dataset=toy_data,
+                          ipu_config={"gradient_accumulation_steps": 8})
+    with pytest.raises(ValueError, match="the ipu backend trains on 8 batches per step, but the embedding phase has "
+                                         "5 per epoch"):
+        too_many.train()
+    pairs = IPUTrainer(model=model, args=_trainer_args(objective="pairs", batch_size=(8, 2)), train_dataset=toy_data,
+                       ipu_config={"gradient_accumulation_steps": 2})
+    with pytest.raises(ValueError, match=r"stacks 2 batches per step and needs them of one size, got \(sentences, "
+                                         r"pairs\)"):
+        pairs.train()
+    assert poptorch.calls.count("detachFromDevice") == 0 and poptorch.calls.count("executor") == 0
+
+
+class RecordingCpuBackend(CpuBackend):
+    def __init__(self) -> None:
+        super().__init__(precision="fp32")
+        self.events: list[str] = []
+
+    def setup(self) -> None:
+        self.events.append("setup")
+
+    def teardown(self) -> None:
+        self.events.append("teardown")
+
+
+def test_backend_is_torn_down_when_training_fails(tiny_body_path: str, toy_data: dict) -> None:
+    from transformers import TrainerCallback
+
+    from setfit_lite import SetFitModel, Trainer
+
+    class Fail(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            raise RuntimeError("boom at step end")
+
+    backend = RecordingCpuBackend()
+    trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=_trainer_args(backend=backend),
+                      train_dataset=toy_data, callbacks=[Fail()])
+    with pytest.raises(RuntimeError, match="boom at step end"):
+        trainer.train()
+    assert backend.events == ["setup", "teardown"]
