@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -27,6 +28,14 @@ def warn_once(message: str, category: type[Warning] = UserWarning) -> None:
         return
     _WARNED.add(message)
     warnings.warn(message, category, stacklevel=3)
+
+
+def import_sdk(module: str, hint: str) -> Any:
+    """Import a device SDK module; an ImportError carries ``hint`` (what to install) and the original error."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"{hint} ({err})") from err
 
 
 def read_json_config(

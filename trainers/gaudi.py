@@ -30,7 +30,7 @@ import torch
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
-from .base import Backend, read_json_config, warn_once
+from .base import Backend, import_sdk, read_json_config, warn_once
 from .distributed import DistOptions, DistributedMixin
 
 logger = logging.getLogger(__name__)
@@ -117,13 +117,6 @@ def _exported(names: tuple[str, ...], ops: list[str]) -> bool:
     return True
 
 
-def _import_sdk() -> Any:
-    try:
-        return importlib.import_module("habana_frameworks.torch.core")
-    except ImportError as err:
-        raise ImportError(f"{SDK_HINT} ({err})") from err
-
-
 def hpu_available() -> bool:
     """True when the Habana SDK imports and reports a Gaudi device."""
     try:
@@ -176,7 +169,7 @@ class GaudiBackend(DistributedMixin, Backend):
             precision = "bf16"
         super().__init__(precision, compile, device="cpu", compile_options=compile_options)
         self.exported_op_lists = declare_autocast_ops(self.gaudi_config)
-        self.htcore = _import_sdk()
+        self.htcore = import_sdk("habana_frameworks.torch.core", SDK_HINT)
         if not hpu_available():
             raise RuntimeError("Habana's SDK is installed but no Gaudi device (hpu) is available")
         self.device = torch.device("hpu")

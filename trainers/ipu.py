@@ -20,7 +20,6 @@ pooling and loss. ``-1`` entries share the remaining layers.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import logging
 import os
@@ -30,7 +29,7 @@ from typing import Any
 
 import torch
 
-from .base import Backend, read_json_config, warn_once
+from .base import Backend, import_sdk, read_json_config, warn_once
 from .distributed import DistributedMixin
 
 logger = logging.getLogger(__name__)
@@ -109,13 +108,6 @@ def find_layer_list(module: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
     return best
 
 
-def _import_poptorch() -> Any:
-    try:
-        return importlib.import_module("poptorch")
-    except ImportError as err:
-        raise ImportError(f"{SDK_HINT} ({err})") from err
-
-
 class IpuBackend(DistributedMixin, Backend):
     """Train on Graphcore IPUs with PopTorch (one host process; data parallelism via replication_factor).
 
@@ -139,7 +131,7 @@ class IpuBackend(DistributedMixin, Backend):
             raise ValueError("compile=True is not supported on IPUs: PopTorch compiles the whole graph itself")
         super().__init__(precision, compile, device="cpu")  # tensors stay on the host; PopTorch streams them
         self.ipu_config = IpuConfig.load(ipu_config)
-        self.poptorch = _import_poptorch()
+        self.poptorch = import_sdk("poptorch", SDK_HINT)
         self._init_distributed()
         self.options = self.build_options()
         self.training_model: Any = None
