@@ -126,11 +126,9 @@ class TorchHead(nn.Module):
         y_np = check_labels(y, self.num_classes, self.multi_label, X_t.shape[0])
         y_t = torch.as_tensor(y_np, device=X_t.device)
         device = X_t.device
-        fork = (
-            torch.random.fork_rng(devices=[])
-            if device.type == "cpu"
-            else torch.random.fork_rng(device_type=device.type)
-        )
+        # seeding restores the CPU generator (randperm) afterwards, whatever the device: the trainer fits heads on
+        # the host; a head its user placed on an accelerator is seeded there too, that generator is not restored
+        fork = torch.random.fork_rng(devices=[])
         was_training = self.training
         with fork if seed is not None else contextlib.nullcontext():
             if seed is not None:
