@@ -2,8 +2,9 @@
 
 The head is fitted and evaluated on the embeddings ``predict`` computes (:meth:`SetFitModel.embed_tokens`, in
 fp32, whatever precision trained the body), so it is applied to features of the precision it was fitted on.
-Fitting on the backend's bf16-autocast embeddings instead moved accuracy by under a point either way
-(benchmarks/README.md, "Head features in fp32").
+Measured against fitting it on the bf16-autocast embeddings of the same trained bodies (MiniLM-L6, seeds 0-2,
+full test splits, prediction in fp32): SST-2 8-shot 0.6011 against 0.6013, Emotion 8-shot 0.3880 against 0.3873,
+one or two test sentences per run either way.
 """
 
 from __future__ import annotations
