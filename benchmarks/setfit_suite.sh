@@ -115,17 +115,25 @@ cat > "$work/suite_outcomes.py" <<'EOF'
 import os
 
 _outcomes = {}
+_minilm = os.environ["SETFIT_SUITE_MINILM"]
+
+
+def _name(nodeid):
+    """The node id with the MiniLM folder (a parametrize id in test_data) shown as "minilm", so that runs in
+    different virtual environments name the same test the same way."""
+    return nodeid.replace(_minilm, "minilm")
 
 
 def pytest_runtest_logreport(report):
-    previous = _outcomes.get(report.nodeid)
+    nodeid = _name(report.nodeid)
+    previous = _outcomes.get(nodeid)
     if report.when == "call" or (report.outcome != "passed" and previous in (None, "passed")):
         outcome = report.outcome
         if report.when != "call" and report.outcome == "failed":
             outcome = "error"
-        _outcomes[report.nodeid] = outcome
+        _outcomes[nodeid] = outcome
     elif previous is None:
-        _outcomes[report.nodeid] = "passed"
+        _outcomes[nodeid] = "passed"
 
 
 def pytest_collectreport(report):
@@ -144,7 +152,7 @@ deselect_args=()
 for d in "${DESELECT[@]}"; do deselect_args+=(--deselect "$d"); done
 outcomes="$work/outcomes.txt"
 rc=0
-(cd "$work" && SETFIT_SUITE_OUTCOMES="$outcomes" PYTHONPATH="$work" "$python" -m pytest -q -p no:cacheprovider \
+(cd "$work" && SETFIT_SUITE_OUTCOMES="$outcomes" SETFIT_SUITE_MINILM="$minilm" PYTHONPATH="$work" "$python" -m pytest -q -p no:cacheprovider \
    -p suite_outcomes --continue-on-collection-errors "${deselect_args[@]}" "${extra[@]}" tests/test_data.py tests/test_modeling.py \
    tests/test_sampler.py tests/test_trainer.py tests/test_training_args.py) || rc=$?
 [ -f "$outcomes" ] || { echo "pytest produced no outcomes (exit $rc)" >&2; exit 1; }
