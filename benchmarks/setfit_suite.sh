@@ -73,7 +73,7 @@ fi
 
 DESELECT=(
   "tests/test_data.py::test_create_fewshot_splits_with_augmentation"   # load_dataset("SetFit/sst5")
-  "tests/test_data.py::test_get_augmented_samples"                     # reference_dataset="SetFit/..." (8 params)
+  "tests/test_data.py::test_get_augmented_samples["                    # reference_dataset="SetFit/..." (8 params)
   "tests/test_data.py::test_preserve_features"                         # load_dataset("SetFit/sst5")
   "tests/test_modeling.py::SetFitModelDifferentiableHeadTest"          # setUpClass: load_dataset("sst2")
   "tests/test_modeling.py::test_inference_with_labels"                 # SetFit/test-setfit-sst2* models
