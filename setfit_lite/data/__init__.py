@@ -8,7 +8,10 @@ problem (the row, the column, the type) instead of failing deep inside training.
 - :mod:`.few_shot`: :func:`sample_dataset`, N examples per label as setfit draws them;
 - :mod:`.templates`: :func:`get_templated_dataset`, zero-shot examples from label names;
 - :mod:`.samples`: :func:`load_sample`, the real data shipped in ``setfit_lite/resources``;
-- :mod:`.checks`: the shared container and text checks (:func:`validate_texts`).
+- :mod:`.checks`: the shared container and text checks (:func:`validate_texts`);
+- :mod:`.fewshot_splits`: setfit's benchmark splits (:data:`SAMPLE_SIZES`, :data:`SEEDS`,
+  :func:`create_fewshot_splits`, ...);
+- :mod:`.torch_dataset`: setfit's ``SetFitDataset`` (loaded, with torch, when the name is first used).
 
 This package imports only numpy and the standard library when loaded (``datasets`` and scikit-learn when a
 function needs them), so torch-free inference can use it.
@@ -16,8 +19,19 @@ function needs them), so torch-free inference can use it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .checks import validate_texts
 from .few_shot import sample_dataset
+from .fewshot_splits import (
+    SAMPLE_SIZES,
+    SEEDS,
+    add_templated_examples,
+    create_fewshot_splits,
+    create_fewshot_splits_multilabel,
+    create_samples,
+    create_samples_multilabel,
+)
 from .labels import check_trainable, encode_labels
 from .readers import LabeledData, to_labeled_data
 from .samples import SAMPLES, demo_dataset, load_sample
@@ -25,8 +39,16 @@ from .templates import get_templated_dataset
 
 __all__ = [
     "SAMPLES",
+    "SAMPLE_SIZES",
+    "SEEDS",
     "LabeledData",
+    "SetFitDataset",
+    "add_templated_examples",
     "check_trainable",
+    "create_fewshot_splits",
+    "create_fewshot_splits_multilabel",
+    "create_samples",
+    "create_samples_multilabel",
     "demo_dataset",
     "encode_labels",
     "get_templated_dataset",
@@ -35,3 +57,12 @@ __all__ = [
     "to_labeled_data",
     "validate_texts",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``SetFitDataset`` imports torch: load it when the name is first used, so this package stays torch-free."""
+    if name == "SetFitDataset":
+        from .torch_dataset import SetFitDataset
+
+        return SetFitDataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,6 +35,18 @@ def _label_names(reference_dataset: Any, label_names_column: str, label_column: 
     return [str(name) for _, name in pairs]
 
 
+def _is_empty(dataset: Any, text_column: str, label_column: str) -> bool:
+    """Whether ``dataset`` has no rows (setfit's ``Dataset.from_dict({})`` included); a dataset with columns must
+    still have the text and label columns (ValueError naming the missing ones)."""
+    table = as_table(dataset)
+    if table is None or any(table.values()):
+        return False
+    missing = sorted({text_column, label_column} - set(table))
+    if table and missing:
+        raise ValueError(f"The following columns are missing from the input dataset: {missing}.")
+    return True
+
+
 def _check_template(template: Any) -> None:
     """Refuse a template that is not a format string with exactly one bare ``{}`` (escaped ``{{``/``}}`` are fine)."""
     problem = f"template must contain exactly one '{{}}' for the label name, got {template!r}"
@@ -61,15 +73,20 @@ def get_templated_dataset(
 ) -> datasets.Dataset:
     """Synthetic training examples from label names (zero-shot), like ``setfit.get_templated_dataset``.
 
-    Each of ``candidate_labels`` (or the label names of ``reference_dataset``) gives ``sample_size`` copies of
-    ``template.format(name)``, labelled with the name's index (a one-hot list when ``multi_label``). They are
-    appended to ``dataset`` (any input ``to_labeled_data`` reads) so that few real examples can be mixed in.
+    Each of ``candidate_labels`` (or the label names of ``reference_dataset``: a ``datasets.Dataset``, or a name
+    or folder ``datasets.load_dataset`` reads, as in setfit; exactly one of the two) gives ``sample_size`` copies
+    of ``template.format(name)``, labelled with the name's index (a one-hot list when ``multi_label``). They are
+    appended to ``dataset`` (any input ``to_labeled_data`` reads; an empty one counts as none) so that few real
+    examples can be mixed in.
     Pass ``labels=candidate_labels`` to ``SetFitModel.from_pretrained`` to get names back from ``predict``.
     """
-    from datasets import Dataset, concatenate_datasets
+    from datasets import Dataset, concatenate_datasets, load_dataset
 
-    if candidate_labels is None and reference_dataset is None:
-        raise ValueError("get_templated_dataset needs candidate_labels= or reference_dataset=")
+    if (candidate_labels is None) == (reference_dataset is None):
+        raise ValueError("Must supply exactly one of `reference_dataset` or `candidate_labels` to "
+                         f"`get_templated_dataset()`! (got {'both' if candidate_labels is not None else 'neither'})")
+    if isinstance(reference_dataset, str):  # a dataset name or folder, as setfit takes it
+        reference_dataset = load_dataset(reference_dataset, split="train")
     if candidate_labels is None:
         candidate_labels = _label_names(reference_dataset, label_names_column, label_column)
     if isinstance(candidate_labels, (str, bytes)) or not isinstance(candidate_labels, Iterable):
@@ -94,6 +111,8 @@ def get_templated_dataset(
         texts += [template.format(name)] * sample_size
         labels += [target] * sample_size
     templated = Dataset.from_dict({text_column: texts, label_column: labels})
+    if dataset is not None and _is_empty(dataset, text_column, label_column):
+        dataset = None
     if dataset is None:
         return templated
     real = to_labeled_data(dataset, text_column=text_column, label_column=label_column)

@@ -1,0 +1,94 @@
+"""setfit's benchmark helpers: few-shot training splits over fixed seeds, and ``SetFitDataset``.
+
+``create_fewshot_splits`` draws, for each sample size and each of the 10 :data:`SEEDS`, up to ``sample_size``
+rows per label with pandas' ``DataFrame.sample(random_state=seed)``: the same rows as setfit for the same data.
+pandas and ``datasets`` are imported when a function needs them, torch only by ``SetFitDataset``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .templates import get_templated_dataset
+
+if TYPE_CHECKING:
+    import datasets
+    import pandas as pd
+
+__all__ = ["SAMPLE_SIZES", "SEEDS", "add_templated_examples", "create_fewshot_splits",
+           "create_fewshot_splits_multilabel", "create_samples", "create_samples_multilabel"]
+
+SEEDS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+SAMPLE_SIZES = [2, 4, 8, 16, 32, 64]
+
+
+def _at_most(subset: pd.DataFrame, sample_size: int, seed: int) -> pd.DataFrame:
+    return subset.sample(sample_size, random_state=seed, replace=False) if len(subset) > sample_size else subset
+
+
+def create_samples(df: pd.DataFrame, sample_size: int, seed: int) -> pd.DataFrame:
+    """Up to ``sample_size`` rows of each value of ``df["label"]`` (all rows of a smaller class), labels in order
+    of first appearance."""
+    import pandas as pd
+
+    return pd.concat([_at_most(df[df["label"] == label], sample_size, seed) for label in df["label"].unique()])
+
+
+def create_samples_multilabel(df: pd.DataFrame, sample_size: int, seed: int) -> pd.DataFrame:
+    """Up to ``sample_size`` rows where each label column (every column but ``text``) is 1, without duplicates."""
+    import pandas as pd
+
+    labels = [column for column in df.columns if column != "text"]
+    return pd.concat([_at_most(df[df[label] == 1], sample_size, seed) for label in labels]).drop_duplicates()
+
+
+def create_fewshot_splits(dataset: datasets.Dataset, sample_sizes: Sequence[int], add_data_augmentation: bool = False,
+                          dataset_name: str | None = None) -> datasets.DatasetDict:
+    """``train-{sample_size}-{i}`` splits: :func:`create_samples` for every size and each of the 10 :data:`SEEDS`.
+
+    With ``add_data_augmentation`` each split also gets ``sample_size`` templated examples per label of
+    ``dataset_name`` (:func:`get_templated_dataset`), shuffled in with the split's seed.
+    """
+    import pandas as pd
+    from datasets import Dataset, DatasetDict
+
+    if add_data_augmentation and dataset_name is None:
+        raise ValueError("If `add_data_augmentation` is True, must supply a `dataset_name` to create_fewshot_splits()!")
+    df = dataset.to_pandas()
+    splits = DatasetDict()
+    for sample_size in sample_sizes:
+        augmented = (get_templated_dataset(reference_dataset=dataset_name, sample_size=sample_size).to_pandas()
+                     if add_data_augmentation else None)
+        for idx, seed in enumerate(SEEDS):
+            split = create_samples(df, sample_size, seed)
+            if augmented is not None:
+                split = pd.concat([split, augmented], axis=0).sample(frac=1, random_state=seed)
+            splits[f"train-{sample_size}-{idx}"] = Dataset.from_pandas(split, preserve_index=False)
+    return splits
+
+
+def create_fewshot_splits_multilabel(dataset: datasets.Dataset, sample_sizes: Sequence[int]
+                                     ) -> datasets.DatasetDict:
+    """:func:`create_fewshot_splits` for a dataset with a ``text`` column and one 0/1 column per label."""
+    from datasets import Dataset, DatasetDict
+
+    df = dataset.to_pandas()
+    splits = DatasetDict()
+    for sample_size in sample_sizes:
+        for idx, seed in enumerate(SEEDS):
+            split = create_samples_multilabel(df, sample_size, seed)
+            splits[f"train-{sample_size}-{idx}"] = Dataset.from_pandas(split, preserve_index=False)
+    return splits
+
+
+def add_templated_examples(dataset: Any, candidate_labels: Sequence[str], template: str = "This sentence is {}",
+                           sample_size: int = 2, text_column: str = "text", label_column: str = "label",
+                           multi_label: bool = False) -> datasets.Dataset:
+    """setfit 0.x's name and signature of :func:`get_templated_dataset` (deprecated in 0.6, removed in 1.0)."""
+    warnings.warn("`add_templated_examples` is deprecated, use `get_templated_dataset` (same arguments by name)",
+                  DeprecationWarning, stacklevel=2)
+    return get_templated_dataset(dataset, candidate_labels=candidate_labels, template=template,
+                                 sample_size=sample_size, text_column=text_column, label_column=label_column,
+                                 multi_label=multi_label)
