@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "SetFitModel": "modeling",
+    "SetFitHead": "heads.torch_head",
     "Trainer": "trainer",
     "TrainingArguments": "training_args",
     "sample_dataset": "data",

@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
 
-from .training_args import PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
+from .training_args import LOSSES, PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
 
-__all__ = ["PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "PairMatrixLoss", "TripletLoss", "build_loss",
-           "SimilarityDistillationLoss", "all_pairs", "rows", "same_label"]
+__all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "PairMatrixLoss", "SimilarityDistillationLoss",
+           "SupConLoss", "TripletLoss", "all_pairs", "build_loss", "rows", "same_label"]
 
 
 def same_label(labels: torch.Tensor) -> torch.Tensor:
@@ -146,6 +146,44 @@ class TripletLoss(torch.nn.Module):
         return self.compute(labels, embeddings.float())
 
 
+class SupConLoss(torch.nn.Module):
+    """Supervised contrastive loss (Khosla et al. 2020, https://arxiv.org/abs/2004.11362), setfit's ``SupConLoss``.
+
+    On a batch of embeddings (L2-normalised here): for each anchor, the mean log-probability of its positives (same
+    label; multi-hot rows: a shared label) under a softmax of ``cos / temperature`` over the other embeddings of the
+    batch, scaled by ``temperature / base_temperature``; averaged over the anchors. Anchors without a positive in
+    the batch are left out (setfit divides by their zero positives, which gives NaN). ``model`` is accepted for
+    setfit's signature and not used (the loop computes the embeddings); with one view per sentence
+    ``contrast_mode`` "all" and "one" are the same.
+    """
+
+    def __init__(self, model: Any = None, temperature: float = 0.07, contrast_mode: str = "all",
+                 base_temperature: float = 0.07) -> None:
+        super().__init__()
+        if contrast_mode not in ("all", "one"):
+            raise ValueError(f"Unknown mode: {contrast_mode}")
+        if not temperature > 0 or not base_temperature > 0:
+            raise ValueError(f"temperature and base_temperature must be > 0, got {temperature}, {base_temperature}")
+        self.model, self.temperature = model, temperature
+        self.contrast_mode, self.base_temperature = contrast_mode, base_temperature
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
+                pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
+        if labels is None:
+            raise ValueError("SupConLoss needs the batch's labels")
+        normed = F.normalize(embeddings.float(), dim=-1)
+        logits = normed @ normed.T / self.temperature
+        others = ~torch.eye(len(normed), dtype=torch.bool, device=normed.device)
+        log_prob = logits - torch.logsumexp(logits.masked_fill(~others, float("-inf")), dim=1, keepdim=True)
+        positive = same_label(labels) & others
+        count = positive.sum(dim=1)
+        anchors = count > 0
+        if not anchors.any():
+            return embeddings.sum() * 0.0
+        mean_log_prob = (log_prob * positive).sum(dim=1)[anchors] / count[anchors]
+        return -(self.temperature / self.base_temperature) * mean_log_prob.mean()
+
+
 def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | None = None,
                balance: bool = True) -> torch.nn.Module:
     """A batch loss from a name or a sentence-transformers loss class.
@@ -158,7 +196,9 @@ def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | N
         return PairMatrixLoss(name, margin=margin, balance=balance, distance_metric=distance_metric)
     if name in TRIPLET_LOSSES:
         return TripletLoss(name, margin=margin, distance_metric=distance_metric)
-    raise ValueError(f"unknown loss {name!r}; choose one of {PAIR_LOSSES + TRIPLET_LOSSES}")
+    if name == "SupConLoss":
+        return SupConLoss()
+    raise ValueError(f"unknown loss {name!r}; choose one of {LOSSES}")
 
 
 class SimilarityDistillationLoss(torch.nn.Module):

@@ -21,16 +21,14 @@ PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss
 RANKING_LOSSES = ("CoSENTLoss", "AnglELoss")
 TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss",
                   "BatchHardSoftMarginTripletLoss")
-LOSSES = PAIR_LOSSES + TRIPLET_LOSSES
+# setfit's own loss (setfit_lite.losses.SupConLoss), on the embeddings of a sentence batch like the triplet losses
+SUPCON_LOSS = "SupConLoss"
+LOSSES = PAIR_LOSSES + TRIPLET_LOSSES + (SUPCON_LOSS,)
 STRATEGIES = ("no", "steps", "epoch")
 # ``trainers.registry.NAMES`` and ``("auto", *trainers.base.PRECISIONS)``, repeated here because the trainers
 # package imports torch; tests/test_training_args.py checks that they agree.
 BACKENDS = ("auto", "cpu", "cuda", "hpu", "ipu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-# setfit arguments we accept for compatibility but that do nothing here (reporting integrations).
-_ACCEPTED_NO_OP = ("report_to", "run_name", "logging_dir", "logging_first_step", "eval_delay", "use_amp")
-
 
 def _pair(value: Any) -> tuple[Any, Any]:
     """``(body, head)`` of a checked value: its pair, or the value twice."""
@@ -138,6 +136,14 @@ def _text(allowed: str = "a string", empty: bool = True) -> _Rule:
     return _Rule(allowed, check)
 
 
+def _report_to(value: Any) -> list[str]:
+    """setfit's ``report_to``: a name or a list of names, kept as a list."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise TypeError
+    return list(names)
+
+
 def _path(value: Any) -> Any:
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError
@@ -187,21 +193,28 @@ _RULES: dict[str, _Rule] = {
     "body_learning_rate": _optional(_pair_of(_number("a finite number >= 0 (0 freezes the body in that phase)")),
                                     "the objective's default"),
     "head_learning_rate": _number("a finite number > 0", low_open=True),
-    "loss": _Rule(f"one of {', '.join(LOSSES)} (a name or the sentence-transformers class)", _loss),
+    "loss": _Rule(f"one of {', '.join(LOSSES)} (a name, the sentence-transformers class or "
+                  "setfit_lite.losses.SupConLoss)", _loss),
     "distance_metric": _optional(_Rule("a callable (a sentence-transformers distance function)", _callable),
                                  "the loss's default"),
     "margin": _number("a finite number >= 0"),
     "end_to_end": _flag(),
+    "use_amp": _flag(),
     "warmup_proportion": _number("a number in [0, 1]", high=1.0),
     "l2_weight": _optional(_number("a finite number >= 0")),
     "max_length": _optional(_integer("an integer >= 2", low=2), "the body's limit"),
     "samples_per_label": _POSITIVE,
     "show_progress_bar": _flag(),
     "seed": _integer("an integer in [0, 2**63 - 1]", low=0, high=2**63 - 1),
+    "report_to": _Rule("a name or a list of names (no integration reports here: 'none')", _report_to),
+    "run_name": _optional(_text()),
+    "logging_dir": _optional(_Rule("a non-empty path (str or os.PathLike)", _path)),
     "logging_strategy": _STRATEGY,
-    "logging_steps": _POSITIVE,
+    "logging_first_step": _flag(),
+    "logging_steps": _integer("a positive integer (0 only with logging_strategy 'no')", low=0),
     "eval_strategy": _STRATEGY,
     "eval_steps": _optional(_POSITIVE, "logging_steps"),
+    "eval_delay": _number("a finite number >= 0"),
     "eval_max_steps": _integer("a positive integer, or -1 (no limit)", also=(-1,)),
     "save_strategy": _STRATEGY,
     "save_steps": _POSITIVE,
@@ -241,8 +254,14 @@ def check_argument(name: str, value: Any) -> Any:
 class TrainingArguments:
     """Arguments of :class:`setfit_lite.Trainer`, with the names of ``setfit.TrainingArguments``.
 
-    Tuple-valued arguments are ``(embedding phase, classifier phase)``; a single value applies to both,
-    except ``body_learning_rate`` whose single value is the body's rate in the embedding phase.
+    As in setfit, ``batch_size``, ``num_epochs`` and ``body_learning_rate`` are ``(embedding phase, classifier
+    phase)`` pairs: a single value is stored as the pair ``(value, value)``, and ``embedding_batch_size``,
+    ``classifier_batch_size``, ``embedding_num_epochs``, ``classifier_num_epochs``, ``body_embedding_learning_rate``
+    and ``body_classifier_learning_rate`` read its halves. Strategies are transformers' ``IntervalStrategy`` values
+    ("no", "steps", "epoch"; the enum members are accepted and compare equal). As in setfit, ``eval_steps`` alone
+    turns on ``eval_strategy="steps"``; ``eval_strategy="steps"`` without ``eval_steps`` evaluates every
+    ``logging_steps``; ``load_best_model_at_end`` needs a saving strategy equal to the evaluation strategy (and
+    ``save_steps`` a multiple of ``eval_steps``) when checkpoints are saved; ``report_to`` is kept as a list.
 
     Differences from setfit, on purpose:
     - ``objective="sentence_batch"`` (default) encodes each sentence of a label-balanced batch once and
@@ -252,12 +271,17 @@ class TrainingArguments:
       default (None) grows with the pairs to learn: the larger of ``K**2`` for K classes (4 to 32) and the
       steps that put each pair of the N training texts in a batch of b about 1.75 times
       (``1.75 * N(N-1) / (b(b-1))``), capped at 128.
-    - ``body_learning_rate`` defaults to ``(1e-4, 1e-5)`` with sentence batches (each step averages ~120 pairs)
+    - ``body_learning_rate`` defaults (None) to ``(1e-4, 1e-5)`` with sentence batches (each step averages ~120 pairs)
       and to setfit's ``(2e-5, 1e-5)`` with ``objective="pairs"``. Half the steps at twice the rate of the
       previous defaults (5e-5) scored as well or better in less time (benchmarks/README.md: Emotion 16 per class
       0.511 against 0.500 on validation, in 26 s against 48 s).
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
+    - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
+      saves every 500 steps by default): the best body is kept in memory.
+    - ``report_to``, ``run_name``, ``logging_dir``, ``logging_first_step``, ``eval_delay`` and ``use_amp`` are
+      accepted and stored, and do nothing: no reporting integration is run (default ``report_to=["none"]``; setfit's
+      "all" reports to every installed one; use a ``TrainerCallback``), and ``precision`` chooses mixed precision.
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
       ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
       AVX512-BF16, GPUs with bf16) and fp32 elsewhere. It applies to body training; the embeddings the head is
@@ -294,16 +318,22 @@ class TrainingArguments:
     distance_metric: Any = None
     margin: float = 0.25
     end_to_end: bool = False
+    use_amp: bool = False
     warmup_proportion: float = 0.1
     l2_weight: float | None = 0.01
     max_length: int | None = None
     samples_per_label: int = 2
     show_progress_bar: bool = True
     seed: int = 42
+    report_to: list[str] | str = "none"
+    run_name: str | None = None
+    logging_dir: str | None = None
     logging_strategy: str = "steps"
+    logging_first_step: bool = True
     logging_steps: int = 50
     eval_strategy: str = "no"
     eval_steps: int | None = None
+    eval_delay: float = 0
     eval_max_steps: int = -1
     save_strategy: str = "no"
     save_steps: int = 500
@@ -323,12 +353,12 @@ class TrainingArguments:
     compile: bool = False
     prompt: str | None = None
     freeze_word_embeddings: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+    # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
+    _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 
     def __init__(self, **kwargs: Any) -> None:
-        names = {f.name for f in fields(self)} - {"extra"}
-        unknown = sorted(k for k in kwargs if k not in names and k not in _ACCEPTED_NO_OP
-                         and k != "evaluation_strategy")
+        names = [f.name for f in fields(self) if f.init]
+        unknown = sorted(k for k in kwargs if k not in names and k != "evaluation_strategy")
         if unknown:
             raise TypeError(f"TrainingArguments got unknown argument(s): {', '.join(unknown)}. "
                             f"Known arguments: {', '.join(sorted(names))}")
@@ -336,43 +366,89 @@ class TrainingArguments:
             warnings.warn("`evaluation_strategy` is deprecated, use `eval_strategy`", FutureWarning, stacklevel=2)
             kwargs.setdefault("eval_strategy", kwargs.pop("evaluation_strategy"))
         for f in fields(self):
-            if f.name == "extra":
-                continue
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            setattr(self, f.name, kwargs.pop(f.name, default))
-        self.extra = {k: kwargs[k] for k in _ACCEPTED_NO_OP if k in kwargs}
+            if f.init:
+                default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+                setattr(self, f.name, kwargs.pop(f.name, default))
         self.__post_init__()
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name != "extra":
-                setattr(self, f.name, check_argument(f.name, getattr(self, f.name)))
-        self.embedding_batch_size, self.classifier_batch_size = _pair(self.batch_size)
-        self.embedding_num_epochs, self.classifier_num_epochs = _pair(self.num_epochs)
-        rate = self.body_learning_rate
-        if rate is None:
-            rate = (1e-4 if self.objective == "sentence_batch" else 2e-5, 1e-5)
-        self.body_embedding_learning_rate, self.body_classifier_learning_rate = _pair(rate)
+        for name in _RULES:
+            setattr(self, name, check_argument(name, getattr(self, name)))
+        self.batch_size, self.num_epochs = _pair(self.batch_size), _pair(self.num_epochs)
         if self.num_iterations is not None and self.objective == "sentence_batch":
             warnings.warn("num_iterations is setfit's legacy pair sampling; it selects objective='pairs'",
                           stacklevel=3)
             self.objective = "pairs"
-        if self.eval_strategy == "steps" and self.eval_steps is None:
-            self.eval_steps = self.logging_steps
-        if self.load_best_model_at_end and self.eval_strategy == "no":
-            raise ValueError("TrainingArguments: load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', "
-                             f"got {self.eval_strategy!r}")
+        self._default_body_learning_rate = self.body_learning_rate is None
+        if self.body_learning_rate is None:
+            self.body_learning_rate = (1e-4 if self.objective == "sentence_batch" else 2e-5, 1e-5)
+        self.body_learning_rate = _pair(self.body_learning_rate)
+        self._check_intervals()
+        if self.report_to != ["none"]:
+            warnings.warn(f"report_to={self.report_to}: setfit_lite runs no reporting integration (the argument is "
+                          "kept for setfit's API); log through a transformers TrainerCallback instead", stacklevel=3)
         if self.backend_options and not isinstance(self.backend, str):
             raise ValueError("TrainingArguments: backend_options cannot be combined with a trainers.Backend instance "
                              "(build the instance with its options instead)")
         self.loss_name = self.loss if isinstance(self.loss, str) else self.loss.__name__
+
+    def _check_intervals(self) -> None:
+        """setfit's (transformers') rules between the logging, evaluation and saving intervals."""
+        if self.logging_strategy == "steps" and self.logging_steps == 0:
+            raise ValueError("TrainingArguments: logging_steps must be a positive integer with logging_strategy "
+                             "'steps', got 0")
+        if self.eval_steps is not None and self.eval_strategy == "no":
+            self.eval_strategy = "steps"  # as setfit: eval_steps alone asks for evaluation every eval_steps
+        if self.eval_strategy == "steps" and self.eval_steps is None:
+            if self.logging_steps == 0:
+                raise ValueError("TrainingArguments: eval_strategy 'steps' needs eval_steps or a positive "
+                                 "logging_steps, got eval_steps=None and logging_steps=0")
+            self.eval_steps = self.logging_steps
+        if self.load_best_model_at_end and self.eval_strategy == "no":
+            raise ValueError("TrainingArguments: load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', "
+                             f"got {self.eval_strategy!r}")
+        if self.load_best_model_at_end and self.save_strategy != "no":  # without checkpoints: kept in memory
+            if self.save_strategy != self.eval_strategy:
+                raise ValueError("TrainingArguments: load_best_model_at_end=True requires the save and eval strategy "
+                                 f"to match, got save_strategy={self.save_strategy!r} and "
+                                 f"eval_strategy={self.eval_strategy!r} (or save_strategy='no': the best model is "
+                                 "kept in memory)")
+            if self.eval_strategy == "steps" and self.save_steps % self.eval_steps:
+                raise ValueError("TrainingArguments: load_best_model_at_end=True requires save_steps to be a round "
+                                 f"multiple of eval_steps, got save_steps={self.save_steps} and "
+                                 f"eval_steps={self.eval_steps}")
+
+    # setfit's names for the halves of the (embedding phase, classifier phase) pairs
+    @property
+    def embedding_batch_size(self) -> int:
+        return _pair(self.batch_size)[0]
+
+    @property
+    def classifier_batch_size(self) -> int:
+        return _pair(self.batch_size)[1]
+
+    @property
+    def embedding_num_epochs(self) -> int:
+        return _pair(self.num_epochs)[0]
+
+    @property
+    def classifier_num_epochs(self) -> int:
+        return _pair(self.num_epochs)[1]
+
+    @property
+    def body_embedding_learning_rate(self) -> float:
+        return _pair(self.body_learning_rate)[0]
+
+    @property
+    def body_classifier_learning_rate(self) -> float:
+        return _pair(self.body_learning_rate)[1]
 
     # ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable arguments (for model cards, checkpoints and search)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "extra":
+            if not f.init:
                 continue
             value = getattr(self, f.name)
             if isinstance(value, Callable) and not isinstance(value, type):  # type: ignore[arg-type]
@@ -393,13 +469,15 @@ class TrainingArguments:
 
     def update(self, arguments: dict[str, Any], ignore_extra: bool = False) -> TrainingArguments:
         """A copy with ``arguments`` replaced; unknown names raise ``TypeError`` unless ``ignore_extra``."""
-        current = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        current = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        if self._default_body_learning_rate:
+            current["body_learning_rate"] = None  # still the (new) objective's default
         known = {k: v for k, v in arguments.items() if k in current}
         if not ignore_extra and len(known) != len(arguments):
             unknown = sorted(set(arguments) - set(known))
             raise TypeError(f"TrainingArguments has no argument(s) {', '.join(unknown)}")
         current.update(known)
-        return TrainingArguments(**current, **self.extra)
+        return TrainingArguments(**current)
 
     def copy(self) -> TrainingArguments:
         return self.update({})

@@ -310,7 +310,7 @@ def test_one_argument_model_init_receives_only_marked_params(tiny_body_path: str
     assert trainer.model.normalize_embeddings
     assert trainer.model.head_params == {"max_iter": 50, "class_weight": "balanced"}
     assert trainer.model.new_head(2, False).estimator.get_params()["class_weight"] == "balanced"
-    assert trainer.args.body_learning_rate == 1e-3
+    assert trainer.args.body_learning_rate == (1e-3, 1e-3)  # a single rate is both phases, as in setfit
 
     # the README's model_init(params=None): an unmarked name (a typo) is no longer handed to it and searched
     calls = len(received)

@@ -70,6 +70,13 @@ BAD_ARGUMENTS = [
     ({"margin": -0.1}, ValueError, "margin"),
     ({"margin": INF}, ValueError, "margin"),
     ({"end_to_end": 1}, TypeError, "end_to_end"),
+    ({"use_amp": "fp16"}, TypeError, "use_amp"),
+    ({"report_to": 3}, TypeError, "report_to"),
+    ({"report_to": ["none", None]}, TypeError, "report_to"),
+    ({"run_name": 3}, TypeError, "run_name"),
+    ({"logging_dir": ""}, ValueError, "logging_dir"),
+    ({"logging_first_step": "yes"}, TypeError, "logging_first_step"),
+    ({"eval_delay": -1}, ValueError, "eval_delay"),
     ({"end_to_end": "yes"}, TypeError, "end_to_end"),
     ({"warmup_proportion": 2.0}, ValueError, "warmup_proportion"),
     ({"warmup_proportion": -0.1}, ValueError, "warmup_proportion"),
@@ -89,6 +96,7 @@ BAD_ARGUMENTS = [
     ({"seed": 2**63}, ValueError, "seed"),
     ({"logging_strategy": "sometimes"}, ValueError, "logging_strategy"),
     ({"logging_steps": 0}, ValueError, "logging_steps"),
+    ({"logging_steps": -1}, ValueError, "logging_steps"),
     ({"logging_steps": 0.5}, TypeError, "logging_steps"),
     ({"eval_strategy": "sometimes"}, ValueError, "eval_strategy"),
     ({"eval_strategy": None}, TypeError, "eval_strategy"),
@@ -133,8 +141,10 @@ BAD_ARGUMENTS = [
 def test_bad_argument_is_refused_naming_field_value_and_allowed(kwargs: dict, error: type, name: str) -> None:
     value = kwargs[name] if name in kwargs else next(iter(kwargs.values()))
     pattern = rf"TrainingArguments: {name} must be .+, got {re.escape(repr(value))}$"
-    if kwargs == {"load_best_model_at_end": True}:  # the one cross-field rule
+    if kwargs == {"load_best_model_at_end": True}:  # a cross-field rule
         pattern = "load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', got 'no'"
+    if kwargs == {"logging_steps": 0}:  # 0 is allowed with logging_strategy="no", as in setfit
+        pattern = r"TrainingArguments: logging_steps must be a positive integer with logging_strategy 'steps', got 0$"
     with pytest.raises(error, match=pattern):
         TrainingArguments(**kwargs)
     with pytest.raises(error, match=pattern):  # update() (and so apply_hyperparameters) checks the same way
@@ -144,7 +154,7 @@ def test_bad_argument_is_refused_naming_field_value_and_allowed(kwargs: dict, er
 def test_every_field_has_a_rule_and_the_table_covers_it() -> None:
     from setfit_lite.training_args import _RULES
 
-    names = {f.name for f in dataclasses.fields(TrainingArguments)} - {"extra"}
+    names = {f.name for f in dataclasses.fields(TrainingArguments) if f.init}
     assert set(_RULES) == names
     assert {name for _, _, name in BAD_ARGUMENTS} == names
 

@@ -16,7 +16,7 @@ Modules: ``validation`` (inputs), ``params`` (estimator parameters as JSON, scik
 from .common import FORMAT_VERSION, HEAD_CONFIG_NAME, HEAD_SKOPS_NAME, HEAD_WEIGHTS_NAME, MULTI_TARGET_STRATEGIES
 from .factory import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES, build_head, load_head
 from .sklearn_head import SklearnHead
-from .torch_head import TorchHead
+from .torch_head import SetFitHead, TorchHead
 
 __all__ = [
     "FORMAT_VERSION",
@@ -26,6 +26,7 @@ __all__ = [
     "MULTI_TARGET_STRATEGIES",
     "SKLEARN_HEAD_NAMES",
     "TORCH_HEAD_NAMES",
+    "SetFitHead",
     "SklearnHead",
     "TorchHead",
     "build_head",

@@ -51,7 +51,9 @@ def build_head(
     ("logistic_regression"/"sklearn" or "differentiable"/"torch"), an sklearn estimator instance (wrapped in
     ``SklearnHead``), or an unfitted ``SklearnHead``/``TorchHead`` (checked against the data). Instances are
     copied (estimators via ``sklearn.base.clone``), so every call returns a fresh, independent head.
-    ``head_kwargs`` go to ``TorchHead`` (hidden_size, dropout) or ``LogisticRegression``.
+    ``head_kwargs`` go to ``TorchHead`` (hidden_size, dropout, and setfit's ``SetFitHead`` names: ``out_features``
+    and ``multitarget``, checked against the data, ``temperature``, ``bias``, ``device``, ``eps``) or
+    ``LogisticRegression``.
     A TorchHead ignores ``multi_target_strategy`` (multi-label always means independent sigmoids).
     """
     check_positive_int("num_classes", num_classes)
@@ -75,6 +77,7 @@ def build_head(
         if head in TORCH_HEAD_NAMES:
             if in_features is None or num_classes is None:
                 raise ValueError("a differentiable head needs in_features (embedding size) and num_classes")
+            _check_setfit_head_kwargs(head_kwargs, in_features, num_classes, multi_label)
             return TorchHead(in_features, num_classes, multi_label=multi_label, **head_kwargs)
         if head in SKLEARN_HEAD_NAMES:
             if use_differentiable_head:
@@ -93,3 +96,20 @@ def build_head(
             raise ValueError("head_kwargs cannot be combined with an estimator instance; set its params directly")
         return SklearnHead(clone(head), num_classes, multi_label, multi_target_strategy)
     raise TypeError(f"head must be None, a name, an sklearn estimator or a head object, got {type(head).__name__}")
+
+
+def _check_setfit_head_kwargs(head_kwargs: dict[str, Any], in_features: int, num_classes: int,
+                              multi_label: bool) -> None:
+    """Take setfit's ``SetFitHead`` parameters out of ``head_kwargs`` where the data and the body decide them:
+    ``in_features``, ``out_features`` (1 means 2 classes, as in setfit) and ``multitarget`` must agree with them."""
+    given = {name: head_kwargs.pop(name) for name in ("in_features", "out_features", "multitarget")
+             if name in head_kwargs}
+    if given.get("in_features", in_features) != in_features:
+        raise ValueError(f"head_params in_features={given['in_features']} but the body's embeddings have "
+                         f"{in_features} features")
+    out_features = given.get("out_features", num_classes)
+    if out_features != num_classes and not (out_features == 1 and num_classes == 2):
+        raise ValueError(f"head_params out_features={out_features} but the training data has {num_classes} classes")
+    if given.get("multitarget", multi_label) != bool(multi_label):
+        raise ValueError(f"head_params multitarget={given['multitarget']} but the training data is "
+                         f"{'multi-label' if multi_label else 'single-label'}")

@@ -1,8 +1,10 @@
-"""``TorchHead``: a differentiable head (optional hidden layer, then linear logits), saved as safetensors."""
+"""``SetFitHead`` (also ``TorchHead``): a differentiable head (optional hidden layer, then linear logits), saved as
+safetensors. It takes setfit's ``SetFitHead`` arguments too."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,55 +19,115 @@ from ..serialization import load_json, load_tensors, save_json, save_tensors
 from .common import FORMAT_VERSION, HEAD_CONFIG_NAME, HEAD_SKOPS_NAME, HEAD_WEIGHTS_NAME, corrupt_head_error
 from .validation import as_features, check_labels, check_positive_int
 
+logger = logging.getLogger(__name__)
 
-class TorchHead(nn.Module):
+
+def _one_of(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
+    """``value`` or its setfit alias (they must agree when both are given), else ``default``."""
+    if value is not None and alias_value is not None and value != alias_value:
+        raise ValueError(f"{name}={value!r} and {alias}={alias_value!r} disagree; give one of them")
+    return value if value is not None else alias_value if alias_value is not None else default
+
+
+class SetFitHead(nn.Module):
     """Differentiable head: optional hidden layer (ReLU) then a linear layer with ``num_classes`` logits.
 
     Single-label uses softmax over K outputs (K=2 for binary, so columns always match labels);
     multi-label uses independent sigmoids.
+
+    setfit's ``SetFitHead`` arguments are accepted by name: ``out_features`` (= ``num_classes``, default 2; 1 becomes
+    2 as in setfit), ``multitarget`` (= ``multi_label``), ``temperature`` (logits are divided by it), ``bias``,
+    ``device``; ``eps`` is accepted and unused (``temperature`` must be > 0). Differences from setfit's:
+    ``in_features`` is required (no lazy layer); called on a tensor it returns the logits (setfit: ``(logits,
+    probs)``; on a dict both add ``"logits"`` and ``"probs"``); ``predict``/``predict_proba`` return numpy arrays;
+    it is created on the CPU unless ``device`` is given.
     """
 
     def __init__(
         self,
         in_features: int,
-        num_classes: int,
-        multi_label: bool = False,
+        num_classes: int | None = None,
+        multi_label: bool | None = None,
         hidden_size: int | None = None,
         dropout: float = 0.0,
+        *,
+        out_features: int | None = None,
+        multitarget: bool | None = None,
+        temperature: float = 1.0,
+        eps: float = 1e-5,
+        bias: bool = True,
+        device: str | torch.device | None = None,
     ) -> None:
         super().__init__()
+        num_classes = _one_of("num_classes", num_classes, "out_features", out_features, 2)
+        multi_label = _one_of("multi_label", multi_label, "multitarget", multitarget, False)
         for name, value in (("in_features", in_features), ("num_classes", num_classes), ("hidden_size", hidden_size)):
             check_positive_int(name, value)
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        if not float(temperature) > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature!r}")
+        if int(num_classes) == 1 and not multi_label:
+            logger.warning("Change `out_features` from 1 to 2 since we use `CrossEntropyLoss` for binary "
+                           "classification.")
+            num_classes = 2
         in_features, num_classes = int(in_features), int(num_classes)
         hidden_size = int(hidden_size) if hidden_size else None
         self.in_features, self.num_classes, self.multi_label = in_features, num_classes, bool(multi_label)
         self.hidden_size, self.dropout_p = hidden_size, float(dropout)
+        self.temperature, self.eps, self.bias = float(temperature), eps, bool(bias)
         self.dropout = nn.Dropout(self.dropout_p)
-        self.hidden = nn.Linear(in_features, hidden_size) if hidden_size else None
-        self.linear = nn.Linear(hidden_size or in_features, num_classes)
+        self.hidden = nn.Linear(in_features, hidden_size, bias=self.bias) if hidden_size else None
+        self.linear = nn.Linear(hidden_size or in_features, num_classes, bias=self.bias)
         self.apply(self._init_weights)
         self.fitted = False  # set by fit/load (and by the trainer after end-to-end training)
+        if device is not None:
+            self.to(device)
+
+    # setfit's names
+    @property
+    def out_features(self) -> int:
+        return self.num_classes
+
+    @property
+    def multitarget(self) -> bool:
+        return self.multi_label
+
+    @property
+    def device(self) -> torch.device:
+        return self._param().device
+
+    def get_loss_fn(self) -> nn.Module:
+        """setfit's: the loss module :meth:`loss` computes (BCE with logits multi-label, else cross-entropy)."""
+        return nn.BCEWithLogitsLoss() if self.multi_label else nn.CrossEntropyLoss()
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
         if isinstance(module, nn.Linear):  # as setfit's SetFitHead
             nn.init.xavier_uniform_(module.weight)
-            nn.init.constant_(module.bias, 1e-2)
+            if module.bias is not None:
+                nn.init.constant_(module.bias, 1e-2)
 
     def extra_repr(self) -> str:
         return f"multi_label={self.multi_label}"
 
-    def forward(self, embeddings: torch.Tensor | Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Logits (n, K) from embeddings (n, in_features) or a dict with ``sentence_embedding``."""
+    def forward(self, embeddings: torch.Tensor | Mapping[str, torch.Tensor]
+                ) -> torch.Tensor | Mapping[str, torch.Tensor]:
+        """Logits (n, K) from embeddings (n, in_features); for setfit's dict with ``sentence_embedding``, the dict
+        with ``"logits"`` and ``"probs"`` added."""
         x = embeddings["sentence_embedding"] if isinstance(embeddings, Mapping) else embeddings
         if x.shape[-1] != self.in_features:
             raise ValueError(f"expected embeddings with {self.in_features} features, got shape {tuple(x.shape)}")
         x = self.dropout(x)
         if self.hidden is not None:
             x = self.dropout(torch.relu(self.hidden(x)))
-        return self.linear(x)
+        logits = self.linear(x)
+        if self.temperature != 1.0:
+            logits = logits / self.temperature
+        if isinstance(embeddings, Mapping):
+            probs = torch.sigmoid(logits) if self.multi_label else torch.softmax(logits, dim=-1)
+            return {**embeddings, "logits": logits, "probs": probs}
+        return logits
 
     def _param(self) -> torch.Tensor:
         return self.linear.weight
@@ -116,7 +178,7 @@ class TorchHead(nn.Module):
         batch_size: int = 2,
         weight_decay: float = 0.01,
         seed: int | None = None,
-    ) -> TorchHead:
+    ) -> SetFitHead:
         """Train on fixed embeddings with AdamW (defaults follow setfit's head epochs/batch size/lr/l2_weight)."""
         if epochs < 0 or batch_size < 1:
             raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs} and {batch_size}")
@@ -158,6 +220,9 @@ class TorchHead(nn.Module):
             "multi_label": self.multi_label,
             "hidden_size": self.hidden_size,
             "dropout": self.dropout_p,
+            # setfit's options, written only when set (so heads without them save as before)
+            **({"temperature": self.temperature} if self.temperature != 1.0 else {}),
+            **({"bias": False} if not self.bias else {}),
         }
 
     def save(self, folder: str | Path) -> None:
@@ -169,7 +234,7 @@ class TorchHead(nn.Module):
         (folder / HEAD_SKOPS_NAME).unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, folder: str | Path, *, device: str | torch.device | None = None) -> TorchHead:
+    def load(cls, folder: str | Path, *, device: str | torch.device | None = None) -> SetFitHead:
         """Load a saved head (in eval mode), checking tensor names and shapes against the config."""
         folder = Path(folder)
         config_path, path = folder / HEAD_CONFIG_NAME, folder / HEAD_WEIGHTS_NAME
@@ -183,6 +248,8 @@ class TorchHead(nn.Module):
                 multi_label=cfg["multi_label"],
                 hidden_size=cfg.get("hidden_size"),
                 dropout=cfg.get("dropout", 0.0),
+                temperature=cfg.get("temperature", 1.0),
+                bias=cfg.get("bias", True),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"head config file {config_path} is invalid: {exc}") from exc
@@ -204,3 +271,5 @@ class TorchHead(nn.Module):
             head = head.to(device)
         return head.eval()
 
+
+TorchHead = SetFitHead  # setfit_lite's earlier name

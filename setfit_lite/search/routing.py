@@ -91,7 +91,7 @@ def call_model_init(model_init: Callable[..., Any], params: Mapping[str, Any] | 
 
 
 def _training_argument_names() -> set[str]:
-    return {f.name for f in dataclasses.fields(TrainingArguments)} - {"extra"}
+    return {f.name for f in dataclasses.fields(TrainingArguments) if f.init}
 
 
 def _model_init_keywords(model_init: Callable[..., Any] | None) -> set[str]:
