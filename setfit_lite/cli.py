@@ -224,7 +224,9 @@ def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
                               "direction": study.direction.name.lower(), "n_trials": len(study.trials)}
     text = json.dumps(result, default=str)
     if ns.output:
-        Path(ns.output).write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+        from .serialization import atomic_write_text
+
+        atomic_write_text(ns.output, json.dumps(result, indent=2, default=str) + "\n")
     print(text)
     return result
 
@@ -300,7 +302,7 @@ def cmd_predict(ns: argparse.Namespace) -> None:
     model = _load_model(ns.model_dir, ns.runtime)
     texts = _read_texts(ns.data, ns.text_column)
     while chunk := list(islice(texts, 4096)):
-        proba = model.predict_proba(chunk, batch_size=ns.batch_size)
+        proba = model.class_proba(chunk, batch_size=ns.batch_size)
         labels = model.labels_from_proba(proba)
         for text, label, p in zip(chunk, labels, proba):
             row: dict[str, Any] = {"text": text, "label": label.tolist() if hasattr(label, "tolist") else label}
