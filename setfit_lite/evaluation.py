@@ -10,31 +10,34 @@ import numpy as np
 
 from .data import LabeledData
 from .inference import Predictor, predict_ids
-from .metrics import compute_metric
+from .metrics import MetricInputs, compute_metric
 
 __all__ = ["evaluate_model"]
 
 
 def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[..., Any] = "accuracy",
-                   metric_kwargs: dict[str, Any] | None = None, group_by: str | None = None) -> dict[str, Any]:
+                   metric_kwargs: dict[str, Any] | None = None, group_by: str | None = None,
+                   metric_inputs: MetricInputs | None = None) -> dict[str, Any]:
     """``metric`` of ``model``'s predictions on ``data``; with ``group_by``, also per value of that column.
 
     The per-group results are under ``"groups"``, keyed by the column's values as strings, each with its ``"n"``.
+    ``metric_inputs`` converts the predicted and true class ids for a callable metric (see ``compute_metric``).
     """
     model._check_fitted()
     assert model.labels is not None
     if data.labels is None:
         raise ValueError("evaluation needs labelled data: the dataset has no labels")
     y_true = model.label_ids(data.labels)
-    y_pred = predict_ids(model.predict_proba(data.texts), model.multi_label)
+    y_pred = predict_ids(model.class_proba(data.texts), model.multi_label)
     num_classes = len(model.labels)
-    result: dict[str, Any] = compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes)
+    result: dict[str, Any] = compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs)
     if group_by is not None:
         if group_by not in data.columns:
             raise ValueError(f"group_by column {group_by!r} not in the dataset; columns: {sorted(data.columns)}")
         values = np.asarray([str(v) for v in data.columns[group_by]])
         result["groups"] = {
-            str(g): compute_metric(metric, y_pred[values == g], y_true[values == g], metric_kwargs, num_classes)
+            str(g): compute_metric(metric, y_pred[values == g], y_true[values == g], metric_kwargs, num_classes,
+                                   metric_inputs)
             | {"n": int((values == g).sum())}
             for g in sorted(set(values))
         }

@@ -61,6 +61,10 @@ def chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
         start += len(chunk)
 
 
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def predict_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
     """Class ids (argmax of each row) or, multi-label, multi-hot rows (``proba >= 0.5``); int64."""
     proba = np.asarray(proba)
@@ -87,12 +91,18 @@ def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as
 class Predictor:
     """``predict``, ``predict_proba``, ``label_ids`` and calling for a model that gives a chunk's probabilities.
 
+    :meth:`class_proba` is the one numpy form every caller inside setfit_lite uses (evaluation, the CLI);
+    ``predict_proba``/``predict`` present it. With ``setfit_return_types`` (``SetFitModel``) ``predict`` returns
+    what setfit's does: labels only when they have names, else the label values or class ids as the array
+    :meth:`_array_output` makes (a tensor there).
+
     Subclasses set ``labels`` (the classes, in ``predict_proba``'s column order) and ``multi_label``, and implement
     :meth:`_proba_chunk`; they may override :meth:`_check_fitted`.
     """
 
     labels: list | None
     multi_label: bool
+    setfit_return_types: bool = False
 
     def _check_fitted(self) -> None:
         """Raise ValueError when the model cannot predict yet (default: it always can)."""
@@ -104,6 +114,12 @@ class Predictor:
     def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32,
                       show_progress_bar: bool | None = None) -> np.ndarray:
         """Class probabilities, columns in ``labels`` order; one text gives one row. Iterables are streamed."""
+        return self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
+    def class_proba(self, inputs: str | Iterable[str], batch_size: int = 32,
+                    show_progress_bar: bool | None = None) -> np.ndarray:
+        """Class probabilities as a numpy array (n, len(labels)), columns in ``labels`` order (multi-label: each
+        label's probability); one text gives one row. Iterables are streamed."""
         self._check_fitted()
         assert self.labels is not None
         single = isinstance(inputs, str)
@@ -113,21 +129,35 @@ class Predictor:
         return proba[0] if single else proba
 
     def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
-                show_progress_bar: bool | None = None) -> Any:
-        """Predicted labels (multi-label: a multi-hot array in ``labels`` order). Generators are streamed."""
-        proba = self.predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        return self.labels_from_proba(proba, as_numpy=as_numpy)
+                use_labels: bool = True, show_progress_bar: bool | None = None) -> Any:
+        """Predicted labels (multi-label: a multi-hot array in ``labels`` order). Generators are streamed.
+        ``use_labels`` (setfit's) applies with ``setfit_return_types``: False gives class ids."""
+        proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        return self.labels_from_proba(proba, as_numpy=as_numpy, use_labels=use_labels)
 
     def __call__(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
-                 show_progress_bar: bool | None = None) -> Any:
+                 use_labels: bool = True, show_progress_bar: bool | None = None) -> Any:
         """Same as :meth:`predict`."""
-        return self.predict(inputs, batch_size=batch_size, as_numpy=as_numpy, show_progress_bar=show_progress_bar)
+        return self.predict(inputs, batch_size=batch_size, as_numpy=as_numpy, use_labels=use_labels,
+                            show_progress_bar=show_progress_bar)
 
-    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> Any:
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False, use_labels: bool = True) -> Any:
         """The labels ``predict`` gives for probabilities ``proba``."""
         self._check_fitted()
         assert self.labels is not None
-        return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
+        if not self.setfit_return_types:
+            return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
+        named = any(not _is_integer(label) for label in self.labels)
+        if use_labels and named and not self.multi_label:
+            return labels_from_proba(proba, self.labels, multi_label=False)
+        ids = predict_ids(proba, self.multi_label)
+        if not (self.multi_label or named):
+            ids = np.asarray(self.labels, dtype=np.int64)[ids]
+        return self._array_output(ids, as_numpy)
+
+    def _array_output(self, array: np.ndarray, as_numpy: bool) -> Any:
+        """How ``predict`` returns an array of ids or values (``SetFitModel``: a tensor unless ``as_numpy``)."""
+        return array
 
     def label_ids(self, raw_labels: Sequence) -> np.ndarray:
         """Class ids of user labels (errors on labels the model never saw)."""

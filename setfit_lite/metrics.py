@@ -1,7 +1,10 @@
-"""Evaluation metrics computed locally with scikit-learn (no hub downloads)."""
+"""Evaluation metrics: the usual names computed locally with scikit-learn (no hub downloads); any other name goes
+to Hugging Face ``evaluate`` as setfit sends every name (a metric on the hub, or a local metric script)."""
 
 from __future__ import annotations
 
+import importlib.util
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -18,23 +21,32 @@ _METRICS: dict[str, Callable[..., float]] = {
 }
 
 
+MetricInputs = Callable[[np.ndarray, np.ndarray], tuple[Any, Any]]
+
+
 def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true: np.ndarray,
-                   metric_kwargs: dict[str, Any] | None = None, num_classes: int | None = None) -> dict[str, float]:
+                   metric_kwargs: dict[str, Any] | None = None, num_classes: int | None = None,
+                   metric_inputs: MetricInputs | None = None) -> dict[str, Any]:
     """``{name: value}`` for a metric name or a callable ``metric(y_pred, y_true, **kwargs)`` (setfit's order).
 
-    f1/precision/recall without an ``average`` use ``"binary"`` for a two-class model, ``"macro"`` for more
-    classes and ``"micro"`` for multi-label. ``num_classes`` is the model's number of classes (a subset of a
-    multiclass eval set is still multiclass); without it, ids other than 0 and 1 mean multiclass.
+    ``y_pred``/``y_true`` are class ids (multi-label: multi-hot rows); ``metric_inputs(y_pred, y_true)``, when
+    given, turns them into what a callable receives (the trainer gives setfit's forms). f1/precision/recall
+    without an ``average`` use ``"binary"`` for a two-class model, ``"macro"`` for more classes and ``"micro"`` for
+    multi-label. ``num_classes`` is the model's number of classes (a subset of a multiclass eval set is still
+    multiclass); without it, ids other than 0 and 1 mean multiclass. A name not computed here is loaded with
+    ``evaluate.load`` (config "multilabel" for multi-label data, as setfit does), which raises
+    ``FileNotFoundError`` for a name it cannot find (offline: any name not in its cache).
     """
     kwargs = dict(metric_kwargs or {})
     if callable(metric):
-        result = metric(y_pred, y_true, **kwargs)
+        inputs = metric_inputs(y_pred, y_true) if metric_inputs is not None else (y_pred, y_true)
+        result = metric(*inputs, **kwargs)
         if isinstance(result, dict):
             return {str(k): float(v) for k, v in result.items()}
         return {getattr(metric, "__name__", "metric"): float(result)}
-    if metric not in _METRICS:
-        raise ValueError(f"unknown metric {metric!r}; use one of {sorted(_METRICS)} or a callable")
     y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
+    if metric not in _METRICS:
+        return _evaluate_metric(metric, y_pred, y_true, kwargs)
     if metric in ("f1", "precision", "recall") and "average" not in kwargs:
         present = np.unique(np.concatenate([y_true.ravel(), y_pred.ravel()]))
         binary = num_classes == 2 if num_classes is not None else set(present.tolist()) <= {0, 1}
@@ -44,7 +56,28 @@ def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true:
     return {metric: float(_METRICS[metric](y_true, y_pred, **kwargs))}
 
 
+def _evaluate_metric(name: str, y_pred: np.ndarray, y_true: np.ndarray, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``evaluate.load(name).compute(...)``, as setfit computes every metric name."""
+    if importlib.util.find_spec("evaluate") is None:
+        raise ValueError(_unknown(name))
+    import evaluate
+
+    module = evaluate.load(name, config_name="multilabel" if y_true.ndim > 1 else None)
+    result = module.compute(predictions=y_pred, references=y_true, **kwargs) or {}
+    return {str(k): float(v) if isinstance(v, numbers.Real) else v for k, v in result.items()}
+
+
+def _unknown(metric: Any) -> str:
+    return (f"unknown metric {metric!r}; use one of {sorted(_METRICS)}, a callable, or (with the `evaluate` package "
+            "installed: pip install 'setfit_lite[evaluate]') any name evaluate.load accepts")
+
+
 def check_metric(metric: Any) -> None:
-    """Fail early, before training, on a metric name that does not exist."""
-    if not callable(metric) and metric not in _METRICS:
-        raise ValueError(f"unknown metric {metric!r}; use one of {sorted(_METRICS)} or a callable")
+    """Fail early, before training, on a metric that cannot work: not a callable nor a string, or a name computed
+    neither here nor (not installed) by ``evaluate``. Whether ``evaluate`` finds a name is known when it loads it."""
+    if callable(metric):
+        return
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a name or a callable, got {type(metric).__name__}")
+    if metric not in _METRICS and importlib.util.find_spec("evaluate") is None:
+        raise ValueError(_unknown(metric))

@@ -11,7 +11,7 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -38,16 +38,24 @@ logger = logging.getLogger(__name__)
 CONFIG_NAME = "config_setfit_lite.json"
 HEAD_DIR = "head"
 CONFIG_VERSION = 1
+# setfit's name for the saved head's file; here the head is a folder of safetensors + JSON (or skops) files, and
+# this is the file that holds its weights (setfit's is the pickle model_head.pkl, refused unless allow_pickle)
+MODEL_HEAD_NAME = f"{HEAD_DIR}/head.safetensors"
+# setfit's config file: written beside ours with setfit's keys, so that setfit finds the labels and normalisation
+SETFIT_CONFIG_NAME = "config_setfit.json"
 
 
 class SetFitModel(Predictor):
     """A few-shot text classifier: ``model_body`` (SentenceTransformer) then ``model_head``.
 
     ``labels`` are the user-facing classes: ``predict`` returns them and ``predict_proba`` columns follow
-    their order. The head is built at training time, once the number of classes is known, from
-    ``head`` (None: logistic regression; or any scikit-learn classifier instance) or, with
-    ``use_differentiable_head=True``, a torch head.
+    their order. ``predict`` and ``predict_proba`` return what setfit's do: a list of labels when the labels are
+    names (strings), otherwise a tensor of label values or class ids (a numpy array with ``as_numpy=True``).
+    The head is built at training time, once the number of classes is known, from ``head`` (None: logistic
+    regression; or any scikit-learn classifier instance) or, with ``use_differentiable_head=True``, a torch head.
     """
+
+    setfit_return_types = True
 
     def __init__(self, model_body: SentenceTransformer, model_head: Any = None, labels: Sequence | None = None,
                  multi_target_strategy: str | None = None, use_differentiable_head: bool = False,
@@ -131,10 +139,49 @@ class SetFitModel(Predictor):
         model.training_info = saved.get("training_info", {})
         return model
 
-    # ---- heads --------------------------------------------------------------------------------
+    # ---- labels and heads ---------------------------------------------------------------------
+    @property
+    def id2label(self) -> dict[int, Any]:
+        """setfit's mapping from class ids to ``labels`` (empty without labels)."""
+        return dict(enumerate(self.labels or []))
+
+    @property
+    def label2id(self) -> dict[Any, int]:
+        """setfit's mapping from ``labels`` to class ids (empty without labels)."""
+        return {label: index for index, label in enumerate(self.labels or [])}
+
     @property
     def multi_label(self) -> bool:
         return bool(self.model_head is not None and self.model_head.multi_label)
+
+    def freeze(self, component: Literal["body", "head"] | None = None) -> None:
+        """setfit's: stop training the body and/or a differentiable head (``requires_grad=False``); both without
+        ``component``. The trainer's own switch is ``body_learning_rate=0`` (see TrainingArguments)."""
+        self._set_trainable(component, False)
+
+    def unfreeze(self, component: Literal["body", "head"] | None = None,
+                 keep_body_frozen: bool | None = None) -> None:
+        """setfit's: train the body and/or a differentiable head again; both without ``component``.
+        ``keep_body_frozen`` is setfit's deprecated form of ``component="head"``."""
+        if keep_body_frozen is not None:
+            import warnings
+
+            warnings.warn("`keep_body_frozen` is deprecated and will be removed in v2.0.0 of SetFit. "
+                          'Please either pass "head", "body" or no arguments to unfreeze both.', DeprecationWarning,
+                          stacklevel=2)
+            if keep_body_frozen and not component:
+                component = "head"
+        self._set_trainable(component, True)
+
+    def _set_trainable(self, component: str | None, trainable: bool) -> None:
+        if component not in (None, "body", "head"):
+            raise ValueError(f"component must be 'body', 'head' or None (both), got {component!r}")
+        modules = [self.model_body] if component in (None, "body") else []
+        if component in (None, "head") and self.has_differentiable_head and self.model_head is not None:
+            modules.append(self.model_head)
+        for module in modules:
+            for param in module.parameters():
+                param.requires_grad = trainable
 
     def new_head(self, num_classes: int, multi_label: bool) -> Any:
         """An unfitted head for ``num_classes`` classes, as configured at construction."""
@@ -208,15 +255,20 @@ class SetFitModel(Predictor):
             raise ValueError("this SetFitModel has no fitted head yet: train it with Trainer(...).train() "
                              "or load a trained model")
 
-    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = True,
+    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
                       show_progress_bar: bool | None = None) -> np.ndarray | torch.Tensor:
-        """Class probabilities, columns in ``labels`` order (as ``predict`` uses them); a tensor unless ``as_numpy``."""
-        proba = super().predict_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        if as_numpy:
-            return proba
-        import torch
+        """Class probabilities, columns in ``labels`` order (as ``predict`` uses them), as setfit returns them: a
+        tensor, or a numpy array with ``as_numpy``; one text gives one row. With
+        ``multi_target_strategy="multi-output"`` each label has its two columns ``[P(0), P(1)]``, shape (n, L, 2),
+        as scikit-learn's ``MultiOutputClassifier`` gives them (other multi-label heads: (n, L)).
+        ``class_proba`` gives the (n, L) numpy form for every head."""
+        proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        if self.multi_label and self.multi_target_strategy == "multi-output":
+            proba = np.stack([1.0 - proba, proba], axis=-1)
+        return proba if as_numpy else _as_tensor(proba)
 
-        return torch.from_numpy(proba)
+    def _array_output(self, array: np.ndarray, as_numpy: bool) -> np.ndarray | torch.Tensor:
+        return array if as_numpy else _as_tensor(array)
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None) -> np.ndarray:
         embeddings = self.embed_tokens(self.tokenize(texts), batch_size, show_progress_bar)
@@ -254,6 +306,8 @@ class SetFitModel(Predictor):
             if self.model_head is not None:
                 self.model_head.save(tmp / HEAD_DIR)
             save_json(tmp / CONFIG_NAME, self.config())
+            save_json(tmp / SETFIT_CONFIG_NAME, {"normalize_embeddings": self.normalize_embeddings,
+                                                 "labels": self.labels})
             (tmp / "README.md").write_text(model_card or render_model_card(self), encoding="utf-8")
 
     def config(self) -> dict[str, Any]:
@@ -355,6 +409,12 @@ def _head_in_features(head: Any) -> int | None:
     """The embedding size a fitted head takes (None if it does not say)."""
     features = getattr(head, "in_features", None) or getattr(getattr(head, "estimator", None), "n_features_in_", None)
     return int(features) if features is not None else None
+
+
+def _as_tensor(array: np.ndarray) -> torch.Tensor:
+    import torch
+
+    return torch.as_tensor(array)
 
 
 def _show(flag: bool | None, n: int) -> bool:

@@ -10,8 +10,9 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
-from typing import Any
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -21,9 +22,10 @@ from trainers import Backend, get_backend
 from .callbacks import CallbackHandler, TrainerControl, TrainerState
 from .checkpoint import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
+from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .evaluation import evaluate_model
 from .losses import PAIR_LOSSES, build_loss
-from .metrics import check_metric
+from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
 from .sampling import PairSampler, SentenceBatchSampler
 from .search import routing, run_hyperparameter_search
@@ -41,11 +43,16 @@ __all__ = ["Trainer", "TrainingInterrupted"]
 logger = logging.getLogger(__name__)
 
 
+_REQUIRED_COLUMNS = ("label", "text")
+
+
 class Trainer:
     """Trains a :class:`SetFitModel` in two phases: contrastive body training, then the head.
 
-    Same arguments as ``setfit.Trainer``. ``metric`` is a name computed by scikit-learn
-    ("accuracy", "f1", ...) or a callable ``metric(y_pred, y_true)``.
+    Same arguments, errors and messages as ``setfit.Trainer``. ``metric`` is a name ("accuracy", "f1", ... computed
+    locally with scikit-learn; any other name through ``evaluate.load``, as setfit) or a callable
+    ``metric(y_pred, y_true, **metric_kwargs)``, which receives what setfit gives it: the predictions as a CPU
+    tensor and the true labels as a list (string labels: both as class ids).
     """
 
     def __init__(self, model: SetFitModel | None = None, args: TrainingArguments | None = None,
@@ -53,10 +60,13 @@ class Trainer:
                  model_init: Callable[..., SetFitModel] | None = None, metric: str | Callable = "accuracy",
                  metric_kwargs: dict[str, Any] | None = None, callbacks: list[Any] | None = None,
                  column_mapping: dict[str, str] | None = None) -> None:
-        if model is None and model_init is None:
-            raise ValueError("Trainer needs `model` or `model_init`")
         if args is not None and not isinstance(args, TrainingArguments):
-            raise TypeError(f"args must be setfit_lite.TrainingArguments, got {type(args).__name__}")
+            raise ValueError("`args` must be a `TrainingArguments` instance imported from `setfit`: here "
+                             f"`setfit_lite.TrainingArguments`, got a {type(args).__name__}")
+        if model is None and model_init is None:
+            raise RuntimeError("`Trainer` requires either a `model` or `model_init` argument.")
+        if model is not None and model_init is not None:
+            raise RuntimeError("`Trainer` requires either a `model` or `model_init` argument, but not both.")
         check_metric(metric)
         self.args = args or TrainingArguments()
         self.model_init = model_init
@@ -76,7 +86,45 @@ class Trainer:
 
     # ---- data ---------------------------------------------------------------------------------
     def _load(self, dataset: Any) -> LabeledData:
+        self._validate_column_mapping(dataset)
         return to_labeled_data(dataset, column_mapping=self.column_mapping)
+
+    def _validate_column_mapping(self, dataset: Any) -> None:
+        """setfit's checks (and messages) of a table's columns against ``column_mapping``: ValueError when the text
+        or label column is missing, a mapped column is absent, or ``dataset`` is a ``DatasetDict`` (not a split).
+        Other inputs (texts and labels, files) are checked when they are read."""
+        columns = _column_names(dataset)
+        if columns is None:
+            return
+        mapping = self.column_mapping
+        if mapping is None and not set(_REQUIRED_COLUMNS) <= set(columns):
+            if is_dataset_dict(dataset) and set(columns) == {"train"}:
+                raise ValueError("SetFit expected a Dataset, but it got a DatasetDict with the split ['train']. "
+                                 "Did you mean to select the training split with dataset['train']?")
+            if is_dataset_dict(dataset):
+                raise ValueError(f"SetFit expected a Dataset, but it got a DatasetDict with the splits "
+                                 f"{sorted(columns)}. Did you mean to select one of these splits from the dataset?")
+            raise ValueError(f"SetFit expected the dataset to have the columns {sorted(_REQUIRED_COLUMNS)}, but only "
+                             f"the columns {sorted(columns)} were found. Either make sure these columns are present, "
+                             "or specify which columns to use with column_mapping in Trainer.")
+        if mapping is not None:
+            missing = set(_REQUIRED_COLUMNS) - set(mapping.values()) - (set(columns) - set(mapping))
+            if missing:
+                raise ValueError(f"The following columns are missing from the column mapping: {sorted(missing)}. "
+                                 "Please provide a mapping for all required columns.")
+            if not set(mapping) <= set(columns):
+                raise ValueError(f"The column mapping expected the columns {sorted(mapping)} in the dataset, but the "
+                                 f"dataset had the columns {sorted(columns)}.")
+
+    def _apply_column_mapping(self, dataset: Any, column_mapping: dict[str, str]) -> Any:
+        """setfit's renaming: the mapped columns get their new names, the other columns (but ``text`` and ``label``)
+        the prefix ``feat_``. A ``datasets.Dataset`` gives a ``Dataset``, other tables a dict of lists."""
+        renames = {name: column_mapping.get(name, name if name in _REQUIRED_COLUMNS else f"feat_{name}")
+                   for name in _column_names(dataset) or ()}
+        if is_dataset(dataset):
+            return dataset.rename_columns({old: new for old, new in renames.items() if old != new})
+        table = to_labeled_data(dataset, column_mapping=column_mapping)
+        return {"text": table.texts, "label": table.labels, **{renames.get(k, k): v for k, v in table.columns.items()}}
 
     def call_model_init(self, params: dict[str, Any] | None = None) -> SetFitModel:
         """A fresh model from ``model_init``: ``params`` as its one argument (setfit's convention), or as keyword
@@ -86,10 +134,37 @@ class Trainer:
         return routing.call_model_init(self.model_init, params)
 
     def add_callback(self, callback: Any) -> None:
-        self._callbacks.append(callback)
+        """Add a transformers ``TrainerCallback`` (an instance, or a class to instantiate)."""
+        self._callbacks.append(callback() if isinstance(callback, type) else callback)
+
+    def pop_callback(self, callback: Any) -> Any:
+        """Remove and return the callback (an instance, or the first of a class); None when there is none."""
+        for index, cb in enumerate(self._callbacks):
+            if cb is callback or (isinstance(callback, type) and type(cb) is callback):
+                return self._callbacks.pop(index)
+        return None
 
     def remove_callback(self, callback: Any) -> None:
-        self._callbacks = [cb for cb in self._callbacks if cb is not callback and type(cb) is not callback]
+        """Remove the callback (an instance, or the first of a class)."""
+        self.pop_callback(callback)
+
+    @property
+    def callbacks(self) -> list[Any]:
+        """The callbacks the next ``train()`` calls (setfit keeps them in ``st_trainer.callback_handler``)."""
+        return list(self._callbacks)
+
+    def freeze(self, component: Literal["body", "head"] | None = None) -> None:
+        """Deprecated in setfit: ``SetFitModel.freeze``."""
+        warnings.warn(f"`{type(self).__name__}.freeze` is deprecated and will be removed in v2.0.0 of SetFit. "
+                      "Please use `SetFitModel.freeze` directly instead.", DeprecationWarning, stacklevel=2)
+        self.model.freeze(component)
+
+    def unfreeze(self, component: Literal["body", "head"] | None = None,
+                 keep_body_frozen: bool | None = None) -> None:
+        """Deprecated in setfit: ``SetFitModel.unfreeze``."""
+        warnings.warn(f"`{type(self).__name__}.unfreeze` is deprecated and will be removed in v2.0.0 of SetFit. "
+                      "Please use `SetFitModel.unfreeze` directly instead.", DeprecationWarning, stacklevel=2)
+        self.model.unfreeze(component, keep_body_frozen=keep_body_frozen)
 
     # ---- training -----------------------------------------------------------------------------
     def train(self, args: TrainingArguments | None = None, trial: Any = None,
@@ -101,9 +176,17 @@ class Trainer:
         search trial does, for this and later calls: ``apply_hyperparameters(params, final_model=True)``
         (training arguments, head parameters, and a fresh model from ``model_init`` when there is one). A trial
         that sets training arguments cannot be combined with ``args``.
+
+        Keyword arguments (setfit 0.x's ``train(num_epochs=...)``) give setfit's DeprecationWarning; setfit then
+        ignores them, here those that are ``TrainingArguments`` names apply to this call (others: TypeError).
         """
         if kwargs:
-            raise TypeError(f"train() got unknown argument(s): {', '.join(sorted(kwargs))}")
+            name = type(self).__name__
+            warnings.warn(f"`{name}.train` does not accept keyword arguments anymore. Please provide training "
+                          f"arguments via a `TrainingArguments` instance to the `{name}` initialisation or the "
+                          f"`{name}.train` method. setfit_lite applies {', '.join(sorted(kwargs))} to this call "
+                          "(setfit ignores them).", DeprecationWarning, stacklevel=2)
+            args = (args or self.args).update(kwargs)
         if trial is not None:
             params = routing.trial_params(trial)
             arg_params = routing.split_hyperparameters(self, params)[0]
@@ -115,7 +198,8 @@ class Trainer:
         resume_from = resolve_checkpoint(resume_from_checkpoint, args.output_dir) if resume_from_checkpoint \
             else None
         if self._train_data is None:
-            raise ValueError("Trainer.train needs a train_dataset")
+            raise ValueError(f"Training requires a `train_dataset` given to the `{type(self).__name__}` "
+                             "initialization.")
         data = self._train_data
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
         check_trainable(ids, multi_label, labels)
@@ -211,7 +295,8 @@ class Trainer:
             return None
         if self._eval_data is None:
             raise ValueError(f"eval_strategy={args.eval_strategy!r} needs an eval_dataset")
-        return InterimEvaluator(self._eval_data, self.metric, self.metric_kwargs, tokens, ids)
+        return InterimEvaluator(self._eval_data, self.metric, self.metric_kwargs, tokens, ids,
+                                metric_inputs=self._metric_inputs())
 
     def embedding_loss(self, args: TrainingArguments) -> torch.nn.Module:
         """The embedding phase's batch loss (``args.loss``)."""
@@ -256,8 +341,9 @@ class Trainer:
         """The metric on ``dataset`` (default: ``eval_dataset``); with ``group_by``, also per value of that column."""
         data = self._load(dataset) if dataset is not None else self._eval_data
         if data is None:
-            raise ValueError("evaluate() needs a dataset or an eval_dataset")
-        result = evaluate_model(self.model, data, self.metric, self.metric_kwargs, group_by=group_by)
+            raise ValueError("No evaluation dataset provided to `Trainer.evaluate` nor the `Trainer` initialization.")
+        result = evaluate_model(self.model, data, self.metric, self.metric_kwargs, group_by=group_by,
+                                metric_inputs=self._metric_inputs())
         self.model.training_info.setdefault("eval_results", {})[metric_key_prefix] = result
         return result
 
@@ -274,6 +360,20 @@ class Trainer:
         """Use ``params`` (training arguments, head and ``model_init`` parameters) for the next ``train()``."""
         routing.apply_hyperparameters(self, params, final_model=final_model)
 
+    def _metric_inputs(self) -> MetricInputs:
+        """What setfit gives a callable metric, from class ids: the predictions as a CPU tensor
+        (``predict(..., use_labels=False)``) and the true labels as a list; with string labels both are class ids
+        (setfit encodes them), with other labels the label values."""
+        labels = self.model.labels
+
+        def convert(y_pred: np.ndarray, y_true: np.ndarray) -> tuple[torch.Tensor, Any]:
+            if y_true.ndim > 1 or labels is None or any(isinstance(label, str) for label in labels):
+                return torch.as_tensor(y_pred), y_true.tolist() if y_true.ndim > 1 else y_true
+            values = np.asarray(labels)
+            return torch.as_tensor(values[y_pred]), values[y_true].tolist()
+
+        return convert
+
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
                            "Use model.save_pretrained(path) and upload the folder yourself.")
@@ -282,3 +382,16 @@ class Trainer:
 def _tokenizer_limit(model: SetFitModel) -> int:
     limit = getattr(model.model_body.tokenizer, "model_max_length", 512) or 512
     return int(min(limit, 100_000))
+
+
+def _column_names(dataset: Any) -> list[str] | None:
+    """The column names of a table (a ``DatasetDict``: its split names, as setfit reads them), else None."""
+    if is_dataset(dataset) or is_dataset_dict(dataset):
+        return list(dataset.column_names)
+    if is_dataframe(dataset):
+        return [str(name) for name in dataset.columns]
+    if isinstance(dataset, Mapping):
+        return list(dataset)
+    if isinstance(dataset, (list, tuple)) and dataset and all(isinstance(row, Mapping) for row in dataset):
+        return list(dict.fromkeys(name for row in dataset for name in row))
+    return None

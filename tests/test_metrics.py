@@ -81,13 +81,24 @@ def test_classes_0_and_1_of_a_multiclass_model_use_the_model_average() -> None:
         "f1": pytest.approx(skm.f1_score(y_true, y_pred, average="binary"))}
 
 
-def test_other_metrics_and_callables() -> None:
+def test_other_metrics_and_callables(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
     y_true, y_pred = [0, 1, 2, 2], [0, 1, 1, 2]
     assert compute_metric("accuracy", y_pred, y_true) == {"accuracy": 0.75}
     assert compute_metric("matthews_correlation", y_pred, y_true) == {
         "matthews_correlation": pytest.approx(skm.matthews_corrcoef(y_true, y_pred))}
     assert compute_metric(lambda p, t: {"hits": sum(np.equal(p, t))}, y_pred, y_true) == {"hits": 3.0}
-    with pytest.raises(ValueError, match="'f2'.*accuracy"):
-        check_metric("f2")
+    # other names go to evaluate.load, as in setfit: offline it finds no "f2" metric script
+    check_metric("f2")
+    with pytest.raises(FileNotFoundError, match="f2"):
+        compute_metric("f2", y_pred, y_true)
+    with pytest.raises(TypeError, match="metric must be a name or a callable, got int"):
+        check_metric(3)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "evaluate" else find_spec(name, *a))
+    with pytest.raises(ValueError, match="'f2'.*accuracy.*pip install 'setfit_lite\\[evaluate\\]'"):
+        check_metric("f2")  # without evaluate, an unknown name cannot work: refused before training
     with pytest.raises(ValueError, match="'f2'"):
         compute_metric("f2", y_pred, y_true)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.callbacks import TrainerCallback
@@ -61,7 +62,10 @@ def test_int_labels_with_names(tiny_body_path, toy_data):
     model, _ = train(tiny_body_path, data, labels=["negative", "positive"])
     assert model.predict(["great wonderful superb film"]) == ["positive"]
     model2, _ = train(tiny_body_path, data)
-    assert model2.labels == [0, 1] and model2.predict(["great wonderful superb film"]) == [1]
+    # integer labels without names: setfit's tensor of label values (a numpy array with as_numpy)
+    prediction = model2.predict(["great wonderful superb film"])
+    assert model2.labels == [0, 1] and isinstance(prediction, torch.Tensor) and prediction.tolist() == [1]
+    assert model2.predict(["great wonderful superb film"], as_numpy=True).tolist() == [1]
 
 
 def test_save_load_identical_and_seeded(tiny_body_path, toy_data, tmp_path, trained):
@@ -194,8 +198,12 @@ def test_model_init_and_unknown_args(tiny_body_path, toy_data):
     assert trainer.model.predict(["great wonderful superb film"]) == ["positive"]
     with pytest.raises(TypeError, match="bogus"):
         SetFitModel.from_pretrained(tiny_body_path, bogus=1)
-    with pytest.raises(ValueError, match="metric"):
-        Trainer(model=trainer.model, metric="nonsense")
+    # a name not computed here goes to evaluate.load, when evaluating (as in setfit): offline, FileNotFoundError
+    unknown = Trainer(model=trainer.model, metric="nonsense", eval_dataset=toy_data)
+    with pytest.raises(FileNotFoundError, match="nonsense"):
+        unknown.evaluate()
+    with pytest.raises(TypeError, match="metric must be a name or a callable"):
+        Trainer(model=trainer.model, metric=3)
 
 
 @pytest.mark.parametrize("bad, error", [(None, TypeError), ("  ", ValueError)])

@@ -281,3 +281,184 @@ def test_setfit_head_takes_setfits_arguments(tmp_path) -> None:
         build_head(None, num_classes=3, in_features=4, use_differentiable_head=True, out_features=5)
     with pytest.raises(ValueError, match="head_params multitarget=True but the training data is single-label"):
         build_head(None, num_classes=3, in_features=4, use_differentiable_head=True, multitarget=True)
+
+
+# ------------------------------------------------------------------------------------------------ Trainer
+
+FAST = {"num_epochs": (1, 2), "max_steps": 2, "body_learning_rate": 1e-2, "show_progress_bar": False,
+        "backend": "cpu"}
+
+
+@pytest.fixture()
+def model(tiny_body_path: str):
+    from setfit_lite import SetFitModel
+
+    return SetFitModel.from_pretrained(tiny_body_path)
+
+
+def test_trainer_errors_are_setfits(model, toy_data: dict) -> None:
+    import re
+
+    from datasets import Dataset, DatasetDict
+
+    from setfit_lite import Trainer
+
+    with pytest.raises(ValueError, match="`args` must be a `TrainingArguments` instance imported from `setfit`"):
+        Trainer(model, Dataset.from_dict(toy_data))
+    with pytest.raises(RuntimeError, match=r"^`Trainer` requires either a `model` or `model_init` argument.$"):
+        Trainer()
+    with pytest.raises(RuntimeError, match="requires either a `model` or `model_init` argument, but not both"):
+        Trainer(model=model, model_init=lambda: model)
+    with pytest.raises(ValueError, match=re.escape(
+            "SetFit expected the dataset to have the columns ['label', 'text'], but only the columns "
+            "['extra', 'label'] were found. Either make sure these columns are present, or specify which columns "
+            "to use with column_mapping in Trainer.")):
+        Trainer(model, train_dataset={"label": [0, 1], "extra": ["a", "b"]})
+    with pytest.raises(ValueError, match=re.escape("The column mapping expected the columns ['label_new', "
+                                                   "'text_new'] in the dataset, but the dataset had the columns "
+                                                   "['extra', 'text'].")):
+        Trainer(model, train_dataset=Dataset.from_dict({"text": ["a"], "extra": ["b"]}),
+                column_mapping={"text_new": "text", "label_new": "label"})
+    with pytest.raises(ValueError, match=re.escape("missing from the column mapping: ['label']")):
+        Trainer(model, train_dataset={"sentence": ["a"], "y": [0]}, column_mapping={"sentence": "text"})
+    split = Dataset.from_dict(toy_data)
+    with pytest.raises(ValueError, match=re.escape("DatasetDict with the split ['train']. Did you mean to select "
+                                                   "the training split with dataset['train']?")):
+        Trainer(model, train_dataset=DatasetDict({"train": split}))
+    with pytest.raises(ValueError, match=re.escape("DatasetDict with the splits ['test', 'train']. Did you mean")):
+        Trainer(model, eval_dataset=DatasetDict({"train": split, "test": split}))
+    with pytest.raises(ValueError, match="^Training requires a `train_dataset` given to the `Trainer` init"):
+        Trainer(model).train()
+    with pytest.raises(ValueError, match="^No evaluation dataset provided to `Trainer.evaluate`"):
+        Trainer(model).evaluate()
+
+
+def test_trainer_column_mapping_helpers_are_setfits(model) -> None:
+    from datasets import Dataset
+
+    from setfit_lite import Trainer
+
+    dataset = Dataset.from_dict({"text_new": ["a", "b"], "label_new": [[0, 1], [1, 0]], "x": [1, 2]})
+    trainer = Trainer(model, column_mapping={"text_new": "text", "label_new": "label"})
+    trainer._validate_column_mapping(dataset)
+    mapped = trainer._apply_column_mapping(dataset, trainer.column_mapping)
+    assert isinstance(mapped, Dataset) and mapped.column_names == ["text", "label", "feat_x"]
+    assert mapped[0] == {"text": "a", "label": [0, 1], "feat_x": 1}
+
+
+def test_train_keyword_arguments_warn_as_setfit_and_apply_to_the_call(model, toy_data: dict) -> None:
+    from setfit_lite import Trainer
+
+    trainer = Trainer(model, args=TrainingArguments(**FAST), train_dataset=toy_data)
+    with pytest.warns(DeprecationWarning, match=r"`Trainer.train` does not accept keyword arguments anymore\. .*"
+                                                r"setfit_lite applies num_epochs to this call"):
+        trainer.train(num_epochs=(1, 3))
+    assert model.training_info["training_args"]["num_epochs"] == [1, 3]
+    assert trainer.args.num_epochs == (1, 2)  # only that call
+    with pytest.raises(TypeError, match="learning_rate"), pytest.warns(DeprecationWarning):
+        trainer.train(learning_rate=1e-3)
+
+
+def test_freeze_and_callbacks_as_setfit(tiny_body_path: str) -> None:
+    from transformers import TrainerCallback
+
+    from setfit_lite import SetFitModel, Trainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model)
+    with pytest.warns(DeprecationWarning, match="Trainer.freeze` is deprecated .* use `SetFitModel.freeze`"):
+        trainer.freeze()
+    assert not any(p.requires_grad for p in model.model_body.parameters())
+    model.unfreeze("body")
+    assert all(p.requires_grad for p in model.model_body.parameters())
+    with pytest.warns(DeprecationWarning, match="`keep_body_frozen` is deprecated"):
+        model.unfreeze(keep_body_frozen=True)
+    with pytest.raises(ValueError, match="component must be 'body', 'head' or None"):
+        model.freeze("neck")
+
+    class Recorder(TrainerCallback):
+        pass
+
+    callback = Recorder()
+    trainer.add_callback(callback)
+    trainer.add_callback(Recorder)  # a class is instantiated, as in transformers
+    assert trainer.callbacks[0] is callback and type(trainer.callbacks[1]) is Recorder
+    assert trainer.pop_callback(callback) is callback and trainer.pop_callback(callback) is None
+    trainer.remove_callback(Recorder)
+    assert trainer.callbacks == []
+
+
+def test_callable_metric_receives_setfits_inputs(tiny_body_path: str, toy_data: dict) -> None:
+    import torch
+
+    from setfit_lite import SetFitModel, Trainer
+
+    seen = []
+
+    def metric(y_pred, y_test):
+        seen.append((y_pred, y_test))
+        return 0.5
+
+    numbers = {"text": toy_data["text"], "label": [3 if y == "positive" else 7 for y in toy_data["label"]]}
+    trainer = Trainer(SetFitModel.from_pretrained(tiny_body_path), args=TrainingArguments(**FAST),
+                      train_dataset=numbers, eval_dataset=numbers, metric=metric)
+    trainer.train()
+    assert trainer.evaluate() == {"metric": 0.5}
+    y_pred, y_test = seen[-1]
+    assert isinstance(y_pred, torch.Tensor) and y_pred.device.type == "cpu" and set(y_pred.tolist()) <= {3, 7}
+    assert y_test == numbers["label"]  # the label values, as a list
+    named = Trainer(SetFitModel.from_pretrained(tiny_body_path), args=TrainingArguments(**FAST),
+                    train_dataset=toy_data, eval_dataset=toy_data, metric=metric)
+    named.train()
+    named.evaluate()
+    y_pred, y_test = seen[-1]  # string labels: class ids on both sides, as setfit's LabelEncoder gives them
+    assert isinstance(y_pred, torch.Tensor) and y_test.tolist() == named.model.label_ids(toy_data["label"]).tolist()
+
+
+# ------------------------------------------------------------------------------------------------ SetFitModel
+
+
+def test_model_predict_return_types_are_setfits(tmp_path, tiny_body_path: str, toy_data: dict) -> None:
+    import json
+
+    import torch
+
+    from setfit_lite import SetFitModel, Trainer
+    from setfit_lite.modeling import MODEL_HEAD_NAME
+
+    texts = ["great wonderful superb film", "awful dull terrible movie"]
+    named = SetFitModel.from_pretrained(tiny_body_path)
+    Trainer(named, args=TrainingArguments(**FAST), train_dataset=toy_data).train()
+    assert named.label2id == {"negative": 0, "positive": 1} and named.id2label == {0: "negative", 1: "positive"}
+    assert isinstance(named.predict(texts), list) and named.predict(texts[0]) in ("negative", "positive")
+    ids = named.predict(texts, use_labels=False)
+    assert isinstance(ids, torch.Tensor) and ids.tolist() == [named.label2id[y] for y in named.predict(texts)]
+    proba = named.predict_proba(texts)
+    assert isinstance(proba, torch.Tensor) and proba.shape == (2, 2)
+    assert isinstance(named.predict_proba(texts, as_numpy=True), np.ndarray)
+    assert named.predict_proba(texts[0]).shape == (2,)
+
+    numbers = SetFitModel.from_pretrained(tiny_body_path)
+    data = {"text": toy_data["text"], "label": [1 if y == "positive" else 0 for y in toy_data["label"]]}
+    Trainer(numbers, args=TrainingArguments(**FAST), train_dataset=data).train()
+    single = numbers.predict(texts[0])
+    assert isinstance(single, torch.Tensor) and single.dim() == 0  # setfit: one text gives one value
+    assert isinstance(numbers.predict(texts, as_numpy=True), np.ndarray) and numbers(texts).shape == (2,)
+
+    numbers.save_pretrained(tmp_path / "model")
+    assert (tmp_path / "model" / MODEL_HEAD_NAME).is_file()
+    setfit_config = json.loads((tmp_path / "model" / "config_setfit.json").read_text())
+    assert setfit_config == {"normalize_embeddings": False, "labels": [0, 1]}  # setfit's file, setfit's keys
+
+
+def test_multi_output_predict_proba_has_setfits_shape(tiny_body_path: str, toy_data: dict) -> None:
+    from setfit_lite import SetFitModel, Trainer
+
+    model = SetFitModel.from_pretrained(tiny_body_path, multi_target_strategy="multi-output")
+    hot = [[1, 0] if y == "positive" else [0, 1] for y in toy_data["label"]]
+    Trainer(model, args=TrainingArguments(**FAST), train_dataset={"text": toy_data["text"], "label": hot}).train()
+    proba = model.predict_proba(toy_data["text"][:3], as_numpy=True)
+    assert proba.shape == (3, 2, 2) and np.allclose(proba.sum(-1), 1.0)  # [P(0), P(1)] per label, as setfit
+    np.testing.assert_allclose(proba[..., 1], model.class_proba(toy_data["text"][:3]), rtol=1e-6)
+    assert model.predict_proba(toy_data["text"][0]).shape == (2, 2)
+    assert model.predict(toy_data["text"][:3]).shape == (3, 2)  # multi-hot, a tensor

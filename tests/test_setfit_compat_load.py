@@ -131,8 +131,8 @@ def test_multi_label_head(tmp_path, tiny_body_path, train_set, wrapper):
     emb = _setfit_embeddings(tiny_body_path, TEXTS, True)
     np.testing.assert_array_equal(model.predict(TEXTS), head.predict(emb))  # multi-hot, as setfit's predict
     expected = head.predict_proba(emb)
-    if isinstance(expected, list):  # setfit stacks MultiOutput's per-label (n, 2) arrays; we keep P(label)
-        expected = np.stack(expected, axis=1)[:, :, 1]
+    if isinstance(expected, list):  # setfit stacks MultiOutput's per-label (n, 2) arrays, and so do we
+        expected = np.stack(expected, axis=1)
     np.testing.assert_allclose(model.predict_proba(TEXTS), expected, rtol=1e-5, atol=1e-6)
     _round_trip(model, tmp_path / "converted")
 

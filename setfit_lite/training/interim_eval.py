@@ -12,7 +12,7 @@ import numpy as np
 from ..callbacks import EarlyStopping
 from ..data import LabeledData, encode_labels
 from ..inference import predict_ids
-from ..metrics import compute_metric
+from ..metrics import MetricInputs, compute_metric
 from ..training_args import TrainingArguments
 from .checkpoints import Progress
 from .head_fit import embed, fit_head
@@ -24,12 +24,14 @@ logger = logging.getLogger("setfit_lite.trainer")
 class InterimEvaluator:
     """``evaluator(session)``: the real eval metric (not only the loss) of the body as it is now.
 
-    The training embeddings and labels are ``tokens``/``ids``; the eval set is tokenised once.
+    The training embeddings and labels are ``tokens``/``ids``; the eval set is tokenised once. A callable metric
+    receives ``metric_inputs(y_pred, y_true)`` when given (as in ``Trainer.evaluate``).
     """
 
     def __init__(self, data: LabeledData, metric: str | Callable, metric_kwargs: dict[str, Any] | None,
-                 tokens: list[list[int]], ids: np.ndarray) -> None:
+                 tokens: list[list[int]], ids: np.ndarray, metric_inputs: MetricInputs | None = None) -> None:
         self.data, self.metric, self.metric_kwargs = data, metric, metric_kwargs
+        self.metric_inputs = metric_inputs
         self.tokens, self.ids = tokens, ids
         self._eval: tuple[list[list[int]], np.ndarray] | None = None
 
@@ -44,7 +46,8 @@ class InterimEvaluator:
         head = model.new_head(len(model.labels), self.ids.ndim > 1)
         fit_head(head, embed(model, self.tokens), self.ids, args)
         pred = predict_ids(head.predict_proba(embed(model, eval_tokens)), self.ids.ndim > 1)
-        metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels))
+        metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels),
+                                 metric_inputs=self.metric_inputs)
         return {f"eval_{k}": v for k, v in metrics.items()}
 
 
