@@ -445,6 +445,12 @@ def test_model_predict_return_types_are_setfits(tmp_path, tiny_body_path: str, t
     assert isinstance(single, torch.Tensor) and single.dim() == 0  # setfit: one text gives one value
     assert isinstance(numbers.predict(texts, as_numpy=True), np.ndarray) and numbers(texts).shape == (2,)
 
+    # setfit's model_head is the estimator: its attributes are read through our head
+    head = numbers.model_head
+    assert head.coef_.shape == (1, numbers.embedding_dim) and head.classes_.tolist() == [0, 1]
+    assert head.get_params()["max_iter"] == 1000
+    with pytest.raises(AttributeError, match="have no attribute 'bogus_'"):
+        getattr(head, "bogus_")  # noqa: B009
     numbers.save_pretrained(tmp_path / "model")
     assert (tmp_path / "model" / MODEL_HEAD_NAME).is_file()
     setfit_config = json.loads((tmp_path / "model" / "config_setfit.json").read_text())

@@ -74,6 +74,17 @@ class SklearnHead:
         self.multi_target_strategy = strategy
         self.estimator = wrapped
 
+    def __getattr__(self, name: str) -> Any:
+        """The scikit-learn estimator's attributes (``coef_``, ``classes_``, ``get_params``, ...), which setfit's
+        ``model.model_head`` (the estimator itself) gives."""
+        if name.startswith("__") or name == "estimator":
+            raise AttributeError(name)
+        try:
+            return getattr(self.estimator, name)
+        except AttributeError:
+            raise AttributeError(f"'SklearnHead' object and its {type(self.estimator).__name__} have no attribute "
+                                 f"{name!r}") from None
+
     def __repr__(self) -> str:
         return (
             f"SklearnHead({self.estimator!r}, num_classes={self.num_classes}, multi_label={self.multi_label}, "
