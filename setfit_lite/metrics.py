@@ -29,6 +29,7 @@ def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true:
                    metric_inputs: MetricInputs | None = None) -> dict[str, Any]:
     """``{name: value}`` for a metric name or a callable ``metric(y_pred, y_true, **kwargs)`` (setfit's order).
 
+    A callable's single number is returned as ``{"metric": value}``, as setfit does.
     ``y_pred``/``y_true`` are class ids (multi-label: multi-hot rows); ``metric_inputs(y_pred, y_true)``, when
     given, turns them into what a callable receives (the trainer gives setfit's forms). f1/precision/recall
     without an ``average`` use ``"binary"`` for a two-class model, ``"macro"`` for more classes and ``"micro"`` for
@@ -43,7 +44,7 @@ def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true:
         result = metric(*inputs, **kwargs)
         if isinstance(result, dict):
             return {str(k): float(v) for k, v in result.items()}
-        return {getattr(metric, "__name__", "metric"): float(result)}
+        return {"metric": float(result)}  # setfit's key for a callable's single value
     y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
     if metric not in _METRICS:
         return _evaluate_metric(metric, y_pred, y_true, kwargs)

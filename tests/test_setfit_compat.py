@@ -395,20 +395,20 @@ def test_callable_metric_receives_setfits_inputs(tiny_body_path: str, toy_data: 
 
     seen = []
 
-    def metric(y_pred, y_test):
+    def half(y_pred, y_test):
         seen.append((y_pred, y_test))
         return 0.5
 
     numbers = {"text": toy_data["text"], "label": [3 if y == "positive" else 7 for y in toy_data["label"]]}
     trainer = Trainer(SetFitModel.from_pretrained(tiny_body_path), args=TrainingArguments(**FAST),
-                      train_dataset=numbers, eval_dataset=numbers, metric=metric)
+                      train_dataset=numbers, eval_dataset=numbers, metric=half)
     trainer.train()
-    assert trainer.evaluate() == {"metric": 0.5}
+    assert trainer.evaluate() == {"metric": 0.5}  # a single number under setfit's key
     y_pred, y_test = seen[-1]
     assert isinstance(y_pred, torch.Tensor) and y_pred.device.type == "cpu" and set(y_pred.tolist()) <= {3, 7}
     assert y_test == numbers["label"]  # the label values, as a list
     named = Trainer(SetFitModel.from_pretrained(tiny_body_path), args=TrainingArguments(**FAST),
-                    train_dataset=toy_data, eval_dataset=toy_data, metric=metric)
+                    train_dataset=toy_data, eval_dataset=toy_data, metric=half)
     named.train()
     named.evaluate()
     y_pred, y_test = seen[-1]  # string labels: class ids on both sides, as setfit's LabelEncoder gives them
