@@ -116,6 +116,11 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
     old checkpoints."""
     from safetensors.torch import save_model
 
+    final = folder.parent / f"{PREFIX}{step}"
+    if (final.exists() or final.is_symlink()) and not (final / MANIFEST).is_file():
+        shutil.rmtree(folder, ignore_errors=True)  # our staging folder; the user's path is left alone
+        raise CheckpointError(f"{final} exists and is not a setfit_lite checkpoint (no {MANIFEST}): refusing to "
+                              "replace it; move it away or choose another output_dir")
     save_model(body, str(folder / "body.safetensors"))
     written = sorted(name for name, state in states.items() if state is not None)
     for name in written:
@@ -126,8 +131,7 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
     save_json(folder / MANIFEST, {"format_version": FORMAT_VERSION, "step": step, "world_size": world_size,
                                   "states": written})
     write_manifest(folder)  # the SHA-256 of every file, checkpoint.json included
-    final = folder.parent / f"{PREFIX}{step}"
-    if final.exists():
+    if final.exists():  # an earlier checkpoint of this step (checked above), e.g. re-saved after a resume
         shutil.rmtree(final)
     os.replace(folder, final)
     _prune(final.parent, save_total_limit)

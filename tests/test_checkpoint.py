@@ -192,3 +192,13 @@ def test_state_round_trip_without_pickle() -> None:
     assert back["t"] == (1, None, "x")
     with pytest.raises(TypeError, match="cannot checkpoint"):
         _split({"f": object()}, "", {})
+
+
+def test_a_users_folder_named_like_a_checkpoint_is_never_replaced(tiny_body_path, toy_data, tmp_path) -> None:
+    mine = tmp_path / "checkpoint-5"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(CheckpointError, match=r"checkpoint-5 exists and is not a setfit_lite checkpoint"):
+        run(tiny_body_path, toy_data, tmp_path, save_strategy="steps", save_steps=5)
+    assert (mine / "notes.txt").read_text() == "mine" and sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]  # no half-written staging left
