@@ -6,7 +6,6 @@ has them loaded), so that importing this module, and ``SetFitModel.from_onnx``, 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -218,9 +217,10 @@ class SetFitModel(Predictor):
         batch = self.model_body.tokenizer.pad({"input_ids": list(token_ids)}, return_tensors="pt")
         return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
-    def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None,
-                     autocast: Any = None) -> np.ndarray:
-        """Embeddings of pre-tokenised texts, batched by length, returned in input order."""
+    def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None
+                     ) -> np.ndarray:
+        """Embeddings of pre-tokenised texts (fp32), batched by length, returned in input order: the one path used
+        by head fitting, evaluation and prediction."""
         import torch
         from tqdm.auto import tqdm
 
@@ -235,8 +235,7 @@ class SetFitModel(Predictor):
             with torch.inference_mode():
                 for idx in bar:
                     features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
-                    with autocast if autocast is not None else contextlib.nullcontext():
-                        emb = body(features)["sentence_embedding"]
+                    emb = body(features)["sentence_embedding"]
                     if self.normalize_embeddings:
                         emb = torch.nn.functional.normalize(emb, dim=-1)
                     out[idx] = emb.float().cpu().numpy()
