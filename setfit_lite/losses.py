@@ -10,10 +10,11 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
 
-from .training_args import LOSSES, PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
+from .training_args import LOSSES, MNRL_LOSS, PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
 
-__all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "PairMatrixLoss", "SimilarityDistillationLoss",
-           "SupConLoss", "TripletLoss", "all_pairs", "build_loss", "rows", "same_label"]
+__all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "InBatchNegativesLoss", "LabelAnchorLoss",
+           "PairMatrixLoss", "SimilarityDistillationLoss", "SupConLoss", "TripletLoss", "all_pairs", "build_loss",
+           "rows", "same_label"]
 
 
 def same_label(labels: torch.Tensor) -> torch.Tensor:
@@ -184,6 +185,43 @@ class SupConLoss(torch.nn.Module):
         return -(self.temperature / self.base_temperature) * mean_log_prob.mean()
 
 
+class InBatchNegativesLoss(torch.nn.Module):
+    """sentence-transformers' ``MultipleNegativesRankingLoss`` on a labelled sentence batch.
+
+    Each sentence is a query whose positive is the next sentence of its class in the batch (cyclically); the
+    other positives of the batch are its negatives, as in the loss's usual (anchor, positive) use. Sentences
+    alone in their class in the batch are left out.
+    """
+
+    def __init__(self, scale: float = 20.0) -> None:
+        super().__init__()
+        self.inner = st_losses.MultipleNegativesRankingLoss(model=None, scale=scale)
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
+                pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
+        if labels is None or labels.dim() != 1:
+            raise ValueError(f"{MNRL_LOSS} needs single-label class ids")
+        query, positive = _next_of_class(labels)
+        if len(query) < 2:
+            return embeddings.sum() * 0.0
+        return self.inner.compute_loss_from_embeddings([rows(embeddings, query), rows(embeddings, positive)], None)
+
+
+def _next_of_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For each row with a classmate in the batch: its index and the next classmate's (cyclically)."""
+    order = torch.argsort(labels, stable=True)
+    sorted_labels = labels[order]
+    first = torch.ones_like(sorted_labels, dtype=torch.bool)
+    first[1:] = sorted_labels[1:] != sorted_labels[:-1]
+    group = torch.cumsum(first.long(), 0) - 1
+    starts = torch.nonzero(first).flatten()
+    sizes = torch.bincount(group)
+    position = torch.arange(len(labels), device=labels.device) - starts[group]
+    nxt = starts[group] + (position + 1) % sizes[group]
+    keep = sizes[group] > 1
+    return order[keep], order[nxt[keep]]
+
+
 def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | None = None,
                balance: bool = True) -> torch.nn.Module:
     """A batch loss from a name or a sentence-transformers loss class.
@@ -198,6 +236,8 @@ def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | N
         return TripletLoss(name, margin=margin, distance_metric=distance_metric)
     if name == "SupConLoss":
         return SupConLoss()
+    if name == MNRL_LOSS:
+        return InBatchNegativesLoss()
     raise ValueError(f"unknown loss {name!r}; choose one of {LOSSES}")
 
 
@@ -223,3 +263,45 @@ class SimilarityDistillationLoss(torch.nn.Module):
         target = (teacher[i] * teacher[j]).sum(-1)
         normed = F.normalize(embeddings.float(), dim=-1)
         return ((rows(normed, i) * rows(normed, j)).sum(-1) - target).pow(2).mean()
+
+
+class LabelAnchorLoss(torch.nn.Module):
+    """A batch loss plus a term that ties each sentence to the embedding of its class's label text.
+
+    The last ``num_anchors`` rows of every batch are the anchors: row ``n + k`` is the label text of class ``k``,
+    encoded by the body like the sentences (so the label texts move with the body). The loss is
+    ``inner(sentences) + weight * term`` with ``term``:
+
+    - ``"softmax"`` (FastFit, Yehudai & Bandel 2024): cross-entropy of each sentence's class under a softmax of
+      ``cos(sentence, anchor) / temperature`` over the anchors;
+    - ``"pairs"`` (AncSetFit, Pauli et al. 2023): the balanced cosine-similarity loss on every (sentence, anchor)
+      pair, target 1 for its own class and 0 otherwise.
+    """
+
+    def __init__(self, inner: torch.nn.Module, num_anchors: int, weight: float = 1.0, mode: str = "softmax",
+                 temperature: float = 0.05) -> None:
+        super().__init__()
+        if mode not in ("softmax", "pairs"):
+            raise ValueError(f"unknown anchor loss {mode!r}; choose 'softmax' or 'pairs'")
+        self.inner, self.num_anchors, self.weight = inner, num_anchors, weight
+        self.mode, self.temperature = mode, temperature
+        self.pair_loss = PairMatrixLoss("CosineSimilarityLoss") if mode == "pairs" else None
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
+                pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
+        if labels is None or labels.dim() != 1:
+            raise ValueError("LabelAnchorLoss needs single-label class ids")
+        n = embeddings.shape[0] - self.num_anchors
+        sentences, classes = embeddings[:n], labels[:n]
+        loss = self.inner(sentences, classes, pair_index, pair_target)
+        if self.weight == 0:
+            return loss
+        if self.pair_loss is None:
+            logits = F.normalize(sentences.float(), dim=-1) @ F.normalize(embeddings[n:].float(), dim=-1).T
+            term = F.cross_entropy(logits / self.temperature, classes)
+        else:
+            i = torch.arange(n, device=labels.device).repeat_interleave(self.num_anchors)
+            k = torch.arange(self.num_anchors, device=labels.device).repeat(n)
+            target = (classes[i] == k).float()
+            term = self.pair_loss(embeddings, pair_index=torch.stack([i, n + k], dim=1), pair_target=target)
+        return loss + self.weight * term

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from itertools import islice, zip_longest
+from typing import Any
 
 import numpy as np
 
@@ -233,3 +234,18 @@ class SentenceBatchSampler:
                     indices.append(int(queues[group].pop()))
             if position % self.world_size == self.rank:
                 yield {"indices": np.array(indices, dtype=np.int64)}
+
+
+class WithAnchors:
+    """Wraps a batch sampler: every batch also holds the rows ``first .. first + count - 1`` (the label anchors),
+    at its end, so a loss can find them as its last ``count`` rows."""
+
+    def __init__(self, sampler: Any, first: int, count: int) -> None:
+        self.sampler, self.anchors = sampler, np.arange(first, first + count, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def epoch(self, epoch: int) -> Iterator[dict[str, np.ndarray]]:
+        for batch in self.sampler.epoch(epoch):
+            yield batch | {"indices": np.concatenate([batch["indices"], self.anchors])}

@@ -24,10 +24,10 @@ from .checkpoint import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .evaluation import evaluate_model
-from .losses import PAIR_LOSSES, build_loss
+from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
-from .sampling import PairSampler, SentenceBatchSampler
+from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
 from .training.head_fit import fit_head, gather_embeddings
 from .training.interim_eval import InterimEvaluator
@@ -41,6 +41,7 @@ from .training_args import TrainingArguments
 __all__ = ["Trainer", "TrainingInterrupted"]
 
 logger = logging.getLogger(__name__)
+MAX_ANCHORS = 64  # label anchors ride in every batch: beyond this many classes they would crowd out the sentences
 
 
 _REQUIRED_COLUMNS = ("label", "text")
@@ -307,11 +308,43 @@ class Trainer:
         backend, body = self.backend, self.model.model_body
         assert backend is not None and self.session is not None
         freeze_word_embeddings(body, args.freeze_word_embeddings)
+        loss, sampler, evaluator = self.embedding_loss(args), self.make_sampler(args, ids), \
+            self._interim_evaluator(args, tokens, ids)
+        anchors = self.label_anchor_texts(args, ids)
+        if anchors:
+            sampler = WithAnchors(sampler, len(tokens), len(anchors))
+            loss = LabelAnchorLoss(loss, len(anchors), args.anchor_weight, args.anchor_loss, args.anchor_temperature)
+            tokens = tokens + self.model.tokenize(anchors)
+            ids = np.concatenate([ids, np.arange(len(anchors), dtype=ids.dtype)])
         run_phase(self.session, Phase(
-            "embedding", EmbeddingModule(body, self.embedding_loss(args)), body_optimizer(backend, body, args),
-            self.make_sampler(args, ids), tokens, self._batch_labels(ids), args.embedding_num_epochs,
-            max_steps=args.max_steps, checkpoints=True, evaluate=self._interim_evaluator(args, tokens, ids)))
+            "embedding", EmbeddingModule(body, loss), body_optimizer(backend, body, args),
+            sampler, tokens, self._batch_labels(ids), args.embedding_num_epochs,
+            max_steps=args.max_steps, checkpoints=True, evaluate=evaluator))
         freeze_word_embeddings(body, False)
+
+    def label_anchor_texts(self, args: TrainingArguments, ids: np.ndarray) -> list[str] | None:
+        """The label texts the embedding phase anchors its classes to, or None; records which in
+        ``model.training_info["label_anchors"]`` (and the reason when none are used).
+
+        ``label_anchors="auto"`` uses them when the labels are names (str labels, or ``labels=`` names given to
+        the model) of a single-label task with at most :data:`MAX_ANCHORS` classes.
+        """
+        labels = self.model.labels or []
+        reason = None
+        if args.label_anchors == "off":
+            reason = "label_anchors='off'"
+        elif ids.ndim > 1:
+            reason = "multi-label data"
+        elif not all(isinstance(label, str) for label in labels):
+            reason = "the labels are not names (give str labels, or labels=[...] names to the model)"
+        elif len(labels) > MAX_ANCHORS:
+            reason = f"more than {MAX_ANCHORS} classes"
+        elif type(self).embedding_loss is not Trainer.embedding_loss:
+            reason = f"{type(self).__name__} trains its own objective"
+        texts = None if reason else [args.anchor_template.format(label=label) for label in labels]
+        self.model.training_info["label_anchors"] = {"used": texts is not None, "texts": texts, "reason": reason}
+        logger.info("label anchors: %s", texts if texts else f"not used ({reason})")
+        return texts
 
     def train_classifier(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray,
                          multi_label: bool) -> None:

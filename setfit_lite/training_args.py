@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 OBJECTIVES = ("sentence_batch", "pairs")
+LABEL_ANCHORS = ("auto", "off")
+ANCHOR_LOSSES = ("softmax", "pairs")
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
 # loss names (kept here, torch-free; ``setfit_lite.losses`` builds them)
 PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
@@ -23,7 +25,9 @@ TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardT
                   "BatchHardSoftMarginTripletLoss")
 # setfit's own loss (setfit_lite.losses.SupConLoss), on the embeddings of a sentence batch like the triplet losses
 SUPCON_LOSS = "SupConLoss"
-LOSSES = PAIR_LOSSES + TRIPLET_LOSSES + (SUPCON_LOSS,)
+# sentence-transformers' in-batch-negatives loss, on (sentence, another sentence of its class) pairs of a batch
+MNRL_LOSS = "MultipleNegativesRankingLoss"
+LOSSES = PAIR_LOSSES + TRIPLET_LOSSES + (SUPCON_LOSS, MNRL_LOSS)
 STRATEGIES = ("no", "steps", "epoch")
 # ``trainers.registry.NAMES`` and ``("auto", *trainers.base.PRECISIONS)``, repeated here because the trainers
 # package imports torch; tests/test_training_args.py checks that they agree.
@@ -166,6 +170,14 @@ def _callable(value: Any) -> Any:
     return value
 
 
+def _template(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError
+    if "{label}" not in value:
+        raise ValueError
+    return value
+
+
 def _options(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError
@@ -234,6 +246,11 @@ _RULES: dict[str, _Rule] = {
     "compile": _flag(),
     "prompt": _optional(_text()),
     "freeze_word_embeddings": _optional(_flag(), "by vocabulary size"),
+    "label_anchors": _option(LABEL_ANCHORS),
+    "anchor_template": _Rule("a string containing '{label}'", _template),
+    "anchor_weight": _number("a finite number >= 0"),
+    "anchor_loss": _option(ANCHOR_LOSSES),
+    "anchor_temperature": _number("a finite number > 0", low_open=True),
 }
 
 
@@ -353,6 +370,11 @@ class TrainingArguments:
     compile: bool = False
     prompt: str | None = None
     freeze_word_embeddings: bool | None = None
+    label_anchors: str = "auto"
+    anchor_template: str = "{label}"
+    anchor_weight: float = 1.0
+    anchor_loss: str = "softmax"
+    anchor_temperature: float = 0.05
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 

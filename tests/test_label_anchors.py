@@ -1,0 +1,146 @@
+"""Label anchors (the label texts as extra rows of every batch) and the in-batch-negatives loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from sentence_transformers.sentence_transformer import losses as st_losses
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.losses import InBatchNegativesLoss, LabelAnchorLoss, PairMatrixLoss, _next_of_class, build_loss
+from setfit_lite.sampling import SentenceBatchSampler, WithAnchors
+
+
+def _batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(seed)
+    return torch.randn(8, 6), torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+
+
+def test_softmax_anchor_term_is_cross_entropy_over_cosines_to_the_anchors():
+    sentences, labels = _batch()
+    anchors = torch.randn(3, 6)
+    inner = PairMatrixLoss()
+    loss = LabelAnchorLoss(inner, 3, weight=0.5, mode="softmax", temperature=0.1)
+    got = loss(torch.cat([sentences, anchors]), torch.cat([labels, torch.arange(3)]))
+    logits = F.normalize(sentences, dim=-1) @ F.normalize(anchors, dim=-1).T / 0.1
+    expected = inner(sentences, labels) + 0.5 * F.cross_entropy(logits, labels)
+    assert torch.allclose(got, expected)
+
+
+def test_pairs_anchor_term_is_the_balanced_cosine_loss_on_sentence_anchor_pairs():
+    sentences, labels = _batch(1)
+    anchors = torch.randn(3, 6)
+    inner = PairMatrixLoss()
+    got = LabelAnchorLoss(inner, 3, weight=2.0, mode="pairs")(torch.cat([sentences, anchors]),
+                                                             torch.cat([labels, torch.arange(3)]))
+    cos = F.normalize(sentences, dim=-1) @ F.normalize(anchors, dim=-1).T
+    target = (labels[:, None] == torch.arange(3)[None, :]).float()
+    term = 0.5 * ((cos - 1)[target == 1] ** 2).mean() + 0.5 * (cos[target == 0] ** 2).mean()
+    assert torch.allclose(got, inner(sentences, labels) + 2.0 * term, atol=1e-6)
+
+
+def test_anchor_weight_zero_is_the_inner_loss_alone():
+    sentences, labels = _batch(2)
+    inner = PairMatrixLoss()
+    got = LabelAnchorLoss(inner, 3, weight=0.0)(torch.cat([sentences, torch.randn(3, 6)]),
+                                                torch.cat([labels, torch.arange(3)]))
+    assert torch.equal(got, inner(sentences, labels))
+
+
+def test_anchor_term_pulls_sentences_toward_their_own_label_text():
+    labels = torch.tensor([0, 1, 0, 1])
+    anchors = torch.eye(2, 4)
+    near = torch.tensor([[1.0, 0.1, 0, 0], [0.1, 1.0, 0, 0], [1.0, 0, 0.1, 0], [0, 1.0, 0.1, 0]])
+
+    class Zero(torch.nn.Module):
+        def forward(self, embeddings, *rest):
+            return embeddings.sum() * 0.0
+
+    loss = LabelAnchorLoss(Zero(), 2, mode="softmax")
+    own = loss(torch.cat([near, anchors]), torch.cat([labels, torch.arange(2)]))
+    swapped = loss(torch.cat([near, anchors]), torch.cat([1 - labels, torch.arange(2)]))
+    assert own < 0.01 < swapped
+
+
+def test_with_anchors_appends_every_anchor_row_to_every_batch():
+    sampler = WithAnchors(SentenceBatchSampler(np.array([0, 1, 0, 1, 0, 1]), 4, seed=0, batches_per_epoch=3), 6, 2)
+    batches = list(sampler.epoch(0))
+    assert len(sampler) == 3 and len(batches) == 3
+    for batch in batches:
+        assert batch["indices"][-2:].tolist() == [6, 7] and (batch["indices"][:-2] < 6).all()
+
+
+def test_next_of_class_pairs_each_sentence_with_a_classmate_cyclically():
+    query, positive = _next_of_class(torch.tensor([1, 0, 1, 2, 0, 1]))
+    pairs = sorted(zip(query.tolist(), positive.tolist()))
+    assert pairs == [(0, 2), (1, 4), (2, 5), (4, 1), (5, 0)]  # 3 is alone in class 2
+
+
+def test_in_batch_negatives_is_sentence_transformers_mnrl_on_classmate_pairs():
+    embeddings, labels = _batch(3)
+    query, positive = _next_of_class(labels)
+    expected = st_losses.MultipleNegativesRankingLoss(model=None).compute_loss_from_embeddings(
+        [embeddings[query], embeddings[positive]], None)
+    assert torch.allclose(build_loss("MultipleNegativesRankingLoss")(embeddings, labels), expected)
+    assert isinstance(build_loss(st_losses.MultipleNegativesRankingLoss), InBatchNegativesLoss)
+    separated = torch.eye(3, 6)[labels] * 5
+    assert build_loss("MultipleNegativesRankingLoss")(separated, labels) < expected
+    with pytest.raises(ValueError, match="single-label"):
+        InBatchNegativesLoss()(embeddings, torch.eye(3)[labels])
+
+
+def test_anchor_template_must_hold_the_label_placeholder():
+    with pytest.raises(ValueError, match=r"anchor_template must be a string containing '\{label\}', got 'x'"):
+        TrainingArguments(anchor_template="x")
+    with pytest.raises(ValueError, match="label_anchors must be one of"):
+        TrainingArguments(label_anchors="yes")
+
+
+def _train(tiny_body_path: str, data: dict, labels: list | None = None, **kwargs) -> SetFitModel:
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=labels)
+    args = TrainingArguments(max_steps=3, batch_size=8, show_progress_bar=False, seed=0, **kwargs)
+    Trainer(model=model, args=args, train_dataset=data).train()
+    return model
+
+
+def test_label_names_become_anchors_in_every_batch_and_the_model_says_so(tiny_body_path, toy_data, monkeypatch):
+    seen: list[tuple[int, list]] = []
+    forward = LabelAnchorLoss.forward
+
+    def spy(self, embeddings, labels=None, *rest):
+        seen.append((embeddings.shape[0], labels[-self.num_anchors:].tolist()))
+        return forward(self, embeddings, labels, *rest)
+
+    monkeypatch.setattr(LabelAnchorLoss, "forward", spy)
+    model = _train(tiny_body_path, toy_data, anchor_template="it is {label}")
+    info = model.training_info["label_anchors"]
+    assert info == {"used": True, "texts": ["it is negative", "it is positive"], "reason": None}
+    assert seen == [(10, [0, 1])] * 3  # 8 sentences + the 2 anchors, class k's anchor labelled k
+
+
+@pytest.mark.parametrize(("labels", "kwargs", "reason"), [
+    (None, {}, "the labels are not names"),
+    (["negative", "positive"], {"label_anchors": "off"}, "label_anchors='off'"),
+])
+def test_anchors_are_skipped_with_the_reason(tiny_body_path, toy_data, labels, kwargs, reason):
+    ids = {"negative": 0, "positive": 1}
+    data = {"text": toy_data["text"], "label": [ids[label] for label in toy_data["label"]]}
+    model = _train(tiny_body_path, data, labels=labels, **kwargs)
+    info = model.training_info["label_anchors"]
+    assert info["used"] is False and info["texts"] is None and reason in info["reason"]
+
+
+def test_int_labels_with_label_names_given_to_the_model_use_the_names(tiny_body_path, toy_data):
+    ids = {"negative": 0, "positive": 1}
+    data = {"text": toy_data["text"], "label": [ids[label] for label in toy_data["label"]]}
+    model = _train(tiny_body_path, data, labels=["negative", "positive"])
+    assert model.training_info["label_anchors"]["texts"] == ["negative", "positive"]
+    assert model.predict(["great good"])[0] in ("negative", "positive")
+
+
+def test_anchors_change_the_trained_body(tiny_body_path, toy_data):
+    on = _train(tiny_body_path, toy_data).encode(["good movie"])
+    off = _train(tiny_body_path, toy_data, label_anchors="off").encode(["good movie"])
+    assert not np.allclose(on, off)
