@@ -29,7 +29,7 @@ from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
 from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
-from .training.head_fit import fit_head, gather_embeddings
+from .training.head_fit import add_label_prior, fit_head, gather_embeddings
 from .training.interim_eval import InterimEvaluator
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
@@ -232,6 +232,7 @@ class Trainer:
         start = time.perf_counter()
         backend.move_module(model.model_body)
         tokens = model.tokenize(data.texts)
+        self._anchor_texts = self.label_anchor_texts(args, ids)
         session.event("on_train_begin")
         if args.embedding_num_epochs > 0 and args.max_steps != 0 and args.body_embedding_learning_rate > 0:
             self.train_embeddings(args, tokens, ids)
@@ -310,7 +311,7 @@ class Trainer:
         freeze_word_embeddings(body, args.freeze_word_embeddings)
         loss, sampler, evaluator = self.embedding_loss(args), self.make_sampler(args, ids), \
             self._interim_evaluator(args, tokens, ids)
-        anchors = self.label_anchor_texts(args, ids)
+        anchors = getattr(self, "_anchor_texts", None)
         if anchors:
             sampler = WithAnchors(sampler, len(tokens), len(anchors))
             loss = LabelAnchorLoss(loss, len(anchors), args.anchor_weight, args.anchor_loss, args.anchor_temperature)
@@ -321,6 +322,18 @@ class Trainer:
             sampler, tokens, self._batch_labels(ids), args.embedding_num_epochs,
             max_steps=args.max_steps, checkpoints=True, evaluate=evaluator))
         freeze_word_embeddings(body, False)
+
+    def _label_prior(self, args: TrainingArguments, head: Any, embeddings: np.ndarray) -> None:
+        """With label anchors and ``label_prior_temperature``, fold the label texts into the head as a prior."""
+        info = self.model.training_info.get("label_anchors") or {}
+        if not info.get("used") or args.label_prior_temperature is None:
+            info["prior"] = None
+            return
+        anchors = self.model.embed_tokens(self.model.tokenize(info["texts"]))
+        reason = add_label_prior(head, embeddings, anchors, args.label_prior_temperature)
+        info["prior"] = None if reason else args.label_prior_temperature
+        if reason:
+            logger.info("label prior not applied: %s", reason)
 
     def label_anchor_texts(self, args: TrainingArguments, ids: np.ndarray) -> list[str] | None:
         """The label texts the embedding phase anchors its classes to, or None; records which in
@@ -365,6 +378,7 @@ class Trainer:
             embeddings = gather_embeddings(model, tokens, backend)
             if backend.is_main_process:
                 fit_head(head, embeddings, ids, args)
+                self._label_prior(args, head, embeddings)
             head = backend.broadcast_object(head)
         model.model_head = head
 

@@ -251,6 +251,7 @@ _RULES: dict[str, _Rule] = {
     "anchor_weight": _number("a finite number >= 0"),
     "anchor_loss": _option(ANCHOR_LOSSES),
     "anchor_temperature": _number("a finite number > 0", low_open=True),
+    "label_prior_temperature": _optional(_number("a finite number > 0", low_open=True), "no prior"),
 }
 
 
@@ -375,6 +376,7 @@ class TrainingArguments:
     anchor_weight: float = 1.0
     anchor_loss: str = "softmax"
     anchor_temperature: float = 0.05
+    label_prior_temperature: float | None = None
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 

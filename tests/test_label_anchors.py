@@ -144,3 +144,38 @@ def test_anchors_change_the_trained_body(tiny_body_path, toy_data):
     on = _train(tiny_body_path, toy_data).encode(["good movie"])
     off = _train(tiny_body_path, toy_data, label_anchors="off").encode(["good movie"])
     assert not np.allclose(on, off)
+
+
+@pytest.mark.parametrize("num_classes", [2, 3])
+def test_label_prior_is_the_product_of_the_head_and_a_softmax_over_the_label_texts(num_classes):
+    from sklearn.preprocessing import normalize
+
+    from setfit_lite.heads import SklearnHead
+    from setfit_lite.training.head_fit import add_label_prior
+
+    rng = np.random.default_rng(0)
+    X, y = normalize(rng.normal(size=(30, 5))), np.arange(30) % num_classes
+    anchors = rng.normal(size=(num_classes, 5)) * 3
+    head = SklearnHead(num_classes=num_classes).fit(X, y)
+    before = head.predict_proba(X)
+    assert add_label_prior(head, X, anchors, 0.2) is None
+    prior = np.exp(X @ normalize(anchors).T / 0.2)
+    expected = before * prior / (before * prior).sum(1, keepdims=True)
+    assert np.allclose(head.predict_proba(X), expected, atol=1e-6)
+    assert "unit length" in add_label_prior(head, X * 2, anchors, 0.2)
+
+
+def test_trainer_folds_the_label_prior_and_says_so(tiny_body_path, toy_data):
+    def train(**kwargs):
+        model = SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=True)
+        args = TrainingArguments(max_steps=2, batch_size=8, show_progress_bar=False, seed=0, **kwargs)
+        Trainer(model=model, args=args, train_dataset=toy_data).train()
+        return model
+
+    names = {"positive": "great", "negative": "awful"}  # words of the tiny body's vocabulary
+    toy_data = {"text": toy_data["text"], "label": [names[label] for label in toy_data["label"]]}
+    plain, prior = train(), train(label_prior_temperature=0.1)
+    assert plain.training_info["label_anchors"]["prior"] is None
+    assert prior.training_info["label_anchors"]["prior"] == 0.1
+    texts = ["good great", "bad awful"]
+    assert not np.allclose(plain.predict_proba(texts, as_numpy=True), prior.predict_proba(texts, as_numpy=True))

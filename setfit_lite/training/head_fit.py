@@ -16,6 +16,7 @@ import torch
 
 from trainers import Backend
 
+from ..heads.linear import is_lr
 from ..training_args import TrainingArguments
 
 
@@ -43,3 +44,26 @@ def fit_head(head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingA
                  batch_size=args.classifier_batch_size, weight_decay=args.l2_weight or 0.0, seed=args.seed)
     else:
         head.fit(embeddings, ids)
+
+
+def add_label_prior(head: Any, embeddings: np.ndarray, anchors: np.ndarray, temperature: float) -> str | None:
+    """Fold the label texts into a fitted logistic-regression head as a prior; returns why not, or None.
+
+    The head's probabilities are multiplied by a softmax over ``cos(embedding, label text) / temperature`` and
+    renormalised. With unit-length embeddings that product is again a logistic regression: class ``k``'s
+    weights gain ``anchor_k / temperature`` (binary heads: ``(anchor_1 - anchor_0) / temperature``), so the head
+    keeps its type, its files and its ONNX graph. Needs unit-length embeddings (cosine = dot product) and a plain
+    single-label ``LogisticRegression``.
+    """
+    estimator = getattr(head, "estimator", None)
+    if not is_lr(estimator) or getattr(head, "multi_label", False):
+        return "the head is not a single-label LogisticRegression"
+    if not np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-3):
+        return "the embeddings are not unit length (cosine is not a dot product)"
+    scaled = anchors / np.linalg.norm(anchors, axis=1, keepdims=True) / temperature
+    classes = estimator.classes_
+    if estimator.coef_.shape[0] == 1:
+        estimator.coef_ = estimator.coef_ + (scaled[classes[1]] - scaled[classes[0]])[None, :]
+    else:
+        estimator.coef_ = estimator.coef_ + scaled[classes]
+    return None
