@@ -15,7 +15,7 @@ from typing import Any
 
 OBJECTIVES = ("sentence_batch", "pairs")
 LABEL_ANCHORS = ("auto", "off")
-ANCHOR_LOSSES = ("softmax", "pairs")
+ANCHOR_LOSSES = ("pairs", "softmax")
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
 # loss names (kept here, torch-free; ``setfit_lite.losses`` builds them)
 PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
@@ -372,9 +372,9 @@ class TrainingArguments:
     prompt: str | None = None
     freeze_word_embeddings: bool | None = None
     label_anchors: str = "auto"
-    anchor_template: str = "{label}"
+    anchor_template: str = "This text is about {label}."
     anchor_weight: float = 1.0
-    anchor_loss: str = "softmax"
+    anchor_loss: str = "pairs"
     anchor_temperature: float = 0.05
     label_prior_temperature: float | None = None
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)

@@ -116,7 +116,7 @@ def test_label_names_become_anchors_in_every_batch_and_the_model_says_so(tiny_bo
     monkeypatch.setattr(LabelAnchorLoss, "forward", spy)
     model = _train(tiny_body_path, toy_data, anchor_template="it is {label}")
     info = model.training_info["label_anchors"]
-    assert info == {"used": True, "texts": ["it is negative", "it is positive"], "reason": None}
+    assert info == {"used": True, "texts": ["it is negative", "it is positive"], "reason": None, "prior": None}
     assert seen == [(10, [0, 1])] * 3  # 8 sentences + the 2 anchors, class k's anchor labelled k
 
 
@@ -136,7 +136,8 @@ def test_int_labels_with_label_names_given_to_the_model_use_the_names(tiny_body_
     ids = {"negative": 0, "positive": 1}
     data = {"text": toy_data["text"], "label": [ids[label] for label in toy_data["label"]]}
     model = _train(tiny_body_path, data, labels=["negative", "positive"])
-    assert model.training_info["label_anchors"]["texts"] == ["negative", "positive"]
+    texts = model.training_info["label_anchors"]["texts"]
+    assert texts == ["This text is about negative.", "This text is about positive."]
     assert model.predict(["great good"])[0] in ("negative", "positive")
 
 
