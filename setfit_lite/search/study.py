@@ -36,8 +36,7 @@ from ..verbosity import quiet_optuna
 from .routing import apply_hyperparameters, check_space, convert
 from .spaces import DIRECTIONS, Experiment, default_hp_space, parse_experiment, suggest_hyperparameters
 
-__all__ = ["BestRun", "create_study", "default_compute_objective",
-           "open_storage", "run_hyperparameter_search"]
+__all__ = ["BestRun", "create_study", "default_compute_objective", "open_storage", "run_hyperparameter_search"]
 
 _DEFAULT_N_TRIALS = 10
 _DEFAULT_DIRECTION = "maximize"
@@ -327,8 +326,10 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
     if unknown:
         raise TypeError(f"hyperparameter_search got unknown argument(s): {', '.join(unknown)}; "
                         f"Optuna arguments: {', '.join(_OPTUNA_KWARGS + _STORAGE_KWARGS)}")
-    if kwargs.get("max_trials") is not None and int(kwargs["max_trials"]) < 1:
-        raise ValueError(f"max_trials must be a positive number of trials, got {kwargs['max_trials']!r}")
+    max_trials = kwargs.get("max_trials")
+    if max_trials is not None and (not isinstance(max_trials, numbers.Integral) or isinstance(max_trials, bool)
+                                   or max_trials < 1):
+        raise ValueError(f"max_trials must be a positive number of trials (or None), got {max_trials!r}")
     if getattr(trainer, "model_init", None) is None:
         raise ValueError("To use hyperparameter search, you need to pass your model through a model_init function "
                          "(Trainer(model_init=...)): each trial needs a fresh model.")
