@@ -82,7 +82,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     if os.geteuid() == 0:
         names = [u.pw_name for u in pwd.getpwall()]
         run_user = "postgres" if "postgres" in names else "nobody"
-    root = Path(tempfile.mkdtemp(prefix="setfit-lite-pg-"))
+    # in /tmp when the server runs as another user: $TMPDIR may sit in a folder that user cannot enter
+    root = Path(tempfile.mkdtemp(prefix="setfit-lite-pg-", dir="/tmp" if run_user else None))
     data = root / "data"
     try:
         pwfile = root / "pw"
