@@ -113,19 +113,28 @@ def test_killed_worker_trial_is_retried_by_another(server: PostgresServer, files
     options = ("--max-trials", "4", "--heartbeat-interval", "1", "--grace-period", "2")
     first = _worker(_search_argv(files, tiny_body_path, url, *options))
     storage = optuna.storages.RDBStorage(url)  # one connection pool for the polling
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # kill -9 once a trial has completed and the next one has a heartbeat
-        time.sleep(0.05)
+
+    def mid_trial() -> bool:
+        """A trial has completed and the next one runs with a heartbeat (Optuna ignores a trial killed before its
+        first heartbeat)."""
         try:
             trials = optuna.load_study(study_name="shared", storage=storage).trials
         except KeyError:  # the study does not exist yet
-            continue
-        with storage.engine.connect() as connection:  # Optuna ignores a trial killed before its first heartbeat
+            return False
+        with storage.engine.connect() as connection:
             beating = set(connection.execute(sqlalchemy.text("SELECT trial_id FROM trial_heartbeats")).scalars())
-        if (any(t.state == TrialState.COMPLETE for t in trials) and trials[-1].state == TrialState.RUNNING
-                and trials[-1]._trial_id in beating):
-            first.send_signal(signal.SIGKILL)
-            break
+        return (any(t.state == TrialState.COMPLETE for t in trials) and trials[-1].state == TrialState.RUNNING
+                and trials[-1]._trial_id in beating)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        if mid_trial():
+            first.send_signal(signal.SIGSTOP)  # frozen, then checked again: killed mid-trial for sure
+            if mid_trial():
+                first.send_signal(signal.SIGKILL)
+                break
+            first.send_signal(signal.SIGCONT)
     first.communicate(timeout=60)
     assert first.returncode == -signal.SIGKILL
     study = optuna.load_study(study_name="shared", storage=storage)
