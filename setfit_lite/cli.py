@@ -58,6 +58,19 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="stop body training after this many steps")
 
 
+def _add_shared_study_args(p: argparse.ArgumentParser) -> None:
+    """Options for several workers (processes or machines) sharing one study in a database."""
+    p.add_argument("--max-trials", type=_positive_int, default=None,
+                   help="stop once the study holds N complete trials, counting every worker's (without --n-trials "
+                        "this worker runs until then)")
+    p.add_argument("--heartbeat-interval", type=_positive_int, default=None,
+                   help="seconds between a running trial's heartbeats in the database; the trial of a worker that "
+                        "stopped beating (killed, machine lost) is marked failed and run again by another worker")
+    p.add_argument("--grace-period", type=_positive_int, default=None,
+                   help="seconds without a heartbeat before a trial counts as dead (default: 2 x the interval)")
+    p.add_argument("--max-retry", type=int, default=3, help="times a dead worker's trial is run again (default 3)")
+
+
 def _verbosity_parser() -> argparse.ArgumentParser:
     """``--quiet``/``--verbose``, accepted before or after the command name."""
     common = argparse.ArgumentParser(add_help=False)
@@ -104,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "between processes)")
     search.add_argument("--direction", choices=["maximize", "minimize"], default=None)
     search.add_argument("--output", default=None, help="write the best trial as JSON to this file")
+    _add_shared_study_args(search)
 
     evaluate = add("evaluate", help="evaluate a saved model on labelled data")
     evaluate.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
@@ -192,16 +206,21 @@ def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
     from .modeling import SetFitModel
-    from .search import load_space
+    from .search import load_space, open_storage
     from .trainer import Trainer
 
     if ns.study_name and not ns.storage:
         raise ValueError("--study-name needs --storage (an in-memory study cannot be continued)")
+    # a database that cannot be reached, or refuses the password, fails here: before any data or model is loaded
+    storage = open_storage(ns.storage, heartbeat_interval=ns.heartbeat_interval, grace_period=ns.grace_period,
+                           max_retry=ns.max_retry)
     space = load_space(ns.space) if ns.space else None
     if isinstance(space, dict):  # explicit options override the experiment's budget and objective
         space = dict(space)
         if ns.n_trials is not None:
             space["observation_budget"] = ns.n_trials
+        elif ns.max_trials is not None:
+            space.pop("observation_budget", None)  # --max-trials alone: run until the study holds that many
         if ns.direction is not None and space.get("metrics"):
             space["metrics"] = [{**m, "objective": ns.direction} if m.get("strategy", "optimize") == "optimize"
                                 else m for m in space["metrics"]]
@@ -211,10 +230,13 @@ def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("search needs --eval-data: each trial is scored on it")
     trainer = Trainer(args=args, train_dataset=rows, eval_dataset=eval_rows,
                       model_init=lambda: SetFitModel.from_pretrained(ns.model))
-    options: dict[str, Any] = {"storage": ns.storage, "study_name": ns.study_name,
+    options: dict[str, Any] = {"storage": storage, "study_name": ns.study_name,
                                "load_if_exists": bool(ns.study_name)}
     if ns.n_trials is not None:
         options["n_trials"] = ns.n_trials
+    elif ns.max_trials is not None:
+        options["n_trials"] = None  # until the study holds --max-trials complete trials
+    options.update(max_trials=ns.max_trials)
     if ns.direction is not None:
         options["direction"] = ns.direction
     best = trainer.hyperparameter_search(hp_space=space, **options)

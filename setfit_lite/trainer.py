@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 import time
 import warnings
@@ -27,6 +28,7 @@ from .evaluation import evaluate_model
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
+from .reporting import reporting_callbacks
 from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
 from .training.head_fit import add_label_prior, fit_head, gather_embeddings
@@ -225,7 +227,8 @@ class Trainer:
                multi_label: bool, resume_from: Any) -> None:
         logger.info("training on %s", backend.describe())
         model = self.model
-        self.session = session = Session(args, backend, model, CallbackHandler(self._callbacks, model),
+        reporting = reporting_callbacks(args)  # report_to: transformers' integrations, for this call
+        self.session = session = Session(args, backend, model, CallbackHandler(self._callbacks + reporting, model),
                                          resume_from=resume_from)
         self.state = session.state
         session.event("on_init_end")
@@ -244,7 +247,20 @@ class Trainer:
             "train_seconds": round(self.state.train_seconds, 3),
             "backend": backend.describe(),
         })
+        if reporting:
+            session.log(self._final_logs())
         session.event("on_train_end")
+
+    def _final_logs(self) -> dict[str, float]:
+        """What a reporting integration receives when training ends: ``train_runtime``, and the trained model's
+        metrics on the eval dataset as ``final_eval_<name>`` (logged at the last step; rank 0 evaluates)."""
+        logs = {"train_runtime": round(self.state.train_seconds, 4)}
+        if self._eval_data is not None and self.is_world_process_zero():
+            metrics = evaluate_model(self.model, self._eval_data, self.metric, self.metric_kwargs,
+                                     metric_inputs=self._metric_inputs())
+            logs.update({f"final_eval_{k}": float(v) for k, v in metrics.items()
+                         if isinstance(v, numbers.Real) and not isinstance(v, bool)})
+        return logs
 
     @property
     def handler(self) -> CallbackHandler | None:

@@ -218,7 +218,8 @@ _RULES: dict[str, _Rule] = {
     "samples_per_label": _POSITIVE,
     "show_progress_bar": _flag(),
     "seed": _integer("an integer in [0, 2**63 - 1]", low=0, high=2**63 - 1),
-    "report_to": _Rule("a name or a list of names (no integration reports here: 'none')", _report_to),
+    "report_to": _Rule("'none', 'all', or a name or list of names of transformers' reporting integrations",
+                       _report_to),
     "run_name": _optional(_text()),
     "logging_dir": _optional(_Rule("a non-empty path (str or os.PathLike)", _path)),
     "logging_strategy": _STRATEGY,
@@ -297,9 +298,12 @@ class TrainingArguments:
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
       saves every 500 steps by default): the best body is kept in memory.
-    - ``report_to``, ``run_name``, ``logging_dir``, ``logging_first_step``, ``eval_delay`` and ``use_amp`` are
-      accepted and stored, and do nothing: no reporting integration is run (default ``report_to=["none"]``; setfit's
-      "all" reports to every installed one; use a ``TrainerCallback``), and ``precision`` chooses mixed precision.
+    - ``report_to`` runs transformers' reporting callbacks (``"tensorboard"``, ``"mlflow"``, ...; see
+      :mod:`setfit_lite.reporting`): default ``["none"]`` (setfit's default is "all"), ``"all"`` every installed
+      one; an unknown name is a ``ValueError`` and one that is not installed an ``ImportError``, here. ``run_name``
+      names the run and ``logging_dir`` is TensorBoard's folder (default ``output_dir/runs/<date>_<host>``).
+      ``logging_first_step``, ``eval_delay`` and ``use_amp`` are accepted and stored, and do nothing
+      (``precision`` chooses mixed precision).
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
       ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
       AVX512-BF16, GPUs with bf16) and fp32 elsewhere. It applies to body training; the embeddings the head is
@@ -408,9 +412,10 @@ class TrainingArguments:
             self.body_learning_rate = (1e-4 if self.objective == "sentence_batch" else 2e-5, 1e-5)
         self.body_learning_rate = _pair(self.body_learning_rate)
         self._check_intervals()
-        if self.report_to != ["none"]:
-            warnings.warn(f"report_to={self.report_to}: setfit_lite runs no reporting integration (the argument is "
-                          "kept for setfit's API); log through a transformers TrainerCallback instead", stacklevel=3)
+        if self.report_to != ["none"]:  # transformers' integrations: checked here, run by the Trainer
+            from .reporting import check_report_to
+
+            self.report_to = check_report_to(self.report_to)
         if self.backend_options and not isinstance(self.backend, str):
             raise ValueError("TrainingArguments: backend_options cannot be combined with a trainers.Backend instance "
                              "(build the instance with its options instead)")

@@ -1,4 +1,5 @@
-"""Real 2-process gloo runs on the CPU (torchrun's environment), launched once for the whole module.
+"""Real 2-process gloo runs on the CPU (torchrun's environment), launched once for the whole module, and the same
+Trainer run as two torchrun nodes of one process each.
 
 Each rank first trains a tiny regressor through ``CpuBackend`` directly (DDP, sharding, object collectives),
 then runs the ``Trainer`` itself on the toy data in the same process group; both save their results, which
@@ -199,8 +200,59 @@ def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
     assert r0["accuracy"] >= 0.8
 
 
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str) -> Path:
+    """Two torchrun agents as two nodes of one process each (static rendezvous at MASTER_ADDR:MASTER_PORT, as on
+    two machines), running the Trainer part of this module's worker."""
+    out = tmp_path_factory.mktemp("nodes")
+    port = str(_free_port())
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    agents = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank",
+                                str(node), "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port",
+                                port, __file__, str(out), tiny_body_path, "--trainer-only"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+              for node in range(2)]
+    try:
+        outputs = [agent.communicate(timeout=1800)[0] for agent in agents]
+    finally:
+        for agent in agents:
+            if agent.poll() is None:
+                agent.kill()
+    for node, (agent, output) in enumerate(zip(agents, outputs)):
+        assert agent.returncode == 0, f"node {node} failed:\n{output}"
+    return out
+
+
+def test_trainer_on_two_nodes(nodes: Path, ranks: Path, tiny_body_path: str) -> None:
+    """Two nodes of one process each train the same model as one node of two processes, and as one process."""
+    from conftest import make_sentences
+
+    from setfit_lite import SetFitModel
+
+    n0, n1 = (torch.load(nodes / f"trainer_rank{r}.pt", weights_only=False) for r in range(2))
+    launch_env = [json.loads((nodes / f"env_rank{r}.json").read_text()) for r in range(2)]
+    assert [(e["RANK"], e["GROUP_RANK"], e["LOCAL_RANK"]) for e in launch_env] == [("0", "0", "0"), ("1", "1", "0")]
+    assert "rank 0/2" in n0["backend"] and "rank 1/2" in n1["backend"]
+    single_node = torch.load(ranks / "trainer_rank0.pt", weights_only=False)
+    for key in n0["state"]:  # identical on both nodes, and to the one-node two-process run
+        assert torch.equal(n0["state"][key], n1["state"][key]), key
+        assert torch.equal(n0["state"][key], single_node["state"][key]), key
+    np.testing.assert_array_equal(n0["proba"], n1["proba"])
+    assert (n0["saved"], n1["saved"]) == (True, False)  # only global rank 0 writes
+    single = train_and_report(tiny_body_path, None)
+    assert n0["accuracy"] == n1["accuracy"] == single["accuracy"]
+    eval_texts = make_sentences(10, seed=1)[0]
+    np.testing.assert_array_equal(SetFitModel.from_pretrained(nodes / "model").predict_proba(eval_texts), n0["proba"])
+
+
 if __name__ == "__main__":
     out_dir = Path(sys.argv[1])
+    if sys.argv[3:] == ["--trainer-only"]:  # one node's process in test_trainer_on_two_nodes
+        launch_env = {k: os.environ.get(k) for k in ("RANK", "GROUP_RANK", "LOCAL_RANK", "WORLD_SIZE")}
+        (out_dir / f"env_rank{launch_env['RANK']}.json").write_text(json.dumps(launch_env))
+        train_and_report(sys.argv[2], out_dir)
+        sys.exit(0)
     group_owner = backend_worker(out_dir)  # the Trainer then joins the group this backend created
     train_and_report(sys.argv[2], out_dir)
     train_and_report(sys.argv[2], out_dir, resume=out_dir / "ckpt" / "checkpoint-8")  # resumed under torchrun

@@ -22,7 +22,7 @@ from .routing import (
     split_hyperparameters,
 )
 from .spaces import DEFAULT_HP_SPACE, default_hp_space, load_space, sigopt_to_optuna, suggest_hyperparameters
-from .study import BestRun, create_study, default_compute_objective, run_hyperparameter_search
+from .study import BestRun, create_study, default_compute_objective, open_storage, run_hyperparameter_search
 
 __all__ = [
     "DEFAULT_HP_SPACE",
@@ -36,6 +36,7 @@ __all__ = [
     "default_hp_space",
     "head_param_names",
     "load_space",
+    "open_storage",
     "run_hyperparameter_search",
     "sigopt_to_optuna",
     "split_hyperparameters",

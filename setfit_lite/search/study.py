@@ -21,6 +21,9 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import random
+import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +36,15 @@ from ..verbosity import quiet_optuna
 from .routing import apply_hyperparameters, check_space, convert
 from .spaces import DIRECTIONS, Experiment, default_hp_space, parse_experiment, suggest_hyperparameters
 
-__all__ = ["BestRun", "create_study", "default_compute_objective", "run_hyperparameter_search"]
+__all__ = ["BestRun", "create_study", "default_compute_objective", "open_storage", "run_hyperparameter_search"]
 
 _DEFAULT_N_TRIALS = 10
 _DEFAULT_DIRECTION = "maximize"
 _OPTUNA_KWARGS = ("sampler", "pruner", "storage", "study_name", "load_if_exists", "timeout", "n_jobs",
                   "gc_after_trial", "callbacks", "catch", "show_progress_bar")
+# storage options (not Optuna's optimize arguments): several workers on one database study
+_STORAGE_KWARGS = ("heartbeat_interval", "grace_period", "max_retry", "max_trials")
+_CONNECT_ATTEMPTS = 6  # workers creating the tables of a fresh database at once: the losers retry
 _JOURNAL_SUFFIXES = (".log", ".jsonl")
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
@@ -155,17 +161,98 @@ def _resolve_storage(storage: Any) -> Any:
     raise TypeError(f"storage must be a URL, a path or an optuna storage, got {type(storage).__name__}")
 
 
+def _masked(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not parseable: say nothing of it beyond the scheme
+        return url.split("://", 1)[0] + "://..."
+
+
+def _stale_trial_callback_kwargs(max_retry: int | None) -> dict[str, Any]:
+    """The RDBStorage argument that re-queues a trial whose worker stopped beating (Optuna >= 4.9 renamed it)."""
+    retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
+    if retry is not None:
+        return {"heartbeat_stale_trial_callback": retry(max_retry=max_retry)}
+    return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=max_retry)}
+
+
+def _open_database(url: str, heartbeat_interval: int | None, grace_period: int | None,
+                   max_retry: int | None) -> optuna.storages.RDBStorage:
+    """An RDBStorage on ``url``, its tables created if needed; errors say what is wrong, without the password.
+
+    Several workers starting on a fresh database race to create its tables (PostgreSQL: ``IntegrityError`` on
+    ``pg_type``); the losers retry, and find the tables.
+    """
+    from sqlalchemy import exc as sa_exc
+
+    kwargs: dict[str, Any] = {}
+    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna since 2.8
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if heartbeat_interval is not None:
+            kwargs.update(heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+                          **_stale_trial_callback_kwargs(max_retry))
+    for attempt in range(_CONNECT_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(url, **kwargs)
+        except (sa_exc.IntegrityError, sa_exc.ProgrammingError):
+            if attempt == _CONNECT_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+        except sa_exc.ArgumentError as error:
+            hint = " (PostgreSQL: postgresql://USER:PASSWORD@HOST:PORT/DATABASE)" if url.startswith("postgres:") else ""
+            raise ValueError(f"storage {_masked(url)!r} is not a database URL SQLAlchemy can use{hint}: "
+                             f"{error}") from None
+        except sa_exc.OperationalError as error:  # no server, wrong host/port, user or password, no such database
+            reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            raise ConnectionError(f"cannot open the Optuna storage {_masked(url)}: {reason}") from None
+        except ImportError as error:
+            hint = (' (pip install "setfit_lite[postgres]": psycopg 3, which SQLAlchemy >= 2.1 uses for postgresql://; '
+                    'with an older SQLAlchemy write postgresql+psycopg://)') if url.startswith("postgresql") else ""
+            raise ImportError(f"storage {_masked(url)} needs a database driver that is not installed{hint}: "
+                              f"{error.__cause__ or error}") from None
+    raise AssertionError("unreachable")
+
+
+def open_storage(storage: Any, heartbeat_interval: int | None = None, grace_period: int | None = None,
+                 max_retry: int | None = 3) -> Any:
+    """The Optuna storage ``storage`` names (see :func:`create_study`), connected: a database URL becomes an
+    ``RDBStorage`` whose tables exist, so a wrong URL, user or password fails here, before any model is built."""
+    if heartbeat_interval is None and grace_period is not None:
+        raise ValueError("grace_period needs heartbeat_interval")
+    resolved = _resolve_storage(storage)
+    if isinstance(resolved, str):
+        return _open_database(resolved, heartbeat_interval, grace_period, max_retry)
+    if heartbeat_interval is not None:
+        raise ValueError("heartbeat_interval needs a database URL storage (sqlite:///..., postgresql://...): the "
+                         "heartbeats are kept in the database; for a storage object, configure its heartbeat there")
+    return resolved
+
+
 def create_study(storage: Any = None, study_name: str | None = None, direction: str = _DEFAULT_DIRECTION,
                  load_if_exists: bool = False, sampler: optuna.samplers.BaseSampler | None = None,
-                 pruner: optuna.pruners.BasePruner | None = None) -> optuna.Study:
+                 pruner: optuna.pruners.BasePruner | None = None, heartbeat_interval: int | None = None,
+                 grace_period: int | None = None, max_retry: int | None = 3) -> optuna.Study:
     """An Optuna study; ``storage`` may also be a ``.db``/``.sqlite`` path or a ``.log``/``.jsonl`` journal file.
 
-    With ``load_if_exists`` an existing study of that name is continued (several processes may share it);
-    its direction must match ``direction``.
+    With ``load_if_exists`` an existing study of that name is continued (several processes may share it, also
+    when they all start at once on a fresh database); its direction must match ``direction``. A database that
+    cannot be reached, or refuses the user or password, is a ``ConnectionError`` naming the URL (password hidden)
+    before anything runs; a missing driver an ``ImportError`` naming the extra to install.
+
+    ``heartbeat_interval`` (seconds, database storages): each running trial records a heartbeat this often; a trial
+    whose worker stopped beating for ``grace_period`` seconds (default ``2 * heartbeat_interval``), e.g. after
+    ``kill -9`` or a lost machine, is marked failed by the next worker that starts a trial, and queued again with
+    the same parameters (Optuna's ``RetryHeartbeatStaleTrialCallback``), at most ``max_retry`` times (None: always).
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
-    study = optuna.create_study(storage=_resolve_storage(storage), sampler=sampler, pruner=pruner,
+    resolved = open_storage(storage, heartbeat_interval, grace_period, max_retry)
+    study = optuna.create_study(storage=resolved, sampler=sampler, pruner=pruner,
                                 study_name=study_name, direction=direction, load_if_exists=load_if_exists)
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study.study_name!r} exists with direction {study.direction.name.lower()!r}, "
@@ -220,7 +307,11 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
     :func:`default_compute_objective`). ``kwargs`` go to Optuna: ``sampler``, ``pruner``, ``storage`` (URL,
     ``.db`` or ``.log``/``.jsonl`` path, or storage object), ``study_name``, ``load_if_exists``, ``timeout``,
     ``n_jobs`` (1 only: trials share the trainer), ``gc_after_trial``, ``callbacks``, ``catch``,
-    ``show_progress_bar``. The trainer's args and model are restored afterwards (each trial's pruning callback is
+    ``show_progress_bar``. Several workers (processes or machines) share a study through a database ``storage``
+    and the same ``study_name`` with ``load_if_exists=True``: ``max_trials`` stops each worker once the study holds
+    that many complete trials, counting every worker's (``n_trials`` still caps this call; None: no cap), and
+    ``heartbeat_interval``/``grace_period``/``max_retry`` re-run the trials of a worker that died (see
+    :func:`create_study`). The trainer's args and model are restored afterwards (each trial's pruning callback is
     removed when the trial ends); use ``trainer.apply_hyperparameters(best.hyperparameters, final_model=True)``
     (or ``trainer.train(trial=best.hyperparameters)``) to train the final model.
     """
@@ -231,10 +322,14 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         if kwargs:
             raise TypeError(f"backend='sigopt' takes no Optuna argument(s): {', '.join(sorted(kwargs))}")
         _sigopt_connection_class()
-    unknown = sorted(set(kwargs) - set(_OPTUNA_KWARGS))
+    unknown = sorted(set(kwargs) - set(_OPTUNA_KWARGS) - set(_STORAGE_KWARGS))
     if unknown:
         raise TypeError(f"hyperparameter_search got unknown argument(s): {', '.join(unknown)}; "
-                        f"Optuna arguments: {', '.join(_OPTUNA_KWARGS)}")
+                        f"Optuna arguments: {', '.join(_OPTUNA_KWARGS + _STORAGE_KWARGS)}")
+    max_trials = kwargs.get("max_trials")
+    if max_trials is not None and (not isinstance(max_trials, numbers.Integral) or isinstance(max_trials, bool)
+                                   or max_trials < 1):
+        raise ValueError(f"max_trials must be a positive number of trials (or None), got {max_trials!r}")
     if getattr(trainer, "model_init", None) is None:
         raise ValueError("To use hyperparameter search, you need to pass your model through a model_init function "
                          "(Trainer(model_init=...)): each trial needs a fresh model.")
@@ -257,6 +352,11 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         if compute_objective is None and experiment.metric:
             compute_objective = _metric_objective(experiment.metric)
     # fail before any study or training exists; string categorical values become their receiver's type
+    if backend == "optuna":  # a storage that cannot be opened fails before check_space builds a model
+        kwargs["storage"] = open_storage(kwargs.get("storage"),
+                                         heartbeat_interval=kwargs.pop("heartbeat_interval", None),
+                                         grace_period=kwargs.pop("grace_period", None),
+                                         max_retry=kwargs.pop("max_retry", 3))
     conversions = check_space(trainer, experiment.distributions) if experiment is not None else {}
     objective_fn = compute_objective or default_compute_objective
     saved = (trainer.args, trainer.model)
@@ -275,6 +375,7 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
                 hp_name: Callable[[Any], str] | None, kwargs: dict[str, Any],
                 conversions: Mapping[str, Mapping[str, Any]]) -> BestRun:
     assert sample is not None
+    max_trials = kwargs.pop("max_trials", None)
     study = create_study(storage=kwargs.pop("storage", None), study_name=kwargs.pop("study_name", None),
                          direction=direction, load_if_exists=kwargs.pop("load_if_exists", False),
                          sampler=kwargs.pop("sampler", None), pruner=kwargs.pop("pruner", None))
@@ -291,7 +392,12 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
             trial.set_user_attr("name", str(hp_name(trial)))
         return runner(params, trial)
 
-    study.optimize(objective, n_trials=n_trials, **kwargs)
+    if max_trials is None:
+        study.optimize(objective, n_trials=n_trials, **kwargs)
+    elif len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))) < max_trials:
+        stop = optuna.study.MaxTrialsCallback(int(max_trials), states=(optuna.trial.TrialState.COMPLETE,))
+        kwargs["callbacks"] = [*(kwargs.get("callbacks") or ()), stop]
+        study.optimize(objective, n_trials=n_trials, **kwargs)
     completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if not completed:
         raise RuntimeError(f"no trial of study {study.study_name!r} completed (all pruned or failed)")

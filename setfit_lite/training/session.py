@@ -30,6 +30,10 @@ class Session:
     control: TrainerControl = field(default_factory=TrainerControl)
     resume_from: Path | None = None
 
+    def __post_init__(self) -> None:  # callbacks (reporting integrations) act on process zero only
+        self.state.is_world_process_zero = self.backend.is_main_process
+        self.state.is_local_process_zero = getattr(self.backend, "local_rank", 0) == 0
+
     def event(self, name: str, **kwargs: Any) -> None:
         """Dispatch the transformers event ``name`` to the callbacks (they may replace ``control``)."""
         self.control = self.handler(name, self.args, self.state, self.control, **kwargs)
