@@ -66,7 +66,9 @@ class PeakRSS:
 def _train_setfit_lite(task: dict) -> tuple[object, float]:
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
 
-    model = SetFitModel.from_pretrained(task["model"])
+    # the label names, as a user who has them gives them (setfit ignores them in training, setfit_lite anchors
+    # its classes to them); predictions come back as names and are mapped to ids by the worker
+    model = SetFitModel.from_pretrained(task["model"], labels=task.get("label_names"))
     args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **task.get("args", {}))
     trainer = Trainer(model=model, args=args, train_dataset={"text": task["texts"], "label": task["labels"]})
     start = time.perf_counter()
@@ -111,6 +113,8 @@ def worker(framework: str) -> None:
         preds = model.predict(task["test_texts"])
         predict_seconds = time.perf_counter() - start
         preds = preds.tolist() if hasattr(preds, "tolist") else list(preds)
+        if task.get("label_names") and preds and isinstance(preds[0], str):
+            preds = [task["label_names"].index(p) for p in preds]
         reply = {"train_seconds": seconds, "peak_rss_mb": rss.peak / 2**20, "predict_seconds": predict_seconds,
                  "predictions": [int(p) for p in preds]}
         print(json.dumps(reply), file=out, flush=True)
@@ -148,23 +152,33 @@ def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = Non
 
     name, shots = spec.split(":")
     folder, field = ("trec", "fine_label_text") if name == "trec_fine" else (name, "label")
+    if name == "multilingual":  # trained on the English tweets, scored on the 7 other languages
+        folder = "tweet_sentiment_multilingual"
 
     def read(split: str) -> list[dict]:
         with open(data_dir / folder / f"{split}.jsonl", encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
 
     train_rows, test = read("train"), read("test")
+    if name == "multilingual":
+        train_rows, test = [r for r in train_rows if r["lang"] == "en"], [r for r in test if r["lang"] != "en"]
+    names = None
     if field != "label":  # TREC's 50 fine labels are strings: number them in sorted order
-        ids = {v: i for i, v in enumerate(sorted({r[field] for r in train_rows + test}))}
+        names = sorted({r[field] for r in train_rows + test})
+        ids = {v: i for i, v in enumerate(names)}
         for r in train_rows + test:
             r[field] = ids[r[field]]
+    elif all("label_text" in r for r in train_rows):
+        by_id = {r["label"]: r["label_text"] for r in train_rows}
+        names = [by_id[i] for i in range(len(by_id))] if sorted(by_id) == list(range(len(by_id))) else None
     train = sample_dataset(train_rows, label_column=field, num_samples=int(shots), seed=seed)
     if test_limit is not None and test_limit < len(test):
         import random
 
         test = random.Random(1234).sample(test, test_limit)
     return {"texts": [r["text"] for r in train], "labels": [int(r[field]) for r in train],
-            "test_texts": [r["text"] for r in test], "test_labels": [int(r[field]) for r in test], "seed": seed}
+            "test_texts": [r["text"] for r in test], "test_labels": [int(r[field]) for r in test], "seed": seed,
+            "label_names": names}
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -249,6 +263,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                         help="also run setfit_lite with these TrainingArguments, e.g. 'bf16={\"precision\":\"bf16\"}'")
     parser.add_argument("--skip-lite-default", action="store_true", help="run only the --variant configurations")
+    parser.add_argument("--no-label-names", action="store_true",
+                        help="train setfit_lite on label ids only (the datasets' label texts are not given)")
     parser.add_argument("--test-limit", type=int, default=None,
                         help="evaluate on this many test sentences (a fixed random subset) instead of the whole split")
     parser.add_argument("--summarize", type=Path, default=None,
@@ -285,12 +301,14 @@ def main(argv: list[str] | None = None) -> None:
             print(f"setfit not available ({err}); running setfit_lite only", file=sys.stderr)
     results: dict = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]), "model": ns.model,
                      "lite_args": ns.lite_args, "setfit_args": ns.setfit_args, "cpu_count": os.cpu_count(),
-                     "test_limit": ns.test_limit,
+                     "test_limit": ns.test_limit, "label_names": not ns.no_label_names,
                      "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "tasks": {}}
     for spec in ns.tasks:
         runs: dict[str, list[dict]] = {fw: [] for fw in configs}
         for i, seed in enumerate(ns.seeds):
             task = load_task(ns.data_dir, spec, seed, ns.test_limit) | {"model": ns.model}
+            if ns.no_label_names:
+                task["label_names"] = None
             order = list(configs) if i % 2 == 0 else list(reversed(configs))
             for fw in order:
                 worker_, fw_args = configs[fw]
