@@ -294,6 +294,14 @@ class TrainingArguments:
       and to setfit's ``(2e-5, 1e-5)`` with ``objective="pairs"``. Half the steps at twice the rate of the
       previous defaults (5e-5) scored as well or better in less time (benchmarks/README.md: Emotion 16 per class
       0.511 against 0.500 on validation, in 26 s against 48 s).
+    - ``label_anchors="auto"`` (default) uses the label names when there are any (str labels, or ``labels=``
+      names given to the model; single-label, at most 64 classes): each class's ``anchor_template`` text ("This
+      text is about {label}.") is encoded in every batch of the embedding phase, and ``anchor_weight`` times
+      ``anchor_loss`` ties the sentences to them: ``"pairs"`` (default, AncSetFit) the balanced cosine loss on every
+      (sentence, label text) pair, ``"softmax"`` (FastFit) a cross-entropy over ``cos / anchor_temperature``.
+      ``model.training_info["label_anchors"]`` says whether they were used and why not. ``"off"`` trains as
+      before. ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head
+      as a prior. Chosen on validation splits; measured in benchmarks/README.md ("Accuracy suite").
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
