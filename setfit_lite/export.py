@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .inference import Predictor, length_sorted_batches, tokenize_texts
+from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -228,18 +228,30 @@ class OpenVinoSession:
         return [np.asarray(result[self.compiled.output(name)]) for name in output_names]
 
 
-def _load_tokenizer(folder: Path) -> Any:
-    """The export's tokenizer: its ``tokenizer.json`` as the body's tokenizer wrote it (same ids, checked on MiniLM,
-    multilingual-e5-small and the tests' body), without ``AutoTokenizer``, which imports torch where it is installed
-    (transformers' model configuration code): import, load and a first prediction take 2.0-2.3 s on this CPU
-    against 5.3-6.2 s through ``AutoTokenizer``."""
+class _TransformersTokenizer:
+    """A tokenizer without ``tokenizer.json`` (not a fast one), through transformers, as :class:`TokenizerFile`."""
+
+    def __init__(self, folder: Path, max_length: int | None) -> None:
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        self.max_length = max_length
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        return tokenize_texts(self.tokenizer, texts, None, self.max_length)
+
+    def pad(self, token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        batch = self.tokenizer.pad({"input_ids": token_ids}, return_tensors="np")
+        return tuple(np.asarray(batch[name], dtype=np.int64) for name in INPUT_NAMES)  # type: ignore[return-value]
+
+
+def _load_tokenizer(folder: Path, max_length: int | None) -> TokenizerFile | _TransformersTokenizer:
+    """The export's tokenizer: its ``tokenizer.json`` run by the ``tokenizers`` library (the ids the body's
+    tokenizer gives: tested on MiniLM and the tests' body), without transformers, whose import alone took 1-4 s
+    of the 3.3-4.4 s cold start of ``setfit-lite predict`` here. A folder without one goes through transformers."""
     if (folder / "tokenizer.json").is_file():
-        from transformers import PreTrainedTokenizerFast
-
-        return PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
-    from transformers import AutoTokenizer  # a tokenizer with no tokenizer.json (not a fast one)
-
-    return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        return TokenizerFile.from_folder(folder, max_length=max_length)
+    return _TransformersTokenizer(folder, max_length)
 
 
 class OnnxSetFitModel(Predictor):
@@ -270,7 +282,7 @@ class OnnxSetFitModel(Predictor):
         if config.get("format_version", 0) > ONNX_FORMAT_VERSION:
             raise ValueError(f"{config_path} has format_version {config['format_version']}; this setfit_lite reads "
                              f"up to {ONNX_FORMAT_VERSION}: upgrade setfit_lite")
-        tokenizer = _load_tokenizer(folder)
+        tokenizer = _load_tokenizer(folder, config.get("max_seq_length"))
         model_file = str(folder / config.get("model_file", ONNX_MODEL_NAME))
         if runtime == "openvino":
             session: Any = OpenVinoSession(model_file, num_threads)
@@ -285,14 +297,14 @@ class OnnxSetFitModel(Predictor):
         return cls(session, tokenizer, config)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        return tokenize_texts(self.tokenizer, texts, self.prompt, self.max_seq_length)
+        """Token ids of ``texts`` (prompt prepended, truncated to ``max_seq_length``), unpadded."""
+        return self.tokenizer.encode(with_prompt(texts, self.prompt))
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
         """Probabilities of validated texts (no progress bar: ``show_progress_bar`` is ignored)."""
         token_ids = self.tokenize(texts)
         out = np.empty((len(token_ids), len(self.labels)), dtype=np.float32)
         for idx in length_sorted_batches(token_ids, batch_size):
-            batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in idx]}, return_tensors="np")
-            feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUT_NAMES}
+            feeds = dict(zip(INPUT_NAMES, self.tokenizer.pad([token_ids[i] for i in idx])))
             out[idx] = self.session.run([OUTPUT_NAME], feeds)[0]
         return out

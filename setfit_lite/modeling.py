@@ -287,6 +287,23 @@ class SetFitModel(Predictor):
 
         return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime)
 
+    # ---- static tier --------------------------------------------------------------------------
+    def export_static(self, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
+                      unlabeled_texts: Sequence[str] = (), **options: Any) -> Path:
+        """Distil the body into static token embeddings (model2vec's format) with a head refitted on ``texts``
+        (``labels``, or this model's predictions) and ``unlabeled_texts`` (this model's predictions); see
+        ``setfit_lite.static.export_static``."""
+        from .static import export_static
+
+        return export_static(self, path, texts, labels=labels, unlabeled_texts=unlabeled_texts, **options)
+
+    @staticmethod
+    def from_static(path: str | os.PathLike) -> Any:
+        """Load a folder written by ``export_static`` as a ``StaticSetFitModel`` (numpy and tokenizers, no torch)."""
+        from .static import StaticSetFitModel
+
+        return StaticSetFitModel.load(path)
+
     # ---- saving -------------------------------------------------------------------------------
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
         """Body in sentence-transformers format, head as safetensors + JSON, config JSON, model card, manifest.

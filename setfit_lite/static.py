@@ -1,0 +1,252 @@
+"""The static tier: a fine-tuned body distilled into static token embeddings, with a head refitted on them.
+
+Distillation follows model2vec's method on the *fine-tuned* body: every vocabulary token is embedded by the body
+(``[CLS] token [SEP]``, the body's own pooling), the table is reduced with PCA and each row is weighted by
+``sif / (sif + p(token))``, ``p`` from Zipf's law on the token's rank (model2vec's ``compute_weights``). A text's
+embedding is then the mean of its tokens' rows (special tokens not added, the unknown token dropped), L2-normalised.
+A LogisticRegression head is refitted on these embeddings, on the texts given (with their labels, or labelled by
+the fine-tuned model) plus, optionally, unlabelled texts the fine-tuned model labels.
+
+The folder is a model2vec model (``model.safetensors`` with ``embeddings``, ``tokenizer.json``, ``config.json``:
+``model2vec.StaticModel.from_pretrained(folder)`` reads the body and encodes as here) plus the head
+(``head_static.safetensors``), ``config_setfit_lite_static.json`` and an integrity manifest; no pickles.
+
+model2vec's own distillation (``model2vec.distill``) needs its ``distill`` extra, which pins ``transformers<5.4``
+(this project uses transformers 5), and its package refuses to import without that extra, so the distillation
+step is written here (embedding the vocabulary is ``SetFitModel.embed_tokens``; PCA is scikit-learn's).
+Inference needs numpy and ``tokenizers`` only: importing model2vec (huggingface_hub, joblib) would add
+0.1-0.2 s to a 0.2 s cold start, so the mean of rows is computed here too, and tested against model2vec's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .inference import Predictor, TokenizerFile, predict_ids, with_prompt
+from .serialization import (
+    atomic_update_directory,
+    load_json,
+    refuse_pickles,
+    save_json,
+    verify_manifest,
+    write_manifest,
+)
+
+__all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "export_static", "linear_proba"]
+
+STATIC_CONFIG_NAME = "config_setfit_lite_static.json"
+STATIC_HEAD_NAME = "head_static.safetensors"
+EMBEDDINGS_NAME = "model.safetensors"  # model2vec's file and tensor names
+EMBEDDINGS_KEY = "embeddings"
+STATIC_FORMAT_VERSION = 1
+HEAD_KINDS = ("binary", "softmax", "normalized_sigmoid", "sigmoid")
+
+
+# ------------------------------------------------------------------------------------------------------ the head
+
+
+def linear_proba(spec: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """``predict_proba`` of a LogisticRegression-family head from its ``linear_head_spec``, in numpy.
+
+    kind: "binary" (sigmoid p -> [1 - p, p]), "softmax", "normalized_sigmoid" (one-vs-rest: sigmoids over their
+    row sum) or "sigmoid" (independent labels); columns are then placed at their class ids (absent classes: 0).
+    """
+    z = x @ np.asarray(spec["weight"], dtype=np.float32).T + np.asarray(spec["bias"], dtype=np.float32)
+    kind = spec["kind"]
+    if kind == "softmax":
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+    else:
+        p = 1.0 / (1.0 + np.exp(-z))
+        constant = spec.get("constant")
+        if constant is not None:
+            known = np.isfinite(constant)
+            p[:, known] = np.asarray(constant)[known]
+        if kind == "binary":
+            p = np.concatenate([1.0 - p, p], axis=1)
+        elif kind == "normalized_sigmoid":
+            total = p.sum(axis=1, keepdims=True)
+            p = p / np.where(total == 0, 1.0, total)
+    out = np.zeros((len(x), int(spec["num_classes"])), dtype=np.float32)
+    out[:, np.asarray(spec["columns"])[:p.shape[1]]] = p
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ inference
+
+
+class StaticSetFitModel(Predictor):
+    """A static-embedding SetFit model: numpy and ``tokenizers`` only; ``predict``/``predict_proba`` as
+    ``SetFitModel``'s (numpy outputs)."""
+
+    def __init__(self, embeddings: np.ndarray, tokenizer: TokenizerFile, head: dict[str, Any],
+                 config: dict[str, Any], normalize: bool = True) -> None:
+        self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        self.tokenizer, self.head, self.config, self.normalize = tokenizer, head, config, normalize
+        self.labels: list = list(config["labels"])
+        self.multi_label = bool(config["multi_label"])
+        self.prompt: str = config.get("prompt") or ""
+        self.unk_id = _unk_token_id(tokenizer.backend)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> StaticSetFitModel:
+        """Load a folder written by ``export_static``, checking its manifest and refusing pickles."""
+        from safetensors.numpy import load_file
+
+        folder = Path(path)
+        refuse_pickles(folder)
+        verify_manifest(folder)
+        config = load_json(folder / STATIC_CONFIG_NAME, what="setfit_lite static config")
+        if not isinstance(config, dict) or not isinstance(config.get("labels"), list) or config.get(
+                "head_kind") not in HEAD_KINDS:
+            raise ValueError(f"{folder / STATIC_CONFIG_NAME} is not a setfit_lite static config (labels and a "
+                             f"head_kind in {HEAD_KINDS} are required)")
+        if config.get("format_version", 0) > STATIC_FORMAT_VERSION:
+            raise ValueError(f"{folder / STATIC_CONFIG_NAME} has format_version {config['format_version']}; this "
+                             f"setfit_lite reads up to {STATIC_FORMAT_VERSION}: upgrade setfit_lite")
+        model2vec_config = load_json(folder / "config.json", what="model2vec config")
+        arrays = load_file(str(folder / STATIC_HEAD_NAME))
+        head = {"kind": config["head_kind"], "columns": config["head_columns"], "num_classes": len(config["labels"]),
+                "weight": arrays["weight"], "bias": arrays["bias"], "constant": arrays.get("constant")}
+        embeddings = load_file(str(folder / EMBEDDINGS_NAME))[EMBEDDINGS_KEY]
+        return cls(embeddings, _static_tokenizer(folder), head, config,
+                   normalize=bool(model2vec_config.get("normalize", True)))
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids as model2vec takes them: no special tokens, the unknown token dropped."""
+        token_ids = self.tokenizer.encode(with_prompt(texts, self.prompt), add_special_tokens=False)
+        if self.unk_id is None:
+            return token_ids
+        return [[i for i in ids if i != self.unk_id] for ids in token_ids]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Static sentence embeddings (len(texts), dim), float32: the mean of the tokens' rows, L2-normalised
+        (as ``model2vec.StaticModel.encode``); a text without known tokens gives zeros."""
+        token_ids = self.tokenize(texts)
+        lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
+        flat = np.fromiter((i for t in token_ids for i in t), dtype=np.int64, count=int(lengths.sum()))
+        out = np.zeros((len(token_ids), self.embeddings.shape[1]), dtype=np.float32)
+        rows = lengths > 0
+        if rows.any():
+            starts = np.concatenate([[0], np.cumsum(lengths[rows])[:-1]])
+            out[rows] = np.add.reduceat(self.embeddings[flat], starts, axis=0) / lengths[rows, None]
+        if self.normalize:
+            out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-32
+        return out
+
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
+        """Probabilities of validated texts (``batch_size`` and ``show_progress_bar`` are not needed: a chunk is
+        one numpy operation)."""
+        return linear_proba(self.head, self.encode(texts))
+
+
+# --------------------------------------------------------------------------------------------------- distillation
+
+
+def _token_embeddings(model: Any, batch_size: int) -> np.ndarray:
+    """The body's embedding of every vocabulary token, each as ``[CLS] token [SEP]`` (the tokenizer's special
+    tokens), as model2vec embeds a vocabulary; rows in token-id order."""
+    backend = model.model_body.tokenizer.backend_tokenizer
+    plain = backend.encode("a", add_special_tokens=False).ids
+    full = backend.encode("a", add_special_tokens=True).ids
+    at = next(i for i in range(len(full)) if full[i:i + len(plain)] == plain)
+    prefix, suffix = full[:at], full[at + len(plain):]
+    return model.embed_tokens([[*prefix, i, *suffix] for i in range(backend.get_vocab_size())], batch_size=batch_size)
+
+
+def zipf_weights(n: int, sif_coefficient: float) -> np.ndarray:
+    """model2vec's token weights: ``sif / (sif + p)`` with ``p`` Zipf's probability of the token's rank."""
+    inv_rank = 1.0 / np.arange(2, n + 2)
+    return sif_coefficient / (sif_coefficient + inv_rank / inv_rank.sum())
+
+
+def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
+                  unlabeled_texts: Sequence[str] = (), pca_dims: int | None = 256, sif_coefficient: float = 1e-4,
+                  dtype: str = "float16", batch_size: int = 256, head_params: dict[str, Any] | None = None) -> Path:
+    """Distil fitted ``model``'s body into static token embeddings and write a static model folder at ``path``.
+
+    The LogisticRegression head is refitted on the static embeddings of ``texts`` with ``labels`` (None: the
+    labels ``model`` predicts) and of ``unlabeled_texts`` with the labels ``model`` predicts. ``pca_dims``: the
+    embedding size (None: the body's); ``dtype``: "float16" (half the disk) or "float32" for the table.
+    An existing folder keeps its other files (as ``save_pretrained``). Returns the folder.
+    """
+    from safetensors.numpy import save_file
+    from sklearn.decomposition import PCA
+
+    from .data import validate_texts
+    from .heads import build_head
+    from .heads.linear import linear_head_spec
+
+    model._check_fitted()
+    if dtype not in ("float16", "float32"):
+        raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
+    if not 0 < sif_coefficient < 1:
+        raise ValueError(f"sif_coefficient must be in (0, 1), got {sif_coefficient}")
+    texts = validate_texts(texts)
+    unlabeled = validate_texts(unlabeled_texts) if len(unlabeled_texts) else []
+    if labels is not None and len(labels) != len(texts):
+        raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
+    if not texts and not unlabeled:
+        raise ValueError("export_static needs texts to refit the head on")
+
+    table = _token_embeddings(model, batch_size)
+    if pca_dims is not None and pca_dims < min(table.shape):
+        table = PCA(n_components=pca_dims, svd_solver="full", random_state=0).fit_transform(table)
+    table = (table * zipf_weights(len(table), sif_coefficient)[:, None]).astype(np.float32)
+
+    table = np.ascontiguousarray(table, dtype=dtype)  # PCA gives a Fortran-ordered array; safetensors needs C
+    model2vec_config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": "",
+                        "apply_pca": pca_dims, "sif_coefficient": sif_coefficient, "hidden_dim": int(table.shape[1]),
+                        "seq_length": 1000000, "normalize": True, "pooling": "mean", "max_length": None,
+                        "embedding_dtype": dtype}
+    with atomic_update_directory(path) as tmp:
+        save_file({EMBEDDINGS_KEY: table}, str(tmp / EMBEDDINGS_NAME))
+        model.model_body.tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"), pretty=False)
+        save_json(tmp / "config.json", model2vec_config)
+        # the head is fitted on exactly the embeddings the saved body gives at prediction
+        body = StaticSetFitModel(table, _static_tokenizer(tmp), head={}, config=_static_config(model, {}))
+        teacher_texts = unlabeled + (texts if labels is None else [])
+        teacher_ids = predict_ids(model.class_proba(teacher_texts), model.multi_label) if teacher_texts else None
+        given = model.label_ids(labels) if labels is not None else teacher_ids[len(unlabeled):]
+        y = np.concatenate([np.asarray(given), teacher_ids[:len(unlabeled)]]) if unlabeled else np.asarray(given)
+        strategy = model.multi_target_strategy if model.multi_target_strategy != "classifier-chain" else None
+        head = build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
+                          multi_target_strategy=strategy, **(head_params or {}))
+        head.fit(body.encode(texts + unlabeled), y)
+        spec = linear_head_spec(head)
+        arrays = {name: np.asarray(spec[name], np.float32) for name in ("weight", "bias", "constant")
+                  if spec.get(name) is not None}
+        save_file(arrays, str(tmp / STATIC_HEAD_NAME))
+        save_json(tmp / STATIC_CONFIG_NAME, _static_config(model, {
+            "head_kind": spec["kind"], "head_columns": np.asarray(spec["columns"]).astype(int).tolist(),
+            "refit_texts": len(texts), "refit_unlabeled_texts": len(unlabeled),
+            "refit_labels": "given" if labels is not None else "teacher"}))
+        write_manifest(tmp)
+    return Path(path)
+
+
+def _unk_token_id(backend: Any) -> int | None:
+    """The unknown token's id, which model2vec drops from a text's tokens (WordPiece, BPE, WordLevel, Unigram)."""
+    if hasattr(backend.model, "unk_token"):
+        token = backend.model.unk_token
+        return backend.token_to_id(token) if token else None
+    return json.loads(backend.to_str())["model"].get("unk_id")
+
+
+def _static_tokenizer(folder: Path) -> TokenizerFile:
+    """The folder's ``tokenizer.json``, untruncated, as model2vec runs it."""
+    tokenizer = TokenizerFile(folder / "tokenizer.json")
+    tokenizer.backend.no_truncation()
+    return tokenizer
+
+
+def _static_config(model: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"format_version": STATIC_FORMAT_VERSION, "setfit_lite_version": __version__, "labels": model.labels,
+            "multi_label": model.multi_label, "prompt": model.prompt, **extra}
