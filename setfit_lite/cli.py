@@ -127,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--static to static token embeddings (model2vec's format) and a refitted head")
     export.add_argument("model_dir")
     export.add_argument("output_dir")
-    export.add_argument("--quantize", choices=["int8"], default=None, help="dynamic int8 weight quantisation")
+    export.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
+                        help="int8: dynamic int8 weight quantisation; int8-static: also the activations, calibrated "
+                             "on the texts of --data")
     export.add_argument("--opset", type=int, default=17)
     _add_static_export_args(export)
 
@@ -332,8 +334,9 @@ def _add_static_export_args(export: argparse.ArgumentParser) -> None:
                         help="distil the body into static token embeddings (numpy-only inference, model2vec's "
                              "format); the head is refitted on --data")
     export.add_argument("--data", default=None,
-                        help="with --static: CSV/JSON/JSONL/text file of texts to refit the head on; a label column "
-                             "gives their labels, else the model labels them")
+                        help="with --static: CSV/JSON/JSONL/text file of texts to refit the head on (a label column "
+                             "gives their labels, else the model labels them); with --quantize int8-static: the "
+                             "calibration texts")
     export.add_argument("--unlabeled-data", default=None,
                         help="with --static: more texts (any readable file) that the model labels for the refit")
     _add_data_args(export)
@@ -364,7 +367,8 @@ def cmd_export(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.static:
         out = _export_static(ns, model)
     else:
-        out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset)
+        calibration = list(_read_texts(ns.data, ns.text_column)) if ns.data else None
+        out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset, calibration_texts=calibration)
     result = {"exported_to": str(out), "format": "static" if ns.static else "onnx", "quantized": ns.quantize,
               "labels": model.labels}
     print(json.dumps(result, default=str))

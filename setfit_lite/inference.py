@@ -63,10 +63,10 @@ class TokenizerFile:
         from tokenizers import Tokenizer
 
         self.backend = Tokenizer.from_file(str(path))
+        padding = self.backend.padding or {}
         self.backend.no_padding()
         if max_length is not None:
             self.backend.enable_truncation(int(max_length))
-        padding = json.loads(Path(path).read_text(encoding="utf-8")).get("padding") or {}
         pad_id = self.backend.token_to_id(pad_token) if pad_token else None
         self.pad_id: int = int(pad_id if pad_id is not None else padding.get("pad_id", 0))
         self._encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)

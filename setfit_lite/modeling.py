@@ -274,11 +274,13 @@ class SetFitModel(Predictor):
         return np.asarray(self.model_head.predict_proba(embeddings), dtype=np.float32)
 
     # ---- ONNX ---------------------------------------------------------------------------------
-    def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17) -> Path:
-        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.export``."""
+    def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17,
+                    calibration_texts: Sequence[str] | None = None) -> Path:
+        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.export``
+        (``quantize``: None, "int8", or "int8-static" calibrated on ``calibration_texts``)."""
         from .export import export_onnx
 
-        return export_onnx(self, path, quantize=quantize, opset=opset)
+        return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
     @staticmethod
     def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime") -> Any:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -126,25 +127,37 @@ class StaticSetFitModel(Predictor):
             return token_ids
         return [[i for i in ids if i != self.unk_id] for ids in token_ids]
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """Static sentence embeddings (len(texts), dim), float32: the mean of the tokens' rows, L2-normalised
-        (as ``model2vec.StaticModel.encode``); a text without known tokens gives zeros."""
+        (as ``model2vec.StaticModel.encode``); a text without known tokens gives zeros.
+
+        Rows are gathered ``batch_size`` texts at a time into one reused buffer: on SST-2, 64 texts at a time take
+        0.13 s for 7,284 texts against 1.0 s for 4,096 at a time (a large gather is page faults, not arithmetic).
+        """
         token_ids = self.tokenize(texts)
         lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
-        flat = np.fromiter((i for t in token_ids for i in t), dtype=np.int64, count=int(lengths.sum()))
+        flat = np.fromiter(chain.from_iterable(token_ids), dtype=np.int64, count=int(lengths.sum()))
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
         out = np.zeros((len(token_ids), self.embeddings.shape[1]), dtype=np.float32)
-        rows = lengths > 0
-        if rows.any():
-            starts = np.concatenate([[0], np.cumsum(lengths[rows])[:-1]])
-            out[rows] = np.add.reduceat(self.embeddings[flat], starts, axis=0) / lengths[rows, None]
+        buffer = np.empty((0, self.embeddings.shape[1]), dtype=np.float32)
+        for first in range(0, len(token_ids), batch_size):
+            last = min(first + batch_size, len(token_ids))
+            begin, end = starts[first], ends[last - 1]
+            if end - begin > len(buffer):
+                buffer = np.empty((end - begin, self.embeddings.shape[1]), dtype=np.float32)
+            rows = np.take(self.embeddings, flat[begin:end], axis=0, out=buffer[:end - begin])
+            nonempty = lengths[first:last] > 0
+            if nonempty.any():
+                out[first:last][nonempty] = np.add.reduceat(rows, (starts[first:last] - begin)[nonempty], axis=0)
+        out /= np.maximum(lengths, 1)[:, None]
         if self.normalize:
             out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-32
         return out
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
-        """Probabilities of validated texts (``batch_size`` and ``show_progress_bar`` are not needed: a chunk is
-        one numpy operation)."""
-        return linear_proba(self.head, self.encode(texts))
+        """Probabilities of validated texts, embedded ``max(batch_size, 64)`` texts at a time (no progress bar)."""
+        return linear_proba(self.head, self.encode(texts, batch_size=max(batch_size, 64)))
 
 
 # --------------------------------------------------------------------------------------------------- distillation
