@@ -36,6 +36,7 @@ from .serialization import (
     load_json,
     refuse_pickles,
     save_json,
+    save_tensors,
     verify_manifest,
     write_manifest,
 )
@@ -190,7 +191,6 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     embedding size (None: the body's); ``dtype``: "float16" (half the disk) or "float32" for the table.
     An existing folder keeps its other files (as ``save_pretrained``). Returns the folder.
     """
-    from safetensors.numpy import save_file
     from sklearn.decomposition import PCA
 
     from .data import validate_texts
@@ -214,13 +214,15 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         table = PCA(n_components=pca_dims, svd_solver="full", random_state=0).fit_transform(table)
     table = (table * zipf_weights(len(table), sif_coefficient)[:, None]).astype(np.float32)
 
-    table = np.ascontiguousarray(table, dtype=dtype)  # PCA gives a Fortran-ordered array; safetensors needs C
+    table = table.astype(dtype)
     model2vec_config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": "",
                         "apply_pca": pca_dims, "sif_coefficient": sif_coefficient, "hidden_dim": int(table.shape[1]),
                         "seq_length": 1000000, "normalize": True, "pooling": "mean", "max_length": None,
                         "embedding_dtype": dtype}
     with atomic_update_directory(path) as tmp:
-        save_file({EMBEDDINGS_KEY: table}, str(tmp / EMBEDDINGS_NAME))
+        # save_tensors makes arrays C-ordered: PCA's output and sklearn's multinomial coef_ are Fortran-ordered,
+        # which safetensors.numpy.save_file writes scrambled without a word
+        save_tensors(tmp / EMBEDDINGS_NAME, {EMBEDDINGS_KEY: table})
         model.model_body.tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"), pretty=False)
         save_json(tmp / "config.json", model2vec_config)
         # the head is fitted on exactly the embeddings the saved body gives at prediction
@@ -236,7 +238,7 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         spec = linear_head_spec(head)
         arrays = {name: np.asarray(spec[name], np.float32) for name in ("weight", "bias", "constant")
                   if spec.get(name) is not None}
-        save_file(arrays, str(tmp / STATIC_HEAD_NAME))
+        save_tensors(tmp / STATIC_HEAD_NAME, arrays)
         save_json(tmp / STATIC_CONFIG_NAME, _static_config(model, {
             "head_kind": spec["kind"], "head_columns": np.asarray(spec["columns"]).astype(int).tolist(),
             "refit_texts": len(texts), "refit_unlabeled_texts": len(unlabeled),

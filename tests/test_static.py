@@ -99,6 +99,22 @@ def test_head_is_refitted_on_the_static_embeddings(fitted: SetFitModel, exported
     assert np.mean(static.class_proba(texts + unlabeled).argmax(1) == y) >= 0.8
 
 
+def test_multiclass_head_is_saved_as_fitted(tiny_body_path: str, tmp_path: Path) -> None:
+    """A 3-class softmax head (sklearn's coef_ is Fortran-ordered) loads with the weights it was fitted with."""
+    texts = make_sentences(12, seed=0)[0]
+    labels = ["a", "b", "c"] * 8
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["a", "b", "c"])
+    head = model.new_head(3, multi_label=False)
+    head.fit(model.encode(texts), model.label_ids(labels))
+    model.model_head = head
+    static = SetFitModel.from_static(model.export_static(tmp_path / "s", texts, labels, pca_dims=8))
+    refit = build_head(None, num_classes=3, multi_label=False)
+    refit.fit(static.encode(texts), model.label_ids(labels))
+    assert static.head["kind"] == "softmax" and static.head["weight"].shape == (3, 8)
+    np.testing.assert_allclose(static.head["weight"], refit.estimator.coef_, atol=1e-5)
+    np.testing.assert_allclose(static.predict_proba(texts), refit.predict_proba(static.encode(texts)), atol=1e-5)
+
+
 def test_teacher_labels_when_no_labels_are_given(fitted: SetFitModel, tmp_path: Path) -> None:
     texts = make_sentences(12, seed=0)[0]
     out = fitted.export_static(tmp_path / "s", texts, pca_dims=8)
