@@ -41,7 +41,7 @@ def exported(fitted: SetFitModel, tmp_path_factory: pytest.TempPathFactory) -> P
     texts, labels = make_sentences(12, seed=0)
     unlabeled = make_sentences(10, seed=5)[0]
     return fitted.export_static(tmp_path_factory.mktemp("static") / "static", texts, labels,
-                                unlabeled_texts=unlabeled, pca_dims=16, dtype="float32")
+                                unlabeled_texts=unlabeled, pca_dims=16, dtype="float32", refine_epochs=0)
 
 
 def expected_table(model: SetFitModel, pca_dims: int) -> np.ndarray:
@@ -113,6 +113,34 @@ def test_multiclass_head_is_saved_as_fitted(tiny_body_path: str, tmp_path: Path)
     assert static.head["kind"] == "softmax" and static.head["weight"].shape == (3, 8)
     np.testing.assert_allclose(static.head["weight"], refit.estimator.coef_, atol=1e-5)
     np.testing.assert_allclose(static.predict_proba(texts), refit.predict_proba(static.encode(texts)), atol=1e-5)
+
+
+def test_refinement_pulls_text_embeddings_toward_the_fine_tuned_body(fitted: SetFitModel, exported: Path,
+                                                                      tmp_path: Path) -> None:
+    """``refine_epochs``: the table is trained so that the texts' static embeddings point where the body embeds
+    them (after the same PCA); rows of tokens in none of the texts stay as distilled."""
+    from sklearn.decomposition import PCA
+
+    texts, labels = make_sentences(12, seed=0)
+    unlabeled = make_sentences(10, seed=5)[0]
+    refined = SetFitModel.from_static(fitted.export_static(tmp_path / "r", texts, labels, unlabeled_texts=unlabeled,
+                                                           pca_dims=16, dtype="float32", refine_epochs=30))
+    plain = SetFitModel.from_static(exported)
+    tok = fitted.model_body.tokenizer
+    pca = PCA(n_components=16, svd_solver="full", random_state=0).fit(
+        fitted.embed_tokens([[tok.cls_token_id, i, tok.sep_token_id] for i in range(len(tok))]))
+    target = pca.transform(fitted.encode(texts + unlabeled))
+    target /= np.linalg.norm(target, axis=1, keepdims=True)
+
+    def mean_cosine(static: StaticSetFitModel) -> float:
+        return float(np.mean(np.sum(static.encode(texts + unlabeled) * target, axis=1)))
+
+    assert mean_cosine(refined) > mean_cosine(plain) + 0.1
+    used = {i for ids in plain.tokenize(texts + unlabeled) for i in ids}
+    unused = [i for i in range(len(tok)) if i not in used]
+    assert unused and np.array_equal(refined.embeddings[unused], plain.embeddings[unused])
+    assert not np.allclose(refined.embeddings[sorted(used)], plain.embeddings[sorted(used)])
+    assert json.loads((tmp_path / "r" / STATIC_CONFIG_NAME).read_text())["refine_epochs"] == 30
 
 
 def test_teacher_labels_when_no_labels_are_given(fitted: SetFitModel, tmp_path: Path) -> None:
