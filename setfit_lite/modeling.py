@@ -373,12 +373,17 @@ _SETTING_DEFAULTS: dict[str, Any] = {"multi_target_strategy": None, "use_differe
 
 
 def _check_model_folder(folder: Path) -> None:
-    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX exports, folders with no model."""
+    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX and static exports, folders with no
+    model."""
     from .export import ONNX_CONFIG_NAME
+    from .static import STATIC_CONFIG_NAME
 
     if (folder / ONNX_CONFIG_NAME).is_file():
         raise ValueError(f"{folder} is a folder exported with export_onnx ({ONNX_CONFIG_NAME}), not a saved model: "
                          f"load it with SetFitModel.from_onnx({str(folder)!r})")
+    if (folder / STATIC_CONFIG_NAME).is_file():
+        raise ValueError(f"{folder} is a folder exported with export_static ({STATIC_CONFIG_NAME}), not a saved "
+                         f"model: load it with SetFitModel.from_static({str(folder)!r})")
     if not any((folder / name).is_file() for name in (CONFIG_NAME, "modules.json", "config.json")):
         raise ValueError(f"{folder} holds no model: it has no {CONFIG_NAME} (a setfit_lite model), no modules.json "
                          "(a sentence-transformers model) and no config.json (a transformers model)")
