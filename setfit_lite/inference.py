@@ -5,8 +5,8 @@ model turns a chunk into class probabilities (``_proba_chunk``) and :func:`predi
 classes by the one rule every caller uses: a multi-label row is multi-hot at :data:`MULTI_LABEL_THRESHOLD`, any
 other row is its argmax.
 
-This module imports only the standard library, numpy and ``setfit_lite.data`` (torch-free), so that ONNX and
-OpenVINO inference never load torch.
+This module imports only the standard library, numpy and ``setfit_lite.data`` (torch-free), and ``tokenizers`` when a
+:class:`TokenizerFile` is made, so that ONNX, OpenVINO and static inference never load torch or transformers.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ The folder is a model2vec model (``model.safetensors`` with ``embeddings``, ``to
 (``head_static.safetensors``), ``config_setfit_lite_static.json`` and an integrity manifest; no pickles.
 
 model2vec's own distillation (``model2vec.distill``) needs its ``distill`` extra, which pins ``transformers<5.4``
-(this project uses transformers 5), and its package refuses to import without that extra, so the distillation
+(this project uses transformers 5), and ``model2vec.distill`` refuses to import without that extra, so the distillation
 step is written here (embedding the vocabulary is ``SetFitModel.embed_tokens``; PCA is scikit-learn's).
 Inference needs numpy and ``tokenizers`` only: importing model2vec (huggingface_hub, joblib) would add
 0.1-0.2 s to a 0.2 s cold start, so the mean of rows is computed here too, and tested against model2vec's.
