@@ -1,14 +1,21 @@
-"""Inference speed and agreement: torch, ONNX fp32 and ONNX int8 setfit_lite models, and setfit's `predict`.
+"""Prediction at corpus scale (issue 22): the transformer tier (torch, ONNX fp32/int8, OpenVINO) and the static tier
+against setfit 1.2's ``predict``, on the same body, head weights, texts and machine, in one run.
 
-    python benchmarks/inference.py [--sizes 1821 10000] [--setfit-python /path/to/venv/bin/python]
+    python benchmarks/inference.py --tasks sst2:8 emotion:16 --setfit-python /work/setfit_venv/bin/python \
+        [--test-limit N] [--model-dirs sst2:8=DIR ...] [--stream 1000000]
 
-One model (MiniLM-L6, SST-2 8 per class, seed 0, setfit_lite defaults; or ``--model-dir``) is exported to ONNX
-fp32 and int8. On the SST-2 test split (1,821 sentences; larger sizes add SST-2 training sentences) it records:
-agreement of each export with the torch model (labels, max |Δp|), accuracy, throughput (sentences/s) of
-``predict_proba`` for torch, ONNX fp32, ONNX int8 and setfit 1.2's ``predict`` on the same body and the same
-logistic-regression weights, and batch-1 latency (median, p95) for each setfit_lite variant. When OpenVINO is
-installed, the two ONNX graphs are also run by OpenVINO.
-Writes ``--out``.json and .md.
+Per task (MiniLM-L6 trained with setfit_lite's defaults at the given shots, seed 0, or ``--model-dirs``) it exports
+ONNX fp32, int8 (dynamic, per-channel), int8-static (QDQ, calibrated on the training texts plus ``--calibration``
+texts of the training split) and the static tier (model2vec-format table distilled from the fine-tuned body, head
+refitted on the training texts plus ``--static-unlabeled`` training-split texts labelled by the fine-tuned model).
+For every variant on the task's test split: throughput of ``predict_proba`` (sentences/s, in this process, after a
+warm-up, the best of ``--rounds`` rounds that each run setfit and then every variant, so that all see the shared
+machine's load alike), its ratio to setfit's ``predict`` (same body and logistic-regression weights, in its own virtual
+environment), batch-1 latency (median and p95 over ``--latency-n`` texts), accuracy and agreement with the torch
+model, folder size on disk, cold start (median wall time of ``setfit-lite predict DIR two-texts.txt`` in a fresh
+process; setfit: a process that loads its model and predicts two texts) and the peak RSS of a fresh process that
+loads the model and predicts the whole test split. ``--stream N`` also streams N texts from a file through the static
+model's ``predict_iter`` and samples RSS every chunk. Writes ``--out``.json and .md.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +41,7 @@ sys.path.insert(0, str(HERE))
 
 from compare_setfit import load_task  # noqa: E402
 
-SETFIT_PREDICT = r"""
+SETFIT_WORKER = r"""
 import json, sys, time
 import numpy as np
 from sentence_transformers import SentenceTransformer
@@ -43,108 +52,316 @@ head = LogisticRegression()
 head.coef_, head.intercept_ = np.array(spec["coef"]), np.array(spec["intercept"])
 head.classes_ = np.array(spec["classes"])
 model = SetFitModel(model_body=SentenceTransformer(spec["body"], device="cpu"), model_head=head)
+model.predict(spec["texts"][:2])
+if sys.argv[2] == "cold":
+    raise SystemExit(0)
 model.predict(spec["texts"][:8])  # warm-up
-start = time.perf_counter()
-pred = model.predict(spec["texts"])
-seconds = time.perf_counter() - start
-print("RESULT " + json.dumps({"seconds": seconds, "pred": [int(p) for p in np.asarray(pred)]}))
+print("READY", flush=True)
+for command in sys.stdin:  # "run": predict the texts; "latency": batch-1 predictions; "quit"
+    command = command.strip()
+    if command == "run":
+        t = time.perf_counter()
+        pred = model.predict(spec["texts"])
+        out = {"seconds": time.perf_counter() - t, "pred": [int(p) for p in np.asarray(pred)]}
+    elif command == "latency":
+        lat = []
+        for text in spec["texts"][:spec["latency_n"]]:
+            t = time.perf_counter()
+            model.predict([text])
+            lat.append((time.perf_counter() - t) * 1000)
+        out = {"latency_ms": lat}
+    else:
+        break
+    print("RESULT " + json.dumps(out), flush=True)
+print("HWM", open("/proc/self/status").read().split("VmHWM:")[1].split()[0], flush=True)
 """
 
 
-def timed(fn, *args) -> tuple[float, object]:
+class SetfitWorker:
+    """setfit 1.2's ``predict`` in its own virtual environment, loaded once, asked for runs between ours."""
+
+    def __init__(self, python: str, spec_path: Path) -> None:
+        self.proc = subprocess.Popen([python, "-c", SETFIT_WORKER, str(spec_path), "serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env(), cwd=ROOT)
+        self._line("READY")
+
+    def _line(self, prefix: str) -> str:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+        raise RuntimeError(f"the setfit worker ended before {prefix}")
+
+    def ask(self, command: str) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self._line("RESULT "))
+
+    def close(self) -> float:
+        """Stop the worker; its peak RSS in MB."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        peak = int(self._line("HWM ")) / 1024
+        self.proc.wait()
+        return peak
+
+
+# a fresh process that loads a folder as `setfit-lite predict` does and predicts the test file (peak RSS)
+LOAD_PREDICT = r"""
+import sys
+from setfit_lite.cli import _load_model
+from setfit_lite.inference import iter_text_file
+model = _load_model(sys.argv[1], sys.argv[2])
+for _ in model.iter_proba(iter_text_file(sys.argv[3]), batch_size=32):
+    pass
+"""
+
+STREAM = r"""
+import json, sys, time
+from pathlib import Path
+from setfit_lite.static import StaticSetFitModel
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+model = StaticSetFitModel.load(sys.argv[1])
+samples, n, start = [rss_mb()], 0, time.perf_counter()
+for i, label in enumerate(model.predict_iter(Path(sys.argv[2]), batch_size=1024)):
+    n += 1
+    if i % 8192 == 0:
+        samples.append(rss_mb())
+samples.append(rss_mb())
+print("RESULT " + json.dumps({"texts": n, "seconds": time.perf_counter() - start, "rss_mb": samples}))
+"""
+
+
+HWM = '\nprint("HWM", open("/proc/self/status").read().split("VmHWM:")[1].split()[0])\n'
+
+
+def env() -> dict[str, str]:
+    """Children's environment: offline, and bytecode cached as in an installed package (the first of the cold
+    starts writes it and is not counted)."""
+    out = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), out.get("PYTHONPATH", "")])
+    return out
+
+
+def child(argv: list[str]) -> tuple[float, str]:
+    """(wall seconds, stdout) of a fresh process."""
     start = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - start, out
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env(), cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} failed: {proc.stderr[-2000:]}")
+    return time.perf_counter() - start, proc.stdout
+
+
+def peak_rss_mb(out: str) -> float:
+    """The child's own peak RSS (VmHWM, printed by :data:`HWM`: rusage's ru_maxrss would count the fork of this
+    process before exec)."""
+    return int(next(line for line in out.splitlines() if line.startswith("HWM "))[4:]) / 1024
+
+
+def result_line(out: str) -> dict:
+    return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
 
 
 def latency(predict, texts: list[str], n: int) -> dict[str, float]:
     """Median and p95 milliseconds of ``predict([text])`` over ``n`` single texts."""
     predict(texts[:1])
-    times = [timed(predict, [t])[0] * 1000 for t in texts[:n]]
+    times = []
+    for text in texts[:n]:
+        start = time.perf_counter()
+        predict([text])
+        times.append((time.perf_counter() - start) * 1000)
     return {"median_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95))}
+
+
+def folder_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def read_split(data_dir: Path, name: str, split: str) -> list[str]:
+    with open(data_dir / name / f"{split}.jsonl", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f if line.strip()]
+
+
+def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+    from setfit_lite.export import OnnxSetFitModel
+    from setfit_lite.static import StaticSetFitModel
+
+    name = spec.split(":")[0]
+    task = load_task(args.data_dir, spec, 0, test_limit=args.test_limit)
+    texts, labels = task["test_texts"], np.array(task["test_labels"])
+    folder = work / spec.replace(":", "_")
+    model_dir = args.model_dirs.get(spec)
+    if model_dir is None:
+        model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False),
+                train_dataset={"text": task["texts"], "label": task["labels"]}).train()
+        model_dir = folder / "model"
+        model.save_pretrained(model_dir)
+    model = SetFitModel.from_pretrained(model_dir)
+    seen = set(task["texts"])
+    pool = [t for t in read_split(args.data_dir, name, "train") if t not in seen]
+    random.Random(0).shuffle(pool)
+
+    folders: dict[str, Path] = {"torch": Path(model_dir)}
+    export_s: dict[str, float] = {}
+    for variant, quantize in (("onnx_fp32", None), ("onnx_int8", "int8"), ("onnx_int8_static", "int8-static")):
+        start = time.perf_counter()
+        calibration = task["texts"] + pool[:args.calibration] if quantize == "int8-static" else None
+        folders[variant] = model.export_onnx(folder / variant, quantize=quantize, calibration_texts=calibration)
+        export_s[variant] = time.perf_counter() - start
+    start = time.perf_counter()
+    folders["static"] = model.export_static(folder / "static", task["texts"], task["labels"],
+                                            unlabeled_texts=pool[:args.static_unlabeled])
+    export_s["static"] = time.perf_counter() - start
+
+    runners: dict[str, tuple[object, Path, str]] = {"torch": (model, folders["torch"], "onnxruntime")}
+    for variant in ("onnx_fp32", "onnx_int8", "onnx_int8_static"):
+        runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads), folders[variant],
+                            "onnxruntime")
+    if importlib.util.find_spec("openvino") is not None:
+        for variant in ("onnx_fp32", "onnx_int8_static"):
+            ov_name = variant.replace("onnx", "openvino")
+            runners[ov_name] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads, runtime="openvino"),
+                                folders[variant], "openvino")
+    runners["static"] = (StaticSetFitModel.load(folders["static"]), folders["static"], "onnxruntime")
+
+    worker = None
+    if args.setfit_python:
+        estimator = model.model_head.estimator
+        spec_path = folder / "setfit_spec.json"
+        spec_path.write_text(json.dumps({"body": str(model_dir), "texts": texts, "coef": estimator.coef_.tolist(),
+                                         "intercept": estimator.intercept_.tolist(),
+                                         "classes": estimator.classes_.tolist(), "latency_n": args.latency_n}),
+                             encoding="utf-8")
+        worker = SetfitWorker(args.setfit_python, spec_path)
+    # throughput: --rounds rounds, each running setfit then every variant, so that all share the machine's load;
+    # each keeps its best round
+    best: dict[str, float] = {}
+    probas: dict[str, np.ndarray] = {}
+    setfit_pred = None
+    for _ in range(args.rounds):
+        if worker is not None:
+            got = worker.ask("run")
+            best["setfit"] = min(best.get("setfit", float("inf")), got["seconds"])
+            setfit_pred = np.asarray(got["pred"])
+        for variant, (runner, _, _) in runners.items():
+            runner.predict_proba(texts[:64])  # warm-up
+            start = time.perf_counter()
+            probas[variant] = np.asarray(runner.class_proba(texts, batch_size=args.batch_size))
+            best[variant] = min(best.get(variant, float("inf")), time.perf_counter() - start)
+    ref = probas["torch"]
+    rows: dict[str, dict] = {}
+    for variant, (runner, path, _) in runners.items():
+        proba = probas[variant]
+        pred = np.asarray(runner.labels)[proba.argmax(1)]
+        rows[variant] = {"per_s": len(texts) / best[variant], "seconds": best[variant],
+                         "accuracy": float(np.mean(pred == labels)),
+                         "agreement": float(np.mean(proba.argmax(1) == ref.argmax(1))),
+                         "max_abs_diff": float(np.abs(proba - ref).max()), "size_mb": folder_mb(path),
+                         "latency": latency(runner.predict_proba, texts, args.latency_n),
+                         "export_s": export_s.get(variant.replace("openvino", "onnx"))}
+        print(json.dumps({spec: {variant: rows[variant]}}), flush=True)
+    if worker is not None:
+        lat = worker.ask("latency")["latency_ms"]
+        rows["setfit"] = {"per_s": len(texts) / best["setfit"], "seconds": best["setfit"],
+                          "accuracy": float(np.mean(np.asarray(model.labels)[setfit_pred] == labels)),
+                          "agreement": float(np.mean(setfit_pred == ref.argmax(1))),
+                          "size_mb": folder_mb(Path(model_dir)),
+                          "latency": {"median_ms": float(np.median(lat)), "p95_ms": float(np.percentile(lat, 95))},
+                          "peak_rss_mb": worker.close()}
+
+    # cold start (CLI on two texts) and peak RSS (load + predict the test split), each in a fresh process
+    two, test_file = folder / "two.txt", folder / "test.txt"
+    two.write_text("\n".join(texts[:2]) + "\n", encoding="utf-8")
+    test_file.write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
+    for variant, (_, path, runtime) in runners.items():
+        cli = [sys.executable, "-m", "setfit_lite.cli", "predict", str(path), str(two), "--runtime", runtime]
+        cold = [child(cli)[0] for _ in range(args.cold_n + 1)][1:]
+        rows[variant]["cold_start_s"] = statistics.median(cold)
+        out = child([sys.executable, "-c", LOAD_PREDICT + HWM, str(path), runtime, str(test_file)])[1]
+        rows[variant]["peak_rss_mb"] = peak_rss_mb(out)
+    if worker is not None:
+        cold = [child([args.setfit_python, "-c", SETFIT_WORKER, str(spec_path), "cold"])[0]
+                for _ in range(args.cold_n + 1)][1:]
+        rows["setfit"]["cold_start_s"] = statistics.median(cold)
+        for row in rows.values():
+            row["speed_vs_setfit"] = row["per_s"] / rows["setfit"]["per_s"]
+    return {"task": spec, "test_texts": len(texts), "rows": rows}
+
+
+def stream(args: argparse.Namespace, static_folder: Path, work: Path) -> dict:
+    """``predict_iter`` over a file of ``args.stream`` texts (SST-2 training sentences, numbered), RSS sampled."""
+    source = read_split(args.data_dir, "sst2", "train")
+    path = work / "stream.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(args.stream):
+            f.write(f"{source[i % len(source)]} {i}\n")
+    out = child([sys.executable, "-c", STREAM + HWM, str(static_folder), str(path)])[1]
+    got, peak = result_line(out), peak_rss_mb(out)
+    path.unlink()
+    rss = got["rss_mb"]
+    return {"texts": got["texts"], "per_s": got["texts"] / got["seconds"], "rss_first_chunk_mb": rss[1],
+            "rss_last_mb": rss[-1], "rss_max_mb": max(rss), "peak_rss_mb": peak}
+
+
+def markdown(results: dict) -> list[str]:
+    md = [f"`{results['command']}`", "",
+          "| task | variant | sentences/s | × setfit | batch-1 ms (median / p95) | cold start s | accuracy | "
+          "Δ acc vs torch (pts) | agreement | size MB | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for task in results["tasks"]:
+        torch_acc = task["rows"]["torch"]["accuracy"]
+        for name, r in task["rows"].items():
+            md.append(f"| {task['task']} ({task['test_texts']}) | {name} | {r['per_s']:.1f} | "
+                      f"{r.get('speed_vs_setfit', float('nan')):.2f}× | {r['latency']['median_ms']:.2f} / "
+                      f"{r['latency']['p95_ms']:.2f} | {r.get('cold_start_s', float('nan')):.2f} | "
+                      f"{r['accuracy']:.4f} | {100 * (r['accuracy'] - torch_acc):+.2f} | {r['agreement']:.4f} | "
+                      f"{r['size_mb']:.1f} | {r.get('peak_rss_mb', float('nan')):.0f} |")
+    if "stream" in results:
+        s = results["stream"]
+        md += ["", f"static `predict_iter` over a file of {s['texts']:,} texts: {s['per_s']:.0f} texts/s, RSS "
+                   f"{s['rss_first_chunk_mb']:.0f} MB after the first chunk, {s['rss_last_mb']:.0f} MB at the end "
+                   f"(max sampled {s['rss_max_mb']:.0f} MB, peak {s['peak_rss_mb']:.0f} MB)"]
+    return md
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--model-dir", type=Path, default=None, help="a trained setfit_lite model (else train one)")
-    parser.add_argument("--sizes", nargs="+", type=int, default=[1821])
+    parser.add_argument("--tasks", nargs="+", default=["sst2:8", "emotion:16"])
+    parser.add_argument("--model-dirs", nargs="*", default=[], help="TASK=DIR: a trained model (else train one)")
+    parser.add_argument("--test-limit", type=int, default=None, help="a random sample of the test split")
     parser.add_argument("--latency-n", type=int, default=50)
+    parser.add_argument("--cold-n", type=int, default=3, help="cold starts per variant (median)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2, help="throughput rounds (setfit, then every variant)")
+    parser.add_argument("--calibration", type=int, default=256, help="training-split texts added for int8-static")
+    parser.add_argument("--static-unlabeled", type=int, default=4000,
+                        help="training-split texts the fine-tuned model labels for the static head")
+    parser.add_argument("--stream", type=int, default=0, help="texts streamed through the static predict_iter")
     parser.add_argument("--setfit-python", default=None, help="Python of a virtual environment with setfit 1.2")
-    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (torch: OMP)")
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "inference_sst2")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime/OpenVINO threads (torch: OMP)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
     args = parser.parse_args(argv)
+    args.model_dirs = dict(item.split("=", 1) for item in args.model_dirs)
 
-    from setfit_lite import SetFitModel, Trainer, TrainingArguments
-    from setfit_lite.export import OnnxSetFitModel
-
-    task = load_task(args.data_dir, "sst2:8", 0)
     work = Path(tempfile.mkdtemp(prefix="setfit_lite_inference_"))
-    if args.model_dir is None:
-        model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
-        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False),
-                train_dataset={"text": task["texts"], "label": task["labels"]}).train()
-        args.model_dir = work / "model"
-        model.save_pretrained(args.model_dir)
-    model = SetFitModel.from_pretrained(args.model_dir)
-    exports = {}
-    for name, quantize in (("onnx_fp32", None), ("onnx_int8", "int8")):
-        model.export_onnx(work / name, quantize=quantize)
-        exports[name] = OnnxSetFitModel.load(work / name, num_threads=args.threads)
-    if importlib.util.find_spec("openvino") is not None:  # the same graphs run by OpenVINO
-        for name in ("onnx_fp32", "onnx_int8"):
-            exports[name.replace("onnx", "openvino")] = OnnxSetFitModel.load(work / name, num_threads=args.threads,
-                                                                             runtime="openvino")
-
-    with open(args.data_dir / "sst2" / "train.jsonl", encoding="utf-8") as f:
-        extra = [json.loads(line)["text"] for line in f if line.strip()]
-    random.Random(0).shuffle(extra)
     command = "python benchmarks/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results: dict = {"command": command, "sizes": {}}
-    for size in args.sizes:
-        texts = (task["test_texts"] + extra)[:size]
-        labels = np.array(task["test_labels"][:size]) if size <= len(task["test_texts"]) else None
-        row: dict = {}
-        seconds, ref = timed(model.predict_proba, texts)
-        row["torch"] = {"seconds": seconds, "per_s": size / seconds}
-        for name, onnx_model in exports.items():
-            seconds, proba = timed(onnx_model.predict_proba, texts)
-            row[name] = {"seconds": seconds, "per_s": size / seconds,
-                         "agreement": float(np.mean(proba.argmax(1) == ref.argmax(1))),
-                         "max_abs_diff": float(np.abs(proba - ref).max())}
-        if labels is not None:
-            for name in ("torch", *exports):
-                proba = ref if name == "torch" else exports[name].predict_proba(texts)
-                row[name]["accuracy"] = float(np.mean(np.asarray(model.labels)[proba.argmax(1)] == labels))
-        if args.setfit_python:
-            estimator = model.model_head.estimator
-            spec = {"body": str(args.model_dir), "texts": texts, "coef": estimator.coef_.tolist(),
-                    "intercept": estimator.intercept_.tolist(), "classes": estimator.classes_.tolist()}
-            spec_path = work / "setfit_spec.json"
-            spec_path.write_text(json.dumps(spec), encoding="utf-8")
-            out = subprocess.run([args.setfit_python, "-c", SETFIT_PREDICT, str(spec_path)], capture_output=True,
-                                 text=True, check=True).stdout
-            got = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
-            row["setfit"] = {"seconds": got["seconds"], "per_s": size / got["seconds"],
-                             "agreement": float(np.mean(np.array(got["pred"]) == ref.argmax(1)))}
-            for name in ("torch", *exports):
-                row[name]["speed_vs_setfit"] = row[name]["per_s"] / row["setfit"]["per_s"]
-        results["sizes"][str(size)] = row
-        print(json.dumps({size: row}), flush=True)
-    results["latency"] = {"torch": latency(model.predict_proba, task["test_texts"], args.latency_n)}
-    for name, onnx_model in exports.items():
-        results["latency"][name] = latency(onnx_model.predict_proba, task["test_texts"], args.latency_n)
+    results: dict = {"command": command, "tasks": []}
+    for spec in args.tasks:
+        results["tasks"].append(run_task(spec, args, work))
+    if args.stream:
+        results["stream"] = stream(args, work / args.tasks[0].replace(":", "_") / "static", work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    md = [f"`{results['command']}`", "", "| size | variant | sentences/s | vs setfit | agreement | max Δp | accuracy |",
-          "|---|---|---|---|---|---|---|"]
-    for size, row in results["sizes"].items():
-        for name, r in row.items():
-            md.append(f"| {size} | {name} | {r['per_s']:.1f} | {r.get('speed_vs_setfit', float('nan')):.2f}× | "
-                      f"{r.get('agreement', 1.0):.4f} | {r.get('max_abs_diff', 0.0):.2e} | "
-                      f"{r.get('accuracy', float('nan')):.4f} |")
-    md += ["", "| batch-1 latency | median ms | p95 ms |", "|---|---|---|"]
-    md += [f"| {name} | {r['median_ms']:.1f} | {r['p95_ms']:.1f} |" for name, r in results["latency"].items()]
+    md = markdown(results)
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
     print("\n".join(md))
 

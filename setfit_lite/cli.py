@@ -137,11 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
                          help="runtime for an exported (ONNX) model")
 
-    export = add("export", help="export a saved model to ONNX (one graph: token ids to probabilities)")
+    export = add("export", help="export a saved model to ONNX (one graph: token ids to probabilities), or with "
+                                "--static to static token embeddings (model2vec's format) and a refitted head")
     export.add_argument("model_dir")
     export.add_argument("output_dir")
-    export.add_argument("--quantize", choices=["int8"], default=None, help="dynamic int8 weight quantisation")
+    export.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
+                        help="int8: dynamic int8 weight quantisation; int8-static: also the activations, calibrated "
+                             "on the texts of --data")
     export.add_argument("--opset", type=int, default=17)
+    _add_static_export_args(export)
 
     convert = add("convert", help="convert a model saved by setfit (model_head.pkl) to the pickle-free format; "
                                   "its pickle is trusted")
@@ -253,13 +257,32 @@ def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
-    """A saved SetFitModel, or an ``OnnxSetFitModel`` (without importing torch) for a folder written by
-    ``setfit-lite export``."""
-    from .export import ONNX_CONFIG_NAME, OnnxSetFitModel
+def _exported_format(model_dir: str) -> str | None:
+    """``"onnx"`` or ``"static"`` for a folder written by ``setfit-lite export`` (read from its config file's name,
+    before anything heavy is imported), else None."""
+    from .export import ONNX_CONFIG_NAME
+    from .static import STATIC_CONFIG_NAME
 
-    if (Path(model_dir) / ONNX_CONFIG_NAME).is_file():
+    folder = Path(model_dir)
+    if (folder / ONNX_CONFIG_NAME).is_file():
+        return "onnx"
+    if (folder / STATIC_CONFIG_NAME).is_file():
+        return "static"
+    return None
+
+
+def _load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
+    """A saved SetFitModel, or, without importing torch, an ``OnnxSetFitModel`` or ``StaticSetFitModel`` for a
+    folder written by ``setfit-lite export``."""
+    kind = _exported_format(model_dir)
+    if kind == "onnx":
+        from .export import OnnxSetFitModel
+
         return OnnxSetFitModel.load(model_dir, runtime=runtime)
+    if kind == "static":
+        from .static import StaticSetFitModel
+
+        return StaticSetFitModel.load(model_dir)
     from .modeling import SetFitModel
 
     return SetFitModel.from_pretrained(model_dir)
@@ -301,10 +324,9 @@ def _read_texts(source: str, text_column: str) -> Iterator[str]:
 
         yield from to_labeled_data(path, text_column=text_column, require_labels=False).texts
         return
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield line.rstrip("\n")
+    from .inference import iter_text_file
+
+    yield from iter_text_file(path)
 
 
 def _maybe_json_text(line: str, text_column: str) -> str:
@@ -319,12 +341,8 @@ def _maybe_json_text(line: str, text_column: str) -> str:
 
 
 def cmd_predict(ns: argparse.Namespace) -> None:
-    from itertools import islice
-
     model = _load_model(ns.model_dir, ns.runtime)
-    texts = _read_texts(ns.data, ns.text_column)
-    while chunk := list(islice(texts, 4096)):
-        proba = model.class_proba(chunk, batch_size=ns.batch_size)
+    for chunk, proba in model.iter_proba(_read_texts(ns.data, ns.text_column), batch_size=ns.batch_size):
         labels = model.labels_from_proba(proba)
         for text, label, p in zip(chunk, labels, proba):
             row: dict[str, Any] = {"text": text, "label": label.tolist() if hasattr(label, "tolist") else label}
@@ -333,12 +351,48 @@ def cmd_predict(ns: argparse.Namespace) -> None:
             print(json.dumps(row, ensure_ascii=False, default=str))
 
 
+def _add_static_export_args(export: argparse.ArgumentParser) -> None:
+    export.add_argument("--static", action="store_true",
+                        help="distil the body into static token embeddings (numpy-only inference, model2vec's "
+                             "format); the head is refitted on --data")
+    export.add_argument("--data", default=None,
+                        help="with --static: CSV/JSON/JSONL/text file of texts to refit the head on (a label column "
+                             "gives their labels, else the model labels them); with --quantize int8-static: the "
+                             "calibration texts")
+    export.add_argument("--unlabeled-data", default=None,
+                        help="with --static: more texts (any readable file) that the model labels for the refit")
+    _add_data_args(export)
+    export.add_argument("--pca-dims", type=int, default=256, help="with --static: embedding size after PCA")
+
+
+def _export_static(ns: argparse.Namespace, model: Any) -> Any:
+    from .data import to_labeled_data
+
+    if not ns.data:
+        raise ValueError("export --static needs --data: texts to refit the head on the static embeddings")
+    if Path(ns.data).suffix.lower() in (".csv", ".json", ".jsonl"):
+        data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column,
+                               require_labels=False)
+        texts, labels = data.texts, data.labels
+    else:  # a text file: one text per line, labelled by the model
+        texts, labels = list(_read_texts(ns.data, ns.text_column)), None
+    unlabeled = list(_read_texts(ns.unlabeled_data, ns.text_column)) if ns.unlabeled_data else []
+    return model.export_static(ns.output_dir, texts, labels, unlabeled_texts=unlabeled, pca_dims=ns.pca_dims)
+
+
 def cmd_export(ns: argparse.Namespace) -> dict[str, Any]:
     from .modeling import SetFitModel
 
+    if ns.static and ns.quantize:
+        raise ValueError("--quantize applies to ONNX exports, not to --static")
     model = SetFitModel.from_pretrained(ns.model_dir)
-    out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset)
-    result = {"exported_to": str(out), "quantized": ns.quantize, "labels": model.labels}
+    if ns.static:
+        out = _export_static(ns, model)
+    else:
+        calibration = list(_read_texts(ns.data, ns.text_column)) if ns.data else None
+        out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset, calibration_texts=calibration)
+    result = {"exported_to": str(out), "format": "static" if ns.static else "onnx", "quantized": ns.quantize,
+              "labels": model.labels}
     print(json.dumps(result, default=str))
     return result
 
@@ -458,10 +512,12 @@ class _DropSignalNotice(logging.Filter):
 
 
 @contextlib.contextmanager
-def _output(verbosity: str) -> Iterator[None]:
-    """Logging, warnings and progress bars for ``verbosity`` ("quiet", "default" or "verbose")."""
-    from transformers.utils import logging as hf_logging
+def _output(verbosity: str, dependencies: bool = True) -> Iterator[None]:
+    """Logging, warnings and progress bars for ``verbosity`` ("quiet", "default" or "verbose").
 
+    ``dependencies=False`` (a command that runs an exported folder) leaves transformers, huggingface_hub and
+    Optuna unimported: their settings are not touched.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("setfit-lite: %(levelname)s: %(message)s"))
     if verbosity != "verbose":
@@ -469,25 +525,46 @@ def _output(verbosity: str) -> Iterator[None]:
     level = {"quiet": logging.ERROR, "default": logging.WARNING, "verbose": logging.INFO}[verbosity]
     loggers = [logging.getLogger(name) for name in ("setfit_lite", "trainers")]
     saved = [(lg.level, lg.propagate) for lg in loggers]
-    transformers_level, previous_verbosity = hf_logging.get_verbosity(), get_verbosity()
+    previous_verbosity = get_verbosity()
     for lg in loggers:
         lg.addHandler(handler)
         lg.setLevel(level)
         lg.propagate = False
     set_verbosity(verbosity)
     try:
-        with warnings.catch_warnings(), quiet_dependencies(), quiet_optuna():
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             if verbosity == "quiet":
                 warnings.simplefilter("ignore")
-                hf_logging.set_verbosity_error()
+            if dependencies:
+                stack.enter_context(_dependency_output(verbosity))
             yield
     finally:
         set_verbosity(previous_verbosity)
-        hf_logging.set_verbosity(transformers_level)
         for lg, (lg_level, propagate) in zip(loggers, saved):
             lg.removeHandler(handler)
             lg.setLevel(lg_level)
             lg.propagate = propagate
+
+
+@contextlib.contextmanager
+def _dependency_output(verbosity: str) -> Iterator[None]:
+    """transformers' logging, its and the hub's progress bars, and Optuna's trial lines, for ``verbosity``."""
+    from transformers.utils import logging as hf_logging
+
+    transformers_level = hf_logging.get_verbosity()
+    try:
+        with quiet_dependencies(), quiet_optuna():
+            if verbosity == "quiet":
+                hf_logging.set_verbosity_error()
+            yield
+    finally:
+        hf_logging.set_verbosity(transformers_level)
+
+
+def _runs_exported(ns: argparse.Namespace) -> bool:
+    """Whether the command runs an exported (ONNX, OpenVINO or static) folder: then torch, transformers and
+    Optuna are never imported."""
+    return ns.command in ("predict", "evaluate") and _exported_format(ns.model_dir) is not None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -495,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     commands = {"demo": cmd_demo, "train": cmd_train, "search": cmd_search, "evaluate": cmd_evaluate,
                 "predict": cmd_predict, "export": cmd_export, "convert": cmd_convert}
-    with _output(getattr(ns, "verbosity", "default")), _interruptible():
+    with _output(getattr(ns, "verbosity", "default"), dependencies=not _runs_exported(ns)), _interruptible():
         try:
             commands[ns.command](ns)
         except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, or the trainer's TrainingInterrupted

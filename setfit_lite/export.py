@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .inference import Predictor, length_sorted_batches, tokenize_texts
+from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -39,7 +40,7 @@ __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onn
 ONNX_CONFIG_NAME = "config_setfit_lite_onnx.json"
 ONNX_MODEL_NAME = "model.onnx"
 ONNX_FORMAT_VERSION = 1
-QUANTIZE_OPTIONS = (None, "int8")
+QUANTIZE_OPTIONS = (None, "int8", "int8-static")
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "probabilities"
 # onnxruntime.quantization logs these to the root logger on every call
@@ -138,14 +139,20 @@ def _build_graph(model: Any) -> Any:
 # ----------------------------------------------------------------------------------------------------- export
 
 
-def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None, opset: int = 17) -> Path:
+def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None, opset: int = 17,
+                calibration_texts: Sequence[str] | None = None) -> Path:
     """Write ``model`` (a fitted SetFitModel) as an ONNX folder at ``path`` (atomically); return the folder.
 
     ``quantize="int8"`` dynamically quantises the weights (smaller and usually faster on CPU, slightly less
-    accurate); ``model.onnx`` is then the quantised graph. Raises ValueError for heads with no graph form.
+    accurate); ``"int8-static"`` also quantises the inputs of the weight matmuls with scales calibrated on
+    ``calibration_texts`` (e.g. the training texts; QDQ format, which OpenVINO runs with int8 kernels too).
+    ``model.onnx`` is then the quantised graph. Raises ValueError for heads with no graph form.
     """
     if quantize not in QUANTIZE_OPTIONS:
-        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
+        raise ValueError(f"quantize must be one of {QUANTIZE_OPTIONS}, got {quantize!r}")
+    if quantize == "int8-static" and not calibration_texts:
+        raise ValueError("quantize='int8-static' needs calibration_texts (e.g. the training texts) to calibrate "
+                         "the activation scales")
     model._check_fitted()
     _require("onnx")
     if quantize is not None:
@@ -182,6 +189,10 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
                     quantize_dynamic(str(fp32_path), str(tmp / ONNX_MODEL_NAME), weight_type=QuantType.QInt8,
                                      per_channel=True)
                 fp32_path.unlink()
+            elif quantize == "int8-static":
+                assert calibration_texts is not None
+                _quantize_static(model, fp32_path, tmp / ONNX_MODEL_NAME, calibration_texts)
+                fp32_path.unlink()
             tokenizer.save_pretrained(str(tmp))
             save_json(tmp / ONNX_CONFIG_NAME, {
                 "format_version": ONNX_FORMAT_VERSION,
@@ -202,6 +213,42 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
         if hasattr(model.model_head, "train"):
             model.model_head.train(head_was_training)
     return Path(path)
+
+
+def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequence[str], batch_size: int = 16) -> None:
+    """Static int8 (QDQ) of the weight matmuls: per-channel int8 weights, uint8 activations with min-max scales
+    calibrated on ``texts``. The attention's activation-by-activation matmuls stay fp32 (quantising them too cost
+    6 more points of agreement with fp32 on SST-2, benchmarks/README.md)."""
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from .data import validate_texts
+
+    token_ids = model.tokenize(validate_texts(texts))
+
+    class Batches(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter(length_sorted_batches(token_ids, batch_size))
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            idx = next(self.batches, None)
+            if idx is None:
+                return None
+            batch = model.collate([token_ids[i] for i in idx])
+            return {name: batch[name].numpy().astype(np.int64) for name in INPUT_NAMES}
+
+    prepared = fp32_path.with_name("model-prepared.onnx")
+    with filter_log_records("", *_ORT_PREPROCESS_ADVICE):
+        quant_pre_process(str(fp32_path), str(prepared), skip_symbolic_shape=True)
+        graph = onnx.load(str(prepared), load_external_data=False).graph
+        weights = {init.name for init in graph.initializer}
+        activation_matmuls = [node.name for node in graph.node
+                              if node.op_type == "MatMul" and not weights.intersection(node.input)]
+        quantize_static(str(prepared), str(out_path), Batches(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        op_types_to_quantize=["MatMul"], nodes_to_exclude=activation_matmuls)
+    prepared.unlink()
 
 
 # -------------------------------------------------------------------------------------------------- inference
@@ -228,18 +275,30 @@ class OpenVinoSession:
         return [np.asarray(result[self.compiled.output(name)]) for name in output_names]
 
 
-def _load_tokenizer(folder: Path) -> Any:
-    """The export's tokenizer: its ``tokenizer.json`` as the body's tokenizer wrote it (same ids, checked on MiniLM,
-    multilingual-e5-small and the tests' body), without ``AutoTokenizer``, which imports torch where it is installed
-    (transformers' model configuration code): import, load and a first prediction take 2.0-2.3 s on this CPU
-    against 5.3-6.2 s through ``AutoTokenizer``."""
+class _TransformersTokenizer:
+    """A tokenizer without ``tokenizer.json`` (not a fast one), through transformers, as :class:`TokenizerFile`."""
+
+    def __init__(self, folder: Path, max_length: int | None) -> None:
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        self.max_length = max_length
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        return tokenize_texts(self.tokenizer, texts, None, self.max_length)
+
+    def pad(self, token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        batch = self.tokenizer.pad({"input_ids": token_ids}, return_tensors="np")
+        return tuple(np.asarray(batch[name], dtype=np.int64) for name in INPUT_NAMES)  # type: ignore[return-value]
+
+
+def _load_tokenizer(folder: Path, max_length: int | None) -> TokenizerFile | _TransformersTokenizer:
+    """The export's tokenizer: its ``tokenizer.json`` run by the ``tokenizers`` library (the ids the body's
+    tokenizer gives: tested on MiniLM and the tests' body), without transformers, whose import alone took 1-4 s
+    of the 3.3-4.4 s cold start of ``setfit-lite predict`` here. A folder without one goes through transformers."""
     if (folder / "tokenizer.json").is_file():
-        from transformers import PreTrainedTokenizerFast
-
-        return PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
-    from transformers import AutoTokenizer  # a tokenizer with no tokenizer.json (not a fast one)
-
-    return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        return TokenizerFile.from_folder(folder, max_length=max_length)
+    return _TransformersTokenizer(folder, max_length)
 
 
 class OnnxSetFitModel(Predictor):
@@ -270,7 +329,7 @@ class OnnxSetFitModel(Predictor):
         if config.get("format_version", 0) > ONNX_FORMAT_VERSION:
             raise ValueError(f"{config_path} has format_version {config['format_version']}; this setfit_lite reads "
                              f"up to {ONNX_FORMAT_VERSION}: upgrade setfit_lite")
-        tokenizer = _load_tokenizer(folder)
+        tokenizer = _load_tokenizer(folder, config.get("max_seq_length"))
         model_file = str(folder / config.get("model_file", ONNX_MODEL_NAME))
         if runtime == "openvino":
             session: Any = OpenVinoSession(model_file, num_threads)
@@ -285,14 +344,14 @@ class OnnxSetFitModel(Predictor):
         return cls(session, tokenizer, config)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        return tokenize_texts(self.tokenizer, texts, self.prompt, self.max_seq_length)
+        """Token ids of ``texts`` (prompt prepended, truncated to ``max_seq_length``), unpadded."""
+        return self.tokenizer.encode(with_prompt(texts, self.prompt))
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
         """Probabilities of validated texts (no progress bar: ``show_progress_bar`` is ignored)."""
         token_ids = self.tokenize(texts)
         out = np.empty((len(token_ids), len(self.labels)), dtype=np.float32)
         for idx in length_sorted_batches(token_ids, batch_size):
-            batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in idx]}, return_tensors="np")
-            feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUT_NAMES}
+            feeds = dict(zip(INPUT_NAMES, self.tokenizer.pad([token_ids[i] for i in idx])))
             out[idx] = self.session.run([OUTPUT_NAME], feeds)[0]
         return out

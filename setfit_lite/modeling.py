@@ -274,11 +274,13 @@ class SetFitModel(Predictor):
         return np.asarray(self.model_head.predict_proba(embeddings), dtype=np.float32)
 
     # ---- ONNX ---------------------------------------------------------------------------------
-    def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17) -> Path:
-        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.export``."""
+    def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17,
+                    calibration_texts: Sequence[str] | None = None) -> Path:
+        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.export``
+        (``quantize``: None, "int8", or "int8-static" calibrated on ``calibration_texts``)."""
         from .export import export_onnx
 
-        return export_onnx(self, path, quantize=quantize, opset=opset)
+        return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
     @staticmethod
     def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime") -> Any:
@@ -286,6 +288,23 @@ class SetFitModel(Predictor):
         from .export import OnnxSetFitModel
 
         return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime)
+
+    # ---- static tier --------------------------------------------------------------------------
+    def export_static(self, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
+                      unlabeled_texts: Sequence[str] = (), **options: Any) -> Path:
+        """Distil the body into static token embeddings (model2vec's format) with a head refitted on ``texts``
+        (``labels``, or this model's predictions) and ``unlabeled_texts`` (this model's predictions); see
+        ``setfit_lite.static.export_static``."""
+        from .static import export_static
+
+        return export_static(self, path, texts, labels=labels, unlabeled_texts=unlabeled_texts, **options)
+
+    @staticmethod
+    def from_static(path: str | os.PathLike) -> Any:
+        """Load a folder written by ``export_static`` as a ``StaticSetFitModel`` (numpy and tokenizers, no torch)."""
+        from .static import StaticSetFitModel
+
+        return StaticSetFitModel.load(path)
 
     # ---- saving -------------------------------------------------------------------------------
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
@@ -354,12 +373,17 @@ _SETTING_DEFAULTS: dict[str, Any] = {"multi_target_strategy": None, "use_differe
 
 
 def _check_model_folder(folder: Path) -> None:
-    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX exports, folders with no model."""
+    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX and static exports, folders with no
+    model."""
     from .export import ONNX_CONFIG_NAME
+    from .static import STATIC_CONFIG_NAME
 
     if (folder / ONNX_CONFIG_NAME).is_file():
         raise ValueError(f"{folder} is a folder exported with export_onnx ({ONNX_CONFIG_NAME}), not a saved model: "
                          f"load it with SetFitModel.from_onnx({str(folder)!r})")
+    if (folder / STATIC_CONFIG_NAME).is_file():
+        raise ValueError(f"{folder} is a folder exported with export_static ({STATIC_CONFIG_NAME}), not a saved "
+                         f"model: load it with SetFitModel.from_static({str(folder)!r})")
     if not any((folder / name).is_file() for name in (CONFIG_NAME, "modules.json", "config.json")):
         raise ValueError(f"{folder} holds no model: it has no {CONFIG_NAME} (a setfit_lite model), no modules.json "
                          "(a sentence-transformers model) and no config.json (a transformers model)")

@@ -232,3 +232,30 @@ def test_export_into_an_existing_folder_keeps_the_users_files(lr_model, tmp_path
     with pytest.raises(FileExistsError, match="a-file"):
         lr_model.export_onnx(tmp_path / "a-file")
     assert (tmp_path / "a-file").read_text() == "x"
+
+
+def test_int8_static_export_is_calibrated_qdq(lr_model, tmp_path):
+    """``quantize="int8-static"``: QDQ graph (weights and the weight matmuls' inputs quantised, scales calibrated on
+    the given texts; the attention's activation matmuls stay fp32), agreeing with the torch model."""
+    import onnx
+    from conftest import make_sentences
+
+    with pytest.raises(ValueError, match="calibration_texts"):
+        lr_model.export_onnx(tmp_path / "x", quantize="int8-static")
+    assert not (tmp_path / "x").exists()
+    out = lr_model.export_onnx(tmp_path / "q", quantize="int8-static", calibration_texts=make_sentences(12, 0)[0])
+    assert {p.name for p in out.iterdir()} >= {ONNX_MODEL_NAME, ONNX_CONFIG_NAME, "manifest.json"}
+    assert not list(out.glob("model-*.onnx"))  # intermediate graphs removed
+    graph = onnx.load(str(out / ONNX_MODEL_NAME)).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("QuantizeLinear") > 0 and ops.count("DequantizeLinear") > ops.count("QuantizeLinear")
+    producers = {o: node.op_type for node in graph.node for o in node.output}
+    weights = {i.name for i in graph.initializer}
+    float_matmuls = [n for n in graph.node if n.op_type == "MatMul"
+                     and not any(producers.get(i) == "DequantizeLinear" or i in weights for i in n.input)]
+    assert float_matmuls  # the attention's score and context matmuls
+    assert json.loads((out / ONNX_CONFIG_NAME).read_text())["quantized"] == "int8-static"
+    onnx_model = SetFitModel.from_onnx(out)
+    texts = eval_texts()
+    assert np.mean(np.array(onnx_model.predict(texts)) == np.array(lr_model.predict(texts))) >= 0.8
+    np.testing.assert_allclose(onnx_model.predict_proba(texts), lr_model.predict_proba(texts), atol=0.15)

@@ -90,3 +90,45 @@ def test_evaluate_model_with_groups() -> None:
         evaluate_model(LengthModel(), data, group_by="source")
     with pytest.raises(ValueError, match="the dataset has no labels"):
         evaluate_model(LengthModel(), LabeledData(["tiny"], None))
+
+
+def test_predict_iter_streams_lazily_over_an_iterable_or_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """``predict_iter`` yields the first chunk's labels before reading past it (bounded memory), from a generator
+    or a text file given as a path (blank lines skipped)."""
+    monkeypatch.setattr(inference, "STREAM_CHUNK", 2)
+    model, read = LengthModel(), []
+
+    def texts():
+        for text in ["tiny", "a long one", "ok", "longer text", "x"]:
+            read.append(text)
+            yield text
+
+    stream = model.predict_iter(texts())
+    assert [next(stream), next(stream)] == ["short", "long"] and len(read) == 2  # nothing read beyond the chunk
+    assert list(stream) == ["short", "long", "short"] and model.chunk_sizes == [2, 2, 1]
+    path = tmp_path / "texts.txt"
+    path.write_text("tiny\n\na long one\r\nok\n", encoding="utf-8")
+    assert list(model.predict_iter(path)) == ["short", "long", "short"]
+    assert [(chunk, p.argmax(1).tolist()) for chunk, p in model.iter_proba(path)] == [
+        (["tiny", "a long one"], [0, 1]), (["ok"], [0])]
+    multi = LengthModel(labels=["short", "long"], multi_label=True)
+    assert [row.tolist() for row in multi.predict_iter(["tiny", "a long one"])] == [[1, 0], [0, 1]]
+
+
+def test_tokenizer_file_gives_the_body_tokenizers_ids_and_padding(tiny_body_path: str) -> None:
+    """The transformers-free tokenizer of exported folders: same ids, truncation and padding as the body's."""
+    from transformers import AutoTokenizer
+
+    from setfit_lite.inference import TokenizerFile
+
+    body_tokenizer = AutoTokenizer.from_pretrained(tiny_body_path)
+    texts = ["great wonderful superb film", "so bad", "a " * 40 + "end", "zzqq unknown words"]
+    tokenizer = TokenizerFile.from_folder(tiny_body_path, max_length=12)
+    expected = body_tokenizer(texts, truncation=True, max_length=12)["input_ids"]
+    assert tokenizer.encode(texts) == expected and max(map(len, expected)) == 12
+    ids, mask = tokenizer.pad(tokenizer.encode(texts))
+    batch = body_tokenizer.pad({"input_ids": expected}, return_tensors="np")
+    assert ids.dtype == mask.dtype == np.int64
+    np.testing.assert_array_equal(ids, batch["input_ids"])
+    np.testing.assert_array_equal(mask, batch["attention_mask"])
+    assert tokenizer.pad_id == body_tokenizer.pad_token_id

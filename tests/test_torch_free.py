@@ -1,6 +1,6 @@
 """ONNX inference without torch (issue 18): ``SetFitModel.from_onnx``, ``OnnxSetFitModel`` (onnxruntime and
 OpenVINO) and ``setfit-lite predict/evaluate`` on an exported folder, each in a child process where torch cannot
-be imported, and where it can but is not."""
+be imported, and where it can but is not (nor transformers: issue 22, cold start)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytest.importorskip("onnxruntime")
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = ["great wonderful superb film", "awful dull terrible movie", "the plot was nice", "boring sad acting"]
-HEAVY = ("torch", "sentence_transformers")
+HEAVY = ("torch", "sentence_transformers", "transformers")  # transformers: 1-4 s of import at cold start
 
 # torch and sentence-transformers made unimportable: every import of them, by anyone, raises ImportError
 NO_TORCH = f"""

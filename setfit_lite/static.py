@@ -1,0 +1,304 @@
+"""The static tier: a fine-tuned body distilled into static token embeddings, with a head refitted on them.
+
+Distillation follows model2vec's method on the *fine-tuned* body: every vocabulary token is embedded by the body
+(``[CLS] token [SEP]``, the body's own pooling), the table is reduced with PCA and each row is weighted by
+``sif / (sif + p(token))``, ``p`` from Zipf's law on the token's rank (model2vec's ``compute_weights``). A text's
+embedding is then the mean of its tokens' rows (special tokens not added, the unknown token dropped), L2-normalised.
+A LogisticRegression head is refitted on these embeddings, on the texts given (with their labels, or labelled by
+the fine-tuned model) plus, optionally, unlabelled texts the fine-tuned model labels.
+
+Then (``refine_epochs``) the table is trained on the texts given, as model2vec's tokenlearn does: each text's mean
+of token rows is pulled (cosine loss) toward the fine-tuned body's embedding of the text, projected by the same PCA.
+On Emotion at 16 per class this took the static model from 0.552 to 0.588 accuracy (the fine-tuned model: 0.591).
+
+The folder is a model2vec model (``model.safetensors`` with ``embeddings``, ``tokenizer.json``, ``config.json``:
+``model2vec.StaticModel.from_pretrained(folder)`` reads the body and encodes as here) plus the head
+(``head_static.safetensors``), ``config_setfit_lite_static.json`` and an integrity manifest; no pickles.
+
+model2vec's own distillation (``model2vec.distill``) needs its ``distill`` extra, which pins ``transformers<5.4``
+(this project uses transformers 5), and ``model2vec.distill`` refuses to import without that extra, so the distillation
+step is written here (embedding the vocabulary is ``SetFitModel.embed_tokens``; PCA is scikit-learn's).
+Inference needs numpy and ``tokenizers`` only: importing model2vec (huggingface_hub, joblib) would add
+0.1-0.2 s to a 0.2 s cold start, so the mean of rows is computed here too, and tested against model2vec's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .inference import Predictor, TokenizerFile, predict_ids, with_prompt
+from .serialization import (
+    atomic_update_directory,
+    load_json,
+    refuse_pickles,
+    save_json,
+    save_tensors,
+    verify_manifest,
+    write_manifest,
+)
+
+__all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "export_static", "linear_proba"]
+
+STATIC_CONFIG_NAME = "config_setfit_lite_static.json"
+STATIC_HEAD_NAME = "head_static.safetensors"
+EMBEDDINGS_NAME = "model.safetensors"  # model2vec's file and tensor names
+EMBEDDINGS_KEY = "embeddings"
+STATIC_FORMAT_VERSION = 1
+HEAD_KINDS = ("binary", "softmax", "normalized_sigmoid", "sigmoid")
+
+
+# ------------------------------------------------------------------------------------------------------ the head
+
+
+def linear_proba(spec: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """``predict_proba`` of a LogisticRegression-family head from its ``linear_head_spec``, in numpy.
+
+    kind: "binary" (sigmoid p -> [1 - p, p]), "softmax", "normalized_sigmoid" (one-vs-rest: sigmoids over their
+    row sum) or "sigmoid" (independent labels); columns are then placed at their class ids (absent classes: 0).
+    """
+    z = x @ np.asarray(spec["weight"], dtype=np.float32).T + np.asarray(spec["bias"], dtype=np.float32)
+    kind = spec["kind"]
+    if kind == "softmax":
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+    else:
+        p = 1.0 / (1.0 + np.exp(-z))
+        constant = spec.get("constant")
+        if constant is not None:
+            known = np.isfinite(constant)
+            p[:, known] = np.asarray(constant)[known]
+        if kind == "binary":
+            p = np.concatenate([1.0 - p, p], axis=1)
+        elif kind == "normalized_sigmoid":
+            total = p.sum(axis=1, keepdims=True)
+            p = p / np.where(total == 0, 1.0, total)
+    out = np.zeros((len(x), int(spec["num_classes"])), dtype=np.float32)
+    out[:, np.asarray(spec["columns"])[:p.shape[1]]] = p
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ inference
+
+
+class StaticSetFitModel(Predictor):
+    """A static-embedding SetFit model: numpy and ``tokenizers`` only; ``predict``/``predict_proba`` as
+    ``SetFitModel``'s (numpy outputs)."""
+
+    def __init__(self, embeddings: np.ndarray, tokenizer: TokenizerFile, head: dict[str, Any],
+                 config: dict[str, Any], normalize: bool = True) -> None:
+        self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        self.tokenizer, self.head, self.config, self.normalize = tokenizer, head, config, normalize
+        self.labels: list = list(config["labels"])
+        self.multi_label = bool(config["multi_label"])
+        self.prompt: str = config.get("prompt") or ""
+        self.unk_id = _unk_token_id(tokenizer.backend)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> StaticSetFitModel:
+        """Load a folder written by ``export_static``, checking its manifest and refusing pickles."""
+        from safetensors.numpy import load_file
+
+        folder = Path(path)
+        refuse_pickles(folder)
+        verify_manifest(folder)
+        config = load_json(folder / STATIC_CONFIG_NAME, what="setfit_lite static config")
+        if not isinstance(config, dict) or not isinstance(config.get("labels"), list) or config.get(
+                "head_kind") not in HEAD_KINDS:
+            raise ValueError(f"{folder / STATIC_CONFIG_NAME} is not a setfit_lite static config (labels and a "
+                             f"head_kind in {HEAD_KINDS} are required)")
+        if config.get("format_version", 0) > STATIC_FORMAT_VERSION:
+            raise ValueError(f"{folder / STATIC_CONFIG_NAME} has format_version {config['format_version']}; this "
+                             f"setfit_lite reads up to {STATIC_FORMAT_VERSION}: upgrade setfit_lite")
+        model2vec_config = load_json(folder / "config.json", what="model2vec config")
+        arrays = load_file(str(folder / STATIC_HEAD_NAME))
+        head = {"kind": config["head_kind"], "columns": config["head_columns"], "num_classes": len(config["labels"]),
+                "weight": arrays["weight"], "bias": arrays["bias"], "constant": arrays.get("constant")}
+        embeddings = load_file(str(folder / EMBEDDINGS_NAME))[EMBEDDINGS_KEY]
+        return cls(embeddings, _static_tokenizer(folder), head, config,
+                   normalize=bool(model2vec_config.get("normalize", True)))
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids as model2vec takes them: no special tokens, the unknown token dropped."""
+        token_ids = self.tokenizer.encode(with_prompt(texts, self.prompt), add_special_tokens=False)
+        if self.unk_id is None:
+            return token_ids
+        return [[i for i in ids if i != self.unk_id] for ids in token_ids]
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """Static sentence embeddings (len(texts), dim), float32: the mean of the tokens' rows, L2-normalised
+        (as ``model2vec.StaticModel.encode``); a text without known tokens gives zeros.
+
+        Rows are gathered ``batch_size`` texts at a time into one reused buffer: on SST-2, 64 texts at a time take
+        0.13 s for 7,284 texts against 1.0 s for 4,096 at a time (a large gather is page faults, not arithmetic).
+        """
+        token_ids = self.tokenize(texts)
+        lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
+        flat = np.fromiter(chain.from_iterable(token_ids), dtype=np.int64, count=int(lengths.sum()))
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        out = np.zeros((len(token_ids), self.embeddings.shape[1]), dtype=np.float32)
+        buffer = np.empty((0, self.embeddings.shape[1]), dtype=np.float32)
+        for first in range(0, len(token_ids), batch_size):
+            last = min(first + batch_size, len(token_ids))
+            begin, end = starts[first], ends[last - 1]
+            if end - begin > len(buffer):
+                buffer = np.empty((end - begin, self.embeddings.shape[1]), dtype=np.float32)
+            rows = np.take(self.embeddings, flat[begin:end], axis=0, out=buffer[:end - begin])
+            nonempty = lengths[first:last] > 0
+            if nonempty.any():
+                out[first:last][nonempty] = np.add.reduceat(rows, (starts[first:last] - begin)[nonempty], axis=0)
+        out /= np.maximum(lengths, 1)[:, None]
+        if self.normalize:
+            out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-32
+        return out
+
+    def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
+        """Probabilities of validated texts, embedded ``max(batch_size, 64)`` texts at a time (no progress bar)."""
+        return linear_proba(self.head, self.encode(texts, batch_size=max(batch_size, 64)))
+
+
+# --------------------------------------------------------------------------------------------------- distillation
+
+
+def _token_embeddings(model: Any, batch_size: int) -> np.ndarray:
+    """The body's embedding of every vocabulary token, each as ``[CLS] token [SEP]`` (the tokenizer's special
+    tokens), as model2vec embeds a vocabulary; rows in token-id order."""
+    backend = model.model_body.tokenizer.backend_tokenizer
+    plain = backend.encode("a", add_special_tokens=False).ids
+    full = backend.encode("a", add_special_tokens=True).ids
+    at = next(i for i in range(len(full)) if full[i:i + len(plain)] == plain)
+    prefix, suffix = full[:at], full[at + len(plain):]
+    return model.embed_tokens([[*prefix, i, *suffix] for i in range(backend.get_vocab_size())], batch_size=batch_size)
+
+
+def zipf_weights(n: int, sif_coefficient: float) -> np.ndarray:
+    """model2vec's token weights: ``sif / (sif + p)`` with ``p`` Zipf's probability of the token's rank."""
+    inv_rank = 1.0 / np.arange(2, n + 2)
+    return sif_coefficient / (sif_coefficient + inv_rank / inv_rank.sum())
+
+
+def _refine_table(table: np.ndarray, token_ids: list[list[int]], targets: np.ndarray, epochs: int,
+                  batch_size: int = 64, lr: float = 1e-3, seed: int = 0) -> np.ndarray:
+    """The table trained so that each text's mean of token rows points where the fine-tuned body embeds the text
+    (cosine loss; targets projected as the table was), as model2vec's tokenlearn does; rows of tokens absent
+    from the texts stay as distilled. Emotion, 16 per class: 0.552 -> 0.588 accuracy (torch model 0.591)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(np.array(table, dtype=np.float32)), freeze=False,
+                                                mode="mean")
+    optimizer = torch.optim.Adam(bag.parameters(), lr=lr)
+    rows = [i for i, ids in enumerate(token_ids) if ids]
+    target = torch.from_numpy(np.asarray(targets, dtype=np.float32))
+    for _ in range(epochs):
+        order = torch.randperm(len(rows), generator=generator).tolist()
+        for start in range(0, len(order), batch_size):
+            batch = [rows[i] for i in order[start:start + batch_size]]
+            flat = torch.tensor([t for i in batch for t in token_ids[i]], dtype=torch.long)
+            offsets = torch.tensor(np.cumsum([0] + [len(token_ids[i]) for i in batch[:-1]]), dtype=torch.long)
+            cosine = torch.nn.functional.cosine_similarity(bag(flat, offsets), target[batch])
+            loss = (1 - cosine).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return bag.weight.detach().numpy()
+
+
+def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
+                  unlabeled_texts: Sequence[str] = (), pca_dims: int | None = 256, sif_coefficient: float = 1e-4,
+                  refine_epochs: int = 4, dtype: str = "float16", batch_size: int = 256,
+                  head_params: dict[str, Any] | None = None) -> Path:
+    """Distil fitted ``model``'s body into static token embeddings and write a static model folder at ``path``.
+
+    The table is model2vec's distillation of the fine-tuned body, then (``refine_epochs`` > 0) trained on
+    ``texts`` and ``unlabeled_texts`` to reproduce the body's embeddings of them. The LogisticRegression head is
+    refitted on the static embeddings of ``texts`` with ``labels`` (None: the labels ``model`` predicts) and of
+    ``unlabeled_texts`` with the labels ``model`` predicts. ``pca_dims``: the embedding size (None: the body's);
+    ``dtype``: "float16" (half the disk) or "float32" for the table. An existing folder keeps its other files (as
+    ``save_pretrained``). Returns the folder.
+    """
+    from sklearn.decomposition import PCA
+
+    from .data import validate_texts
+    from .heads import build_head
+    from .heads.linear import linear_head_spec
+
+    model._check_fitted()
+    if dtype not in ("float16", "float32"):
+        raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
+    if not 0 < sif_coefficient < 1:
+        raise ValueError(f"sif_coefficient must be in (0, 1), got {sif_coefficient}")
+    texts = validate_texts(texts)
+    unlabeled = validate_texts(unlabeled_texts) if len(unlabeled_texts) else []
+    if labels is not None and len(labels) != len(texts):
+        raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
+
+    table = _token_embeddings(model, batch_size)
+    pca = PCA(n_components=pca_dims, svd_solver="full", random_state=0).fit(table) if (
+        pca_dims is not None and pca_dims < min(table.shape)) else None
+    if pca is not None:
+        table = pca.transform(table)
+    table = (table * zipf_weights(len(table), sif_coefficient)[:, None]).astype(np.float32)
+    # the fine-tuned model's view of every text: embeddings (refinement targets) and predicted labels
+    all_texts = texts + unlabeled
+    embeddings = model.encode(all_texts)
+    teacher_ids = predict_ids(np.asarray(model.model_head.predict_proba(embeddings)), model.multi_label)
+    y = np.concatenate([model.label_ids(labels), teacher_ids[len(texts):]]) if labels is not None else teacher_ids
+    model2vec_config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": "",
+                        "apply_pca": pca_dims, "sif_coefficient": sif_coefficient, "hidden_dim": int(table.shape[1]),
+                        "seq_length": 1000000, "normalize": True, "pooling": "mean", "max_length": None,
+                        "embedding_dtype": dtype}
+    with atomic_update_directory(path) as tmp:
+        model.model_body.tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"), pretty=False)
+        body = StaticSetFitModel(table, _static_tokenizer(tmp), head={}, config=_static_config(model, {}))
+        if refine_epochs > 0:
+            targets = pca.transform(embeddings) if pca is not None else embeddings
+            table = _refine_table(table, body.tokenize(all_texts), targets, refine_epochs)
+        table = table.astype(dtype)
+        body.embeddings = table.astype(np.float32)  # the head is fitted on exactly what the saved table gives
+        # save_tensors makes arrays C-ordered: PCA's output and sklearn's multinomial coef_ are Fortran-ordered,
+        # which safetensors.numpy.save_file writes scrambled without a word
+        save_tensors(tmp / EMBEDDINGS_NAME, {EMBEDDINGS_KEY: table})
+        save_json(tmp / "config.json", model2vec_config)
+        strategy = model.multi_target_strategy if model.multi_target_strategy != "classifier-chain" else None
+        head = build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
+                          multi_target_strategy=strategy, **(head_params or {}))
+        head.fit(body.encode(all_texts), y)
+        spec = linear_head_spec(head)
+        arrays = {name: np.asarray(spec[name], np.float32) for name in ("weight", "bias", "constant")
+                  if spec.get(name) is not None}
+        save_tensors(tmp / STATIC_HEAD_NAME, arrays)
+        save_json(tmp / STATIC_CONFIG_NAME, _static_config(model, {
+            "head_kind": spec["kind"], "head_columns": np.asarray(spec["columns"]).astype(int).tolist(),
+            "refit_texts": len(texts), "refit_unlabeled_texts": len(unlabeled),
+            "refit_labels": "given" if labels is not None else "teacher", "refine_epochs": refine_epochs}))
+        write_manifest(tmp)
+    return Path(path)
+
+
+def _unk_token_id(backend: Any) -> int | None:
+    """The unknown token's id, which model2vec drops from a text's tokens (WordPiece, BPE, WordLevel, Unigram)."""
+    if hasattr(backend.model, "unk_token"):
+        token = backend.model.unk_token
+        return backend.token_to_id(token) if token else None
+    return json.loads(backend.to_str())["model"].get("unk_id")
+
+
+def _static_tokenizer(folder: Path) -> TokenizerFile:
+    """The folder's ``tokenizer.json``, untruncated, as model2vec runs it."""
+    tokenizer = TokenizerFile(folder / "tokenizer.json")
+    tokenizer.backend.no_truncation()
+    return tokenizer
+
+
+def _static_config(model: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"format_version": STATIC_FORMAT_VERSION, "setfit_lite_version": __version__, "labels": model.labels,
+            "multi_label": model.multi_label, "prompt": model.prompt, **extra}
