@@ -609,7 +609,8 @@ def test_ipu_trainer_stacks_batch_multiplier_batches_per_step(poptorch: Any, tin
     assert isinstance(backend, IpuBackend) and backend.batch_multiplier == 2
     sampler_batches, batch_size = 5, 16  # 24 texts: the steps floor gives 5 sentence batches of 16 per epoch
     assert trainer.state.global_step == sampler_batches // 2 == poptorch.calls.count("executor")
-    assert poptorch.batch_rows == [2 * batch_size] * 2  # two micro-batches stacked per PopTorch call
+    anchors = 2  # the label texts ("negative", "positive") ride at the end of every micro-batch
+    assert poptorch.batch_rows == [2 * (batch_size + anchors)] * 2  # two micro-batches stacked per PopTorch call
     assert isinstance(poptorch.executors[0].optimizer, poptorch.AdamW)
     calls = [c if isinstance(c, str) else c[0] for c in poptorch.calls]
     assert calls.count("setOptimizer") == 2 and calls[-2:] == ["copyWeightsToHost", "detachFromDevice"]

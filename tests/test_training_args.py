@@ -134,6 +134,13 @@ BAD_ARGUMENTS = [
     ({"compile": "yes"}, TypeError, "compile"),
     ({"prompt": 3}, TypeError, "prompt"),
     ({"freeze_word_embeddings": 0}, TypeError, "freeze_word_embeddings"),
+    ({"label_anchors": "on"}, ValueError, "label_anchors"),
+    ({"anchor_template": "about {name}"}, ValueError, "anchor_template"),
+    ({"anchor_template": 3}, TypeError, "anchor_template"),
+    ({"anchor_weight": -1}, ValueError, "anchor_weight"),
+    ({"anchor_loss": "triplet"}, ValueError, "anchor_loss"),
+    ({"anchor_temperature": 0}, ValueError, "anchor_temperature"),
+    ({"label_prior_temperature": 0.0}, ValueError, "label_prior_temperature"),
 ]
 
 
