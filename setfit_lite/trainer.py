@@ -79,6 +79,7 @@ class Trainer:
         self._train_data = self._load(train_dataset) if train_dataset is not None else None
         self._eval_data = self._load(eval_dataset) if eval_dataset is not None else None
         self._callbacks = list(callbacks or [])
+        self._anchor_texts: list[str] | None = None  # the current train()'s label texts (label_anchor_texts)
         self.state = TrainerState()
         self.backend: Backend | None = None
         self.session: Session | None = None
@@ -327,7 +328,7 @@ class Trainer:
         freeze_word_embeddings(body, args.freeze_word_embeddings)
         loss, sampler, evaluator = self.embedding_loss(args), self.make_sampler(args, ids), \
             self._interim_evaluator(args, tokens, ids)
-        anchors = getattr(self, "_anchor_texts", None)
+        anchors = self._anchor_texts
         if anchors:
             sampler = WithAnchors(sampler, len(tokens), len(anchors))
             loss = LabelAnchorLoss(loss, len(anchors), args.anchor_weight, args.anchor_loss, args.anchor_temperature)
