@@ -1,11 +1,14 @@
-"""Zero-shot from label names against chance and against few-shot training, on Emotion (6 classes).
+"""Zero-shot from label names against chance, setfit and few-shot training, on Emotion (6 classes).
 
-    python benchmarks/zero_shot.py --seeds 0 1 2 [--test-limit 600]
+    python benchmarks/zero_shot.py --seeds 0 1 2 [--test-limit 600] [--setfit-python /venv-with-setfit/bin/python]
 
-Per seed: a classifier trained only on ``get_templated_dataset(candidate_labels=<the six names>)``, and one
-trained on 8 real examples per class (setfit's ``sample_dataset`` rows), both MiniLM-L6 with setfit_lite's
-defaults, scored on the same test sentences. Chance is reported two ways: uniform (1/6) and the majority class.
-Writes ``--out``.json and .md.
+Per seed, every classifier is trained on the same ``get_templated_dataset(candidate_labels=<the six names>)``
+(setfit's template "This sentence is {}", 8 copies per label) and scored on the same test sentences:
+setfit_lite's default (``zero_shot="prototypes"``: one distinct text per class, so the body is left as it is and
+the head is the nearest label sentence by cosine), ``zero_shot="train"`` (body and logistic regression trained
+on the templates, with label anchors, and without), setfit 1.2's defaults in its own worker when
+``--setfit-python`` is given, and setfit_lite on 8 real examples per class. Chance is reported two ways: uniform
+(1/6) and the majority class. Runs go through ``compare_setfit.py``'s workers. Writes ``--out``.json and .md.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,23 +25,16 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from compare_setfit import load_task  # noqa: E402
+from compare_setfit import Worker, load_task  # noqa: E402
 
 LABELS = ["sadness", "joy", "love", "anger", "fear", "surprise"]  # dair-ai Emotion ids 0..5
 
 
-def run(body: str, train: dict, task: dict, seed: int, **kwargs: object) -> dict:
-    from setfit_lite import SetFitModel, Trainer, TrainingArguments
-
-    # the label names, so that the default objective anchors each class to its name (label_anchors="auto")
-    model = SetFitModel.from_pretrained(body, labels=LABELS)
-    args = TrainingArguments(seed=seed, show_progress_bar=False, **kwargs)
-    trainer = Trainer(model=model, args=args, train_dataset=train)
-    start = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - start
-    result = trainer.evaluate({"text": task["test_texts"], "label": task["test_labels"]})
-    return {"accuracy": result["accuracy"], "train_seconds": seconds, "train_size": len(train["text"])}
+ROWS = (("zero_shot", "setfit_lite zero-shot, defaults (zero_shot='prototypes')"),
+        ("zero_shot_train", "setfit_lite, zero_shot='train' (body + logistic regression on the templates)"),
+        ("zero_shot_train_no_anchors", "setfit_lite, zero_shot='train', label_anchors='off' (before issue 20)"),
+        ("setfit", "setfit 1.2 zero-shot, defaults"),
+        ("eight_shot", "setfit_lite, 8 real examples per class"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,45 +45,65 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--template", default="This sentence is {}")
     parser.add_argument("--sample-size", type=int, default=8, help="templated examples per label")
     parser.add_argument("--test-limit", type=int, default=None)
+    parser.add_argument("--setfit-python", default=None, help="a Python with setfit installed (else no setfit row)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "zero_shot_emotion")
     args = parser.parse_args(argv)
 
     from setfit_lite import get_templated_dataset
+    from setfit_lite.zoo import resolve_model_path
 
+    lite = Worker("setfit_lite", sys.executable)
+    reference = Worker("setfit", args.setfit_python) if args.setfit_python else None
+    model = resolve_model_path(args.model)  # a local folder, which setfit's worker can load too
+    templated = get_templated_dataset(candidate_labels=LABELS, template=args.template, sample_size=args.sample_size)
+    configs = {"zero_shot": (lite, {}), "zero_shot_train": (lite, {"zero_shot": "train"}),
+               "zero_shot_train_no_anchors": (lite, {"zero_shot": "train", "label_anchors": "off"})}
+    if reference is not None:
+        configs["setfit"] = (reference, {})
     runs = []
     for seed in args.seeds:
-        task = load_task(args.data_dir, "emotion:8", seed, args.test_limit)
-        templated = get_templated_dataset(candidate_labels=LABELS, template=args.template,
-                                          sample_size=args.sample_size)
-        zero_data = {"text": templated["text"], "label": templated["label"]}
-        zero = run(args.model, zero_data, task, seed)
-        zero_off = run(args.model, zero_data, task, seed, label_anchors="off")
-        zero_prior = run(args.model, zero_data, task, seed, label_prior_temperature=0.05)
-        few = run(args.model, {"text": task["texts"], "label": task["labels"]}, task, seed)
-        runs.append({"seed": seed, "zero_shot": zero, "zero_shot_no_anchors": zero_off, "zero_shot_prior": zero_prior,
-                     "eight_shot": few})
+        task = load_task(args.data_dir, "emotion:8", seed, args.test_limit) | {"model": model, "label_names": LABELS}
+        zero = task | {"texts": list(templated["text"]), "labels": [LABELS.index(x) if isinstance(x, str) else x
+                                                                   for x in templated["label"]]}
+        record = {"seed": seed}
+        for key, (worker, kwargs) in configs.items():
+            record[key] = score(worker, zero | {"args": kwargs}, task)
+        record["eight_shot"] = score(lite, task | {"args": {}}, task)
+        runs.append(record)
         print(json.dumps(runs[-1]), flush=True)
+    for worker in (lite, reference):
+        if worker is not None:
+            worker.close()
 
     counts = Counter(task["test_labels"])
     summary = {"command": "python benchmarks/zero_shot.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                "test_size": len(task["test_labels"]), "chance_uniform": 1 / len(LABELS),
                "chance_majority": max(counts.values()) / len(task["test_labels"]), "runs": runs}
-    for key in ("zero_shot", "zero_shot_prior", "zero_shot_no_anchors", "eight_shot"):
-        accs = [r[key]["accuracy"] for r in runs]
-        summary[key] = {"mean": statistics.mean(accs), "sd": statistics.stdev(accs) if len(accs) > 1 else 0.0}
+    for key, _ in ROWS:
+        accs = [r[key]["accuracy"] for r in runs if key in r]
+        if accs:
+            summary[key] = {"mean": statistics.mean(accs), "sd": statistics.stdev(accs) if len(accs) > 1 else 0.0,
+                            "train_seconds_median": statistics.median(r[key]["train_seconds"] for r in runs)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     md = [f"`{summary['command']}` ({summary['test_size']} test sentences, MiniLM-L6)", "",
-          "| classifier | accuracy (mean ± sd over seeds) |", "|---|---|",
-          f"| uniform chance | {summary['chance_uniform']:.3f} |",
-          f"| majority class | {summary['chance_majority']:.3f} |"]
-    for key, name in (("zero_shot", "zero-shot (label names only)"),
-                      ("zero_shot_prior", "zero-shot, label_prior_temperature=0.05 (head × label-text softmax)"),
-                      ("zero_shot_no_anchors", "zero-shot, label_anchors='off' (before issue 20)"),
-                      ("eight_shot", "8 real examples per class")):
-        md.append(f"| {name} | {summary[key]['mean']:.3f} ± {summary[key]['sd']:.3f} |")
+          "| classifier | accuracy (mean ± sd over seeds) | train s (median) |", "|---|---|---|",
+          f"| uniform chance | {summary['chance_uniform']:.3f} | |",
+          f"| majority class | {summary['chance_majority']:.3f} | |"]
+    for key, name in ROWS:
+        if key in summary:
+            s = summary[key]
+            md.append(f"| {name} | {s['mean']:.3f} ± {s['sd']:.3f} | {s['train_seconds_median']:.1f} |")
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
     print("\n".join(md))
+
+
+def score(worker: Worker, task: dict, test: dict) -> dict:
+    """Train on ``task`` in ``worker`` and score the predictions on ``test``'s labels."""
+    reply = worker.run(task)
+    predictions = reply.pop("predictions")
+    reply["accuracy"] = sum(p == y for p, y in zip(predictions, test["test_labels"])) / len(predictions)
+    return reply
 
 
 if __name__ == "__main__":

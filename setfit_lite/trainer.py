@@ -25,13 +25,14 @@ from .checkpoint import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .evaluation import evaluate_model
+from .heads.linear import is_lr
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
 from .reporting import reporting_callbacks
 from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
-from .training.head_fit import add_label_prior, fit_head, gather_embeddings
+from .training.head_fit import add_label_prior, fit_head, fit_prototypes, gather_embeddings, single_text_classes
 from .training.interim_eval import InterimEvaluator
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
@@ -80,6 +81,7 @@ class Trainer:
         self._eval_data = self._load(eval_dataset) if eval_dataset is not None else None
         self._callbacks = list(callbacks or [])
         self._anchor_texts: list[str] | None = None  # the current train()'s label texts (label_anchor_texts)
+        self._prototypes = False  # whether the current train() is zero-shot prototypes (zero_shot_prototypes)
         self.state = TrainerState()
         self.backend: Backend | None = None
         self.session: Session | None = None
@@ -236,9 +238,11 @@ class Trainer:
         start = time.perf_counter()
         backend.move_module(model.model_body)
         tokens = model.tokenize(data.texts)
+        self._prototypes = self.zero_shot_prototypes(args, data.texts, ids, multi_label)
         self._anchor_texts = self.label_anchor_texts(args, ids)
         session.event("on_train_begin")
-        if args.embedding_num_epochs > 0 and args.max_steps != 0 and args.body_embedding_learning_rate > 0:
+        if not self._prototypes and args.embedding_num_epochs > 0 and args.max_steps != 0 \
+                and args.body_embedding_learning_rate > 0:
             self.train_embeddings(args, tokens, ids)
         self.train_classifier(args, tokens, ids, multi_label)
         self.state.train_seconds = time.perf_counter() - start
@@ -352,6 +356,26 @@ class Trainer:
         if reason:
             logger.info("label prior not applied: %s", reason)
 
+    def zero_shot_prototypes(self, args: TrainingArguments, texts: list[str], ids: np.ndarray,
+                             multi_label: bool) -> bool:
+        """Whether this ``train()`` leaves the body as it is and makes the head the nearest class text by cosine
+        (``zero_shot="prototypes"`` and every class has one distinct text: ``get_templated_dataset``'s zero-shot
+        set); recorded in ``model.training_info["zero_shot"]``."""
+        reason = None
+        if args.zero_shot == "train":
+            reason = "zero_shot='train'"
+        elif multi_label or not single_text_classes(texts, ids):
+            reason = "a class has several distinct texts (real examples)"
+        elif not is_lr(getattr(self.model.new_head(int(ids.max()) + 1, False), "estimator", None)):
+            reason = "the head is not a LogisticRegression"
+        elif type(self).embedding_loss is not Trainer.embedding_loss:
+            reason = f"{type(self).__name__} trains its own objective"
+        self.model.training_info["zero_shot"] = {"prototypes": reason is None, "reason": reason}
+        if reason is None:
+            logger.info("zero-shot prototypes: one distinct text per class, the body is not trained and the head "
+                        "is the nearest class text by cosine (zero_shot='train' trains it)")
+        return reason is None
+
     def label_anchor_texts(self, args: TrainingArguments, ids: np.ndarray) -> list[str] | None:
         """The label texts the embedding phase anchors its classes to, or None; records which in
         ``model.training_info["label_anchors"]`` (and the reason when none are used).
@@ -363,6 +387,8 @@ class Trainer:
         reason = None
         if args.label_anchors == "off":
             reason = "label_anchors='off'"
+        elif self._prototypes:
+            reason = "zero-shot prototypes: the body is not trained"
         elif ids.ndim > 1:
             reason = "multi-label data"
         elif not all(isinstance(label, str) for label in labels):
@@ -393,7 +419,9 @@ class Trainer:
             head.fitted = True
         else:
             embeddings = gather_embeddings(model, tokens, backend)
-            if backend.is_main_process:
+            if backend.is_main_process and self._prototypes:
+                fit_prototypes(head, embeddings, ids, args.anchor_temperature)
+            elif backend.is_main_process:
                 fit_head(head, embeddings, ids, args)
                 self._label_prior(args, head, embeddings)
             head = backend.broadcast_object(head)

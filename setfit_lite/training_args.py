@@ -16,6 +16,7 @@ from typing import Any
 OBJECTIVES = ("sentence_batch", "pairs")
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
+ZERO_SHOT_MODES = ("prototypes", "train")
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
 # loss names (kept here, torch-free; ``setfit_lite.losses`` builds them)
 PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
@@ -253,6 +254,7 @@ _RULES: dict[str, _Rule] = {
     "anchor_loss": _option(ANCHOR_LOSSES),
     "anchor_temperature": _number("a finite number > 0", low_open=True),
     "label_prior_temperature": _optional(_number("a finite number > 0", low_open=True), "no prior"),
+    "zero_shot": _option(ZERO_SHOT_MODES),
 }
 
 
@@ -302,6 +304,13 @@ class TrainingArguments:
       ``model.training_info["label_anchors"]`` says whether they were used and why not. ``"off"`` trains as
       before. ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head
       as a prior. Chosen on validation splits; measured in benchmarks/README.md ("Accuracy suite").
+    - ``zero_shot="prototypes"`` (default): when every class has a single distinct training text
+      (``get_templated_dataset``'s zero-shot set), contrastive training has no positive pair to learn from and
+      only pushes the label sentences apart, so the body is left as it is and the head is the nearest of those
+      texts by cosine (probabilities: a softmax over ``cos / anchor_temperature``, stored as a logistic
+      regression). ``model.training_info["zero_shot"]`` says which was used. ``"train"`` trains the body and a
+      logistic regression as for real examples (setfit's behaviour). Zero-shot Emotion, validation split,
+      MiniLM-L6: 0.411 against 0.330-0.350 (benchmarks/README.md, "Zero-shot").
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
@@ -389,6 +398,7 @@ class TrainingArguments:
     anchor_loss: str = "pairs"
     anchor_temperature: float = 0.05
     label_prior_temperature: float | None = None
+    zero_shot: str = "prototypes"
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 

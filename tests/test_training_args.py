@@ -141,6 +141,7 @@ BAD_ARGUMENTS = [
     ({"anchor_loss": "triplet"}, ValueError, "anchor_loss"),
     ({"anchor_temperature": 0}, ValueError, "anchor_temperature"),
     ({"label_prior_temperature": 0.0}, ValueError, "label_prior_temperature"),
+    ({"zero_shot": "skip"}, ValueError, "zero_shot"),
 ]
 
 

@@ -60,10 +60,45 @@ def add_label_prior(head: Any, embeddings: np.ndarray, anchors: np.ndarray, temp
         return "the head is not a single-label LogisticRegression"
     if not np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-3):
         return "the embeddings are not unit length (cosine is not a dot product)"
-    scaled = anchors / np.linalg.norm(anchors, axis=1, keepdims=True) / temperature
+    _add_directions(estimator, anchors / np.linalg.norm(anchors, axis=1, keepdims=True) / temperature)
+    return None
+
+
+def _add_directions(estimator: Any, directions: np.ndarray) -> None:
+    """Add row ``k`` of ``directions`` to class ``k``'s weights of a fitted logistic regression (binary: the
+    difference of the two rows, as its single weight row is class 1 against class 0)."""
     classes = estimator.classes_
     if estimator.coef_.shape[0] == 1:
-        estimator.coef_ = estimator.coef_ + (scaled[classes[1]] - scaled[classes[0]])[None, :]
+        estimator.coef_ = estimator.coef_ + (directions[classes[1]] - directions[classes[0]])[None, :]
     else:
-        estimator.coef_ = estimator.coef_ + scaled[classes]
-    return None
+        estimator.coef_ = estimator.coef_ + directions[classes]
+
+
+def single_text_classes(texts: list[str], ids: np.ndarray) -> bool:
+    """Whether every class of single-label ``ids`` has exactly one distinct text (a zero-shot templated set)."""
+    if ids.ndim != 1 or len(ids) == 0:
+        return False
+    distinct: dict[int, set[str]] = {}
+    for text, label in zip(texts, ids.tolist()):
+        distinct.setdefault(label, set()).add(text)
+    return all(len(group) == 1 for group in distinct.values())
+
+
+def fit_prototypes(head: Any, embeddings: np.ndarray, ids: np.ndarray, temperature: float) -> None:
+    """Make a logistic-regression head the nearest class prototype by cosine.
+
+    The head is fitted (for its attributes), then its intercepts are set to zero and class ``k``'s weights to
+    the unit mean embedding of its rows over ``temperature``: the scores are ``cos(x, prototype_k) / T`` for
+    unit-length embeddings, and any embedding's predicted class is its nearest prototype by cosine.
+    """
+    estimator = head.estimator
+    head.fit(embeddings, ids)
+    num_classes = int(ids.max()) + 1
+    prototypes = np.zeros((num_classes, embeddings.shape[1]), dtype=np.float64)
+    unit = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True)
+    np.add.at(prototypes, ids, unit)
+    norms = np.linalg.norm(prototypes, axis=1, keepdims=True)
+    prototypes = np.divide(prototypes, norms, out=np.zeros_like(prototypes), where=norms > 0)
+    estimator.coef_ = np.zeros_like(estimator.coef_)
+    estimator.intercept_ = np.zeros_like(estimator.intercept_)
+    _add_directions(estimator, prototypes / temperature)
