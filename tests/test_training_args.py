@@ -283,7 +283,8 @@ def test_steps_per_epoch_floor_grows_with_class_pairs() -> None:
     assert args.steps_per_epoch_floor(2, 16, 16) == 4  # SST-2, 8 per class
     assert args.steps_per_epoch_floor(6, 48, 16) == 32  # Emotion, 8 per class
     assert args.steps_per_epoch_floor(6, 96, 16) == 67  # Emotion, 16 per class
-    assert args.steps_per_epoch_floor(50, 400, 16) == 128
+    assert args.steps_per_epoch_floor(6, 384, 16) == 384  # Emotion, 64 per class: the cap
+    assert args.steps_per_epoch_floor(50, 400, 16) == 384
     assert TrainingArguments(min_steps_per_epoch=3).steps_per_epoch_floor(6) == 3
 
 
