@@ -116,7 +116,8 @@ def test_killed_worker_trial_is_retried_by_another(server: PostgresServer, files
 
     def mid_trial() -> bool:
         """A trial has completed and the next one runs with a heartbeat (Optuna ignores a trial killed before its
-        first heartbeat)."""
+        first heartbeat) and its parameters (what the retry must reuse; on a loaded machine the heartbeat can come
+        first)."""
         try:
             trials = optuna.load_study(study_name="shared", storage=storage).trials
         except KeyError:  # the study does not exist yet
@@ -124,7 +125,7 @@ def test_killed_worker_trial_is_retried_by_another(server: PostgresServer, files
         with storage.engine.connect() as connection:
             beating = set(connection.execute(sqlalchemy.text("SELECT trial_id FROM trial_heartbeats")).scalars())
         return (any(t.state == TrialState.COMPLETE for t in trials) and trials[-1].state == TrialState.RUNNING
-                and trials[-1]._trial_id in beating)
+                and trials[-1]._trial_id in beating and bool(trials[-1].params))
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
