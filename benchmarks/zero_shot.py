@@ -63,8 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = []
     for seed in args.seeds:
         task = load_task(args.data_dir, "emotion:8", seed, args.test_limit) | {"model": model, "label_names": LABELS}
-        zero = task | {"texts": list(templated["text"]), "labels": [LABELS.index(x) if isinstance(x, str) else x
-                                                                   for x in templated["label"]]}
+        zero = task | {"texts": list(templated["text"]), "labels": list(templated["label"])}  # ids into LABELS
         record = {"seed": seed}
         for key, (worker, kwargs) in configs.items():
             record[key] = score(worker, zero | {"args": kwargs}, task)

@@ -348,7 +348,6 @@ class Trainer:
         """With label anchors and ``label_prior_temperature``, fold the label texts into the head as a prior."""
         info = self.model.training_info.get("label_anchors") or {}
         if not info.get("used") or args.label_prior_temperature is None:
-            info["prior"] = None
             return
         anchors = self.model.embed_tokens(self.model.tokenize(info["texts"]))
         reason = add_label_prior(head, embeddings, anchors, args.label_prior_temperature)
@@ -398,7 +397,8 @@ class Trainer:
         elif type(self).embedding_loss is not Trainer.embedding_loss:
             reason = f"{type(self).__name__} trains its own objective"
         texts = None if reason else [args.anchor_template.format(label=label) for label in labels]
-        self.model.training_info["label_anchors"] = {"used": texts is not None, "texts": texts, "reason": reason}
+        self.model.training_info["label_anchors"] = {"used": texts is not None, "texts": texts, "reason": reason,
+                                                     "prior": None}  # set by _label_prior when folded
         logger.info("label anchors: %s", texts if texts else f"not used ({reason})")
         return texts
 

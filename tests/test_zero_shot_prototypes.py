@@ -51,6 +51,7 @@ def test_templated_zero_shot_set_keeps_the_body_and_predicts_the_nearest_label_s
     model = _train(tiny_body_path, data)
     assert model.training_info["zero_shot"] == {"prototypes": True, "reason": None}
     assert model.training_info["label_anchors"]["used"] is False
+    assert model.training_info["label_anchors"]["prior"] is None
     assert "zero-shot prototypes" in model.training_info["label_anchors"]["reason"]
     after = _body_state(model)
     assert all(torch.equal(untouched[k], after[k]) for k in untouched)
