@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .params import TRAINING_RULES, argument_type
 from .verbosity import get_verbosity, quiet_dependencies, quiet_optuna, set_verbosity, show_progress
 
 DEFAULT_BODY = "sentence-transformers/all-MiniLM-L6-v2"
@@ -34,41 +35,36 @@ def _add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
         p.add_argument("--label-column", default="label")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="training data: CSV, JSON or JSONL file")
     _add_data_args(p)
     p.add_argument("--model", default=DEFAULT_BODY, help="body: hub name or local folder")
-    p.add_argument("--shots", type=int, default=None, help="examples per class to sample (default: all)")
+    p.add_argument("--shots", type=argument_type("num_samples"), default=None,
+                   help="examples per class to sample (default: all)")
     p.add_argument("--eval-data", default=None)
     p.add_argument("--output-dir", default="setfit-lite-model")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--num-epochs", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=42)
+    p.add_argument("--num-epochs", type=argument_type("num_epochs", TRAINING_RULES), default=None)
+    p.add_argument("--batch-size", type=argument_type("batch_size", TRAINING_RULES), default=None)
     p.add_argument("--objective", choices=["sentence_batch", "pairs"], default=None)
     p.add_argument("--backend", default="auto")
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
-    p.add_argument("--max-length", type=int, default=None)
-    p.add_argument("--max-steps", type=int, default=None, help="stop body training after this many steps")
+    p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None)
+    p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None, help="stop body training after this many steps")
 
 
 def _add_shared_study_args(p: argparse.ArgumentParser) -> None:
     """Options for several workers (processes or machines) sharing one study in a database."""
-    p.add_argument("--max-trials", type=_positive_int, default=None,
+    p.add_argument("--max-trials", type=argument_type("max_trials"), default=None,
                    help="stop once the study holds N complete trials, counting every worker's (without --n-trials "
                         "this worker runs until then)")
-    p.add_argument("--heartbeat-interval", type=_positive_int, default=None,
+    p.add_argument("--heartbeat-interval", type=argument_type("heartbeat_interval"), default=None,
                    help="seconds between a running trial's heartbeats in the database; the trial of a worker that "
                         "stopped beating (killed, machine lost) is marked failed and run again by another worker")
-    p.add_argument("--grace-period", type=_positive_int, default=None,
+    p.add_argument("--grace-period", type=argument_type("grace_period"), default=None,
                    help="seconds without a heartbeat before a trial counts as dead (default: 2 x the interval)")
-    p.add_argument("--max-retry", type=int, default=3, help="times a dead worker's trial is run again (default 3)")
+    p.add_argument("--max-retry", type=argument_type("max_retry"), default=3,
+                   help="times a dead worker's trial is run again (default 3)")
 
 
 def _verbosity_parser() -> argparse.ArgumentParser:
@@ -94,12 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = add("demo", help="train on 8 examples per class of a shipped SST-2 sample and evaluate")
     demo.add_argument("--output-dir", default="setfit-lite-demo-model")
     demo.add_argument("--model", default=DEFAULT_BODY)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--shots", type=int, default=8)
+    demo.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=0)
+    demo.add_argument("--shots", type=argument_type("num_samples"), default=8)
 
     train = add("train", help="train a model and save it")
     _add_train_args(train)
-    train.add_argument("--save-steps", type=_positive_int, default=None,
+    train.add_argument("--save-steps", type=argument_type("save_steps", TRAINING_RULES), default=None,
                        help=f"checkpoint body training every N steps into OUTPUT_DIR/{CHECKPOINTS} (and on "
                             "Ctrl-C/SIGTERM); the latest checkpoint is kept after training")
     train.add_argument("--resume", action="store_true",
@@ -109,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(search)
     search.add_argument("--space", default=None,
                         help="JSON file: a SigOpt-style parameter list or experiment dict (default: setfit's space)")
-    search.add_argument("--n-trials", type=int, default=None, help="default: the experiment's budget, else 10")
+    search.add_argument("--n-trials", type=argument_type("n_trials"), default=None, help="default: the experiment's budget, else 10")
     search.add_argument("--storage", default=None,
                         help="Optuna storage: a URL (sqlite:///study.db), a .db path or a .log/.jsonl journal file")
     search.add_argument("--study-name", default=None,
@@ -132,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
     predict.add_argument("data", nargs="?", default="-", help="CSV/JSON/JSONL file, a text file, or - for stdin")
     predict.add_argument("--text-column", default="text")
-    predict.add_argument("--batch-size", type=int, default=64)
+    predict.add_argument("--batch-size", type=argument_type("batch_size"), default=64)
     predict.add_argument("--proba", action="store_true", help="also print class probabilities")
     predict.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
                          help="runtime for an exported (ONNX) model")
@@ -144,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
                         help="int8: dynamic int8 weight quantisation; int8-static: also the activations, calibrated "
                              "on the texts of --data")
-    export.add_argument("--opset", type=int, default=17)
+    export.add_argument("--opset", type=argument_type("opset"), default=17)
     _add_static_export_args(export)
 
     convert = add("convert", help="convert a model saved by setfit (model_head.pkl) to the pickle-free format; "
@@ -362,7 +358,7 @@ def _add_static_export_args(export: argparse.ArgumentParser) -> None:
     export.add_argument("--unlabeled-data", default=None,
                         help="with --static: more texts (any readable file) that the model labels for the refit")
     _add_data_args(export)
-    export.add_argument("--pca-dims", type=int, default=256, help="with --static: embedding size after PCA")
+    export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=256, help="with --static: embedding size after PCA")
 
 
 def _export_static(ns: argparse.Namespace, model: Any) -> Any:

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import __version__
 from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
+from .params import check_param
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -150,6 +151,7 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     """
     if quantize not in QUANTIZE_OPTIONS:
         raise ValueError(f"quantize must be one of {QUANTIZE_OPTIONS}, got {quantize!r}")
+    check_param("opset", opset)
     if quantize == "int8-static" and not calibration_texts:
         raise ValueError("quantize='int8-static' needs calibration_texts (e.g. the training texts) to calibrate "
                          "the activation scales")
@@ -319,6 +321,7 @@ class OnnxSetFitModel(Predictor):
         ``num_threads``: inference threads (default: the runtime's choice). ``runtime``: ``"onnxruntime"``, or
         ``"openvino"`` (Intel's runtime reads the same ONNX graph; ``pip install "setfit_lite[openvino]"``).
         """
+        num_threads = check_param("num_threads", num_threads)
         folder = Path(path)
         refuse_pickles(folder)
         verify_manifest(folder)

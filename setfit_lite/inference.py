@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .data import encode_labels, validate_texts
+from .params import check_param
 
 __all__ = [
     "MULTI_LABEL_THRESHOLD",
@@ -191,6 +192,7 @@ class Predictor:
         are consumed: memory stays bounded for an iterable or a text file (a path: one text per non-blank line)
         of any size."""
         self._check_fitted()
+        batch_size = check_param("batch_size", batch_size)
         texts = iter_text_file(inputs) if isinstance(inputs, os.PathLike) else inputs
         for start, chunk in chunks(texts):
             yield chunk, self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)

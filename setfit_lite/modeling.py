@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import __version__
-from .data import validate_texts
+from .data import check_label_names, validate_texts
 from .inference import Predictor, length_sorted_batches, tokenize_texts, with_prompt
+from .params import check_param
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -63,9 +64,7 @@ class SetFitModel(Predictor):
         self.model_body = model_body
         self.head_spec = model_head if not _is_fitted_head(model_head) else None
         self.model_head = model_head if _is_fitted_head(model_head) else None
-        self.labels = list(labels) if labels is not None else None
-        if self.labels is not None and len(set(map(repr, self.labels))) != len(self.labels):
-            raise ValueError(f"labels must be unique, got {self.labels}")
+        self.labels = check_label_names(labels) if labels is not None else None
         self.multi_target_strategy = multi_target_strategy
         self.use_differentiable_head = use_differentiable_head
         self.head_params = dict(head_params or {})
@@ -98,6 +97,7 @@ class SetFitModel(Predictor):
 
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
+        labels = check_label_names(labels) if labels is not None else None
         path = resolve_model_path(str(pretrained_model_name_or_path))
         folder = Path(path)
         recover_interrupted_save(folder)
@@ -224,6 +224,7 @@ class SetFitModel(Predictor):
         import torch
         from tqdm.auto import tqdm
 
+        batch_size = check_param("batch_size", batch_size)
         body = self.model_body
         device = body.device
         out = np.empty((len(token_ids), self.embedding_dim), dtype=np.float32)

@@ -35,6 +35,7 @@ import numpy as np
 
 from . import __version__
 from .inference import Predictor, TokenizerFile, predict_ids, with_prompt
+from .params import check_param, check_params
 from .serialization import (
     atomic_update_directory,
     load_json,
@@ -139,6 +140,7 @@ class StaticSetFitModel(Predictor):
         Rows are gathered ``batch_size`` texts at a time into one reused buffer: on SST-2, 64 texts at a time take
         0.13 s for 7,284 texts against 1.0 s for 4,096 at a time (a large gather is page faults, not arithmetic).
         """
+        batch_size = check_param("batch_size", batch_size)
         token_ids = self.tokenize(texts)
         lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
         flat = np.fromiter(chain.from_iterable(token_ids), dtype=np.int64, count=int(lengths.sum()))
@@ -236,6 +238,7 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
     if not 0 < sif_coefficient < 1:
         raise ValueError(f"sif_coefficient must be in (0, 1), got {sif_coefficient}")
+    check_params({"pca_dims": pca_dims, "refine_epochs": refine_epochs, "batch_size": batch_size})
     texts = validate_texts(texts)
     unlabeled = validate_texts(unlabeled_texts) if len(unlabeled_texts) else []
     if labels is not None and len(labels) != len(texts):

@@ -143,11 +143,26 @@ def _text(allowed: str = "a string", empty: bool = True) -> _Rule:
 
 
 def _report_to(value: Any) -> list[str]:
-    """setfit's ``report_to``: a name or a list of names, kept as a list."""
+    """setfit's ``report_to``: a name or a list of names, kept as a list; each name once, and ``"none"`` or
+    ``"all"`` alone."""
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
         raise TypeError
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate name(s) {duplicates}: each integration reports once")
+    for alone in ("none", "all"):
+        if alone in names and len(names) > 1:
+            raise ValueError(f"{alone!r} cannot be combined with other integrations")
     return list(names)
+
+
+def _folder(value: Any) -> Any:
+    """A non-empty path that is a folder or does not exist yet."""
+    value = _path(value)
+    if os.path.exists(value) and not os.path.isdir(value):
+        raise ValueError(f"{os.fspath(value)} exists and is not a folder")
+    return value
 
 
 def _path(value: Any) -> Any:
@@ -223,7 +238,7 @@ _RULES: dict[str, _Rule] = {
     "report_to": _Rule("'none', 'all', or a name or list of names of transformers' reporting integrations",
                        _report_to),
     "run_name": _optional(_text()),
-    "logging_dir": _optional(_Rule("a non-empty path (str or os.PathLike)", _path)),
+    "logging_dir": _optional(_Rule("a non-empty path (str or os.PathLike) of a folder, existing or not", _folder)),
     "logging_strategy": _STRATEGY,
     "logging_first_step": _flag(),
     "logging_steps": _integer("a positive integer (0 only with logging_strategy 'no')", low=0),
@@ -259,6 +274,20 @@ _RULES: dict[str, _Rule] = {
 }
 
 
+def rule_message(rule: _Rule, shown: str, error: Exception) -> str:
+    """"must be <allowed>, got <shown>", with the reason ``error`` gives when it gives one."""
+    return f"must be {rule.allowed}, got {shown}" + (f": {error}" if str(error) else "")
+
+
+def check_rule(rule: _Rule, name: str, value: Any, owner: str = "") -> Any:
+    """``rule.check(value)``; its ``TypeError``/``ValueError`` again, naming ``owner`` (a prefix), the parameter
+    ``name``, the value and what is allowed."""
+    try:
+        return rule.check(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{owner}{name} {rule_message(rule, repr(value), error)}") from None
+
+
 def check_argument(name: str, value: Any) -> Any:
     """``value`` of the :class:`TrainingArguments` field ``name``, normalised (numpy numbers to Python ones,
     enums to their value, a backend name to lower case), or ``TypeError`` (wrong type) / ``ValueError`` (out of
@@ -266,10 +295,7 @@ def check_argument(name: str, value: Any) -> Any:
     rule = _RULES.get(name)
     if rule is None:
         raise TypeError(f"TrainingArguments has no argument {name!r}")
-    try:
-        return rule.check(value)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"TrainingArguments: {name} must be {rule.allowed}, got {value!r}") from None
+    return check_rule(rule, name, value, owner="TrainingArguments: ")
 
 
 @dataclass

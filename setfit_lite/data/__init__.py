@@ -32,7 +32,7 @@ from .fewshot_splits import (
     create_samples,
     create_samples_multilabel,
 )
-from .labels import check_trainable, encode_labels
+from .labels import check_label_names, check_trainable, encode_labels
 from .readers import LabeledData, to_labeled_data
 from .samples import SAMPLES, demo_dataset, load_sample
 from .templates import get_templated_dataset
@@ -44,6 +44,7 @@ __all__ = [
     "LabeledData",
     "SetFitDataset",
     "add_templated_examples",
+    "check_label_names",
     "check_trainable",
     "create_fewshot_splits",
     "create_fewshot_splits_multilabel",

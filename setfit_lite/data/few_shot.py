@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..params import check_param
 from .checks import is_dataframe, is_dataset, is_dataset_dict, pick_split_error
 from .labels import normalize_labels
 from .readers import as_table
@@ -43,8 +44,7 @@ def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int =
     DataFrame, list of dicts, or dict of lists. Classes with fewer rows keep all of them. Deterministic for a
     ``seed``.
     """
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
-        raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+    num_samples = check_param("num_samples", num_samples)
     if is_dataset_dict(dataset):
         raise pick_split_error(list(dataset.keys()))
 

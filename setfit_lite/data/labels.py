@@ -9,7 +9,7 @@ import numpy as np
 
 from .checks import is_listlike, is_missing, short_repr
 
-__all__ = ["check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name", "normalize_labels"]
+__all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name", "normalize_labels"]
 
 
 def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
@@ -77,30 +77,36 @@ def kind_name(kind: str) -> str:
     return {"int": "int", "str": "str", "multi": "a list (multi-label)"}[kind]
 
 
-def _normalize_known(known_labels: Any) -> list | None:
-    if known_labels is None:
-        return None
-    if isinstance(known_labels, (str, bytes)) or not isinstance(known_labels, Iterable):
-        raise TypeError(f"known_labels must be a list of labels, got {type(known_labels).__name__}")
+def check_label_names(labels: Any, what: str = "labels") -> list:
+    """The classes of a model (``labels``) or of an encoding (``known_labels``) as a list of Python ints or strs:
+    a non-empty list (any iterable but a str, bytes or mapping) of distinct values of one kind. ``TypeError`` or
+    ``ValueError`` naming ``what`` otherwise."""
+    if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, Iterable):
+        raise TypeError(f"{what} must be a list of label names, e.g. ['negative', 'positive'], got "
+                        f"{type(labels).__name__} {labels!r:.80}")
     known = []
     kinds = set()
-    for i, label in enumerate(known_labels):
+    for i, label in enumerate(labels):
         if is_listlike(label):
-            raise TypeError(f"known_labels[{i}] is a {type(label).__name__}; each label must be an int or str")
+            raise TypeError(f"{what}[{i}] is a {type(label).__name__}; each label must be an int or str")
         try:
             label, kind = _scalar(label, i)
         except (TypeError, ValueError) as err:
-            raise type(err)(f"known_labels: {err}") from None
+            raise type(err)(f"{what}: {err}") from None
         known.append(label)
         kinds.add(kind)
     if not known:
-        raise ValueError("known_labels is empty")
+        raise ValueError(f"{what} is empty: give the names of the classes, e.g. ['negative', 'positive']")
     if len(kinds) > 1:
-        raise TypeError(f"known_labels mix int and str: {short_repr(known)}")
+        raise TypeError(f"{what} mix int and str: {short_repr(known)}")
     duplicates = sorted({label for label in known if known.count(label) > 1})
     if duplicates:
-        raise ValueError(f"known_labels has duplicates: {short_repr(duplicates)}")
+        raise ValueError(f"{what} has duplicates: {short_repr(duplicates)}")
     return known
+
+
+def _normalize_known(known_labels: Any) -> list | None:
+    return None if known_labels is None else check_label_names(known_labels, "known_labels")
 
 
 def index_in(values: Sequence, known: list) -> list[int]:

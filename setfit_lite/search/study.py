@@ -32,6 +32,7 @@ from typing import Any
 import optuna
 from optuna.distributions import BaseDistribution
 
+from ..params import check_param, check_params
 from ..verbosity import quiet_optuna
 from .routing import apply_hyperparameters, check_space, convert
 from .spaces import DIRECTIONS, Experiment, default_hp_space, parse_experiment, suggest_hyperparameters
@@ -44,6 +45,8 @@ _OPTUNA_KWARGS = ("sampler", "pruner", "storage", "study_name", "load_if_exists"
                   "gc_after_trial", "callbacks", "catch", "show_progress_bar")
 # storage options (not Optuna's optimize arguments): several workers on one database study
 _STORAGE_KWARGS = ("heartbeat_interval", "grace_period", "max_retry", "max_trials")
+# numeric arguments, checked by their rules in setfit_lite.params before anything is built
+_NUMBER_KWARGS = ("timeout", "n_jobs", "heartbeat_interval", "grace_period", "max_retry", "max_trials")
 _CONNECT_ATTEMPTS = 6  # workers creating the tables of a fresh database at once: the losers retry
 _JOURNAL_SUFFIXES = (".log", ".jsonl")
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -222,6 +225,7 @@ def open_storage(storage: Any, heartbeat_interval: int | None = None, grace_peri
                  max_retry: int | None = 3) -> Any:
     """The Optuna storage ``storage`` names (see :func:`create_study`), connected: a database URL becomes an
     ``RDBStorage`` whose tables exist, so a wrong URL, user or password fails here, before any model is built."""
+    check_params({"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry})
     if heartbeat_interval is None and grace_period is not None:
         raise ValueError("grace_period needs heartbeat_interval")
     resolved = _resolve_storage(storage)
@@ -326,10 +330,8 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
     if unknown:
         raise TypeError(f"hyperparameter_search got unknown argument(s): {', '.join(unknown)}; "
                         f"Optuna arguments: {', '.join(_OPTUNA_KWARGS + _STORAGE_KWARGS)}")
-    max_trials = kwargs.get("max_trials")
-    if max_trials is not None and (not isinstance(max_trials, numbers.Integral) or isinstance(max_trials, bool)
-                                   or max_trials < 1):
-        raise ValueError(f"max_trials must be a positive number of trials (or None), got {max_trials!r}")
+    kwargs.update(check_params({name: kwargs[name] for name in _NUMBER_KWARGS if name in kwargs}))
+    n_trials = check_param("n_trials", n_trials)
     if getattr(trainer, "model_init", None) is None:
         raise ValueError("To use hyperparameter search, you need to pass your model through a model_init function "
                          "(Trainer(model_init=...)): each trial needs a fresh model.")
@@ -337,9 +339,6 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         raise ValueError("hyperparameter search needs the Trainer's eval_dataset: each trial is scored on it")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
-    if kwargs.get("n_jobs", 1) != 1:
-        raise ValueError("n_jobs must be 1: trials train on one Trainer. To search in parallel, run several "
-                         "processes with the same storage and study_name (load_if_exists=True)")
     sample, experiment = _resolve_space(hp_space, backend)
     if experiment is not None:
         if experiment.direction is not None:

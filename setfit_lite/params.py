@@ -1,0 +1,83 @@
+"""One rule per numeric parameter outside :class:`~setfit_lite.TrainingArguments`, shared by the API and the CLI.
+
+:data:`PARAMS` holds the rules of prediction (``batch_size`` of ``predict``/``predict_proba``/``predict_iter``/
+``encode`` on torch, ONNX and static models, ONNX ``num_threads``), of the search (``n_trials``, ``timeout``,
+``n_jobs``, ``max_trials`` and the storage's heartbeat options) and of the other numbers the CLI takes. They are
+built with, and checked by, the engine of :mod:`setfit_lite.training_args` (``_Rule`` and its builders), whose own
+table holds the rules of the training arguments.
+
+The API calls :func:`check_param` (``TypeError`` for a wrong type, ``ValueError`` for a value out of range, both
+naming the parameter, the value and what is allowed); the CLI's options are parsed by :func:`argument_type`, built
+from the same rule, so a bad number is an argparse error (exit status 2) before any data or model is loaded.
+
+Torch-free: this module imports only the standard library and ``setfit_lite.training_args``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .training_args import _RULES as TRAINING_RULES
+from .training_args import _integer, _number, _optional, _Rule, check_rule, rule_message
+
+__all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params"]
+
+_POSITIVE = _integer("a positive integer")
+
+PARAMS: dict[str, _Rule] = {
+    # prediction and encoding, every tier
+    "batch_size": _POSITIVE,
+    "num_threads": _optional(_POSITIVE, "the runtime's choice"),
+    # hyperparameter search
+    "n_trials": _optional(_POSITIVE, "no limit: until max_trials or timeout"),
+    "timeout": _optional(_number("a finite number of seconds > 0", low_open=True), "no limit"),
+    "n_jobs": _integer("1 (trials share one Trainer; to search in parallel run several processes with the same "
+                       "storage and study_name, load_if_exists=True)", high=1),
+    "max_trials": _optional(_POSITIVE, "no limit"),
+    "heartbeat_interval": _optional(_integer("a positive integer (seconds)"), "no heartbeat"),
+    "grace_period": _optional(_integer("a positive integer (seconds)"), "2 x heartbeat_interval"),
+    "max_retry": _optional(_integer("an integer >= 0", low=0), "retry without limit"),
+    # data sampling, exports
+    "num_samples": _POSITIVE,
+    "opset": _integer("an ONNX opset version, an integer >= 7", low=7),
+    "pca_dims": _optional(_POSITIVE, "the body's embedding size"),
+    "refine_epochs": _integer("an integer >= 0", low=0),
+}
+
+
+def check_param(name: str, value: Any) -> Any:
+    """``value`` of the parameter ``name`` (numpy numbers become Python ones), or ``TypeError`` (wrong type) /
+    ``ValueError`` (out of range) naming the parameter, the value and what is allowed."""
+    return check_rule(PARAMS[name], name, value)
+
+
+def check_params(values: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`check_param` on each ``name: value``."""
+    return {name: check_param(name, value) for name, value in values.items()}
+
+
+def _number_or_text(text: str) -> Any:
+    """A command-line value as an int, else a float, else the text itself (which then fails its rule's type)."""
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
+def argument_type(name: str, rules: Mapping[str, _Rule] = PARAMS) -> Callable[[str], Any]:
+    """An argparse ``type=`` for the parameter ``name`` of ``rules`` (:data:`PARAMS` or :data:`TRAINING_RULES`):
+    the number, checked by the parameter's rule; otherwise an argparse error with the rule's message."""
+    rule = rules[name]
+
+    def parse(text: str) -> Any:
+        try:
+            return rule.check(_number_or_text(text))
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(rule_message(rule, text, error)) from None
+
+    parse.__name__ = name
+    return parse

@@ -1,0 +1,245 @@
+"""One rule per numeric parameter (``setfit_lite.params``), applied alike by the API (every prediction tier, the
+search) and the CLI (an argparse error, exit status 2, before any data or model is loaded); ``report_to`` and
+``labels`` checked when the arguments or the model are made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import make_sentences
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.cli import main
+
+TEXTS = ["good movie", "awful film", "the plot was nice"]
+# (bad batch size, error type): the same for every entry point
+BAD_BATCH_SIZES = [(0, ValueError), (-1, ValueError), (1.5, TypeError), ("8", TypeError), (True, TypeError),
+                   (None, TypeError)]
+
+
+@pytest.fixture(scope="module")
+def fitted(tiny_body_path: str) -> SetFitModel:
+    texts, labels = make_sentences(8, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"])
+    head = model.new_head(2, multi_label=False)
+    head.fit(model.encode(texts), model.label_ids(labels))
+    model.model_head = head
+    return model
+
+
+@pytest.fixture(scope="module")
+def onnx_path(fitted: SetFitModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("onnxruntime")
+    return fitted.export_onnx(tmp_path_factory.mktemp("onnx") / "onnx")
+
+
+@pytest.fixture(scope="module")
+def models(fitted: SetFitModel, onnx_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    texts, labels = make_sentences(8, seed=0)
+    static_path = fitted.export_static(tmp_path_factory.mktemp("static") / "static", texts, labels, pca_dims=8,
+                                       dtype="float32", refine_epochs=0)
+    return {"torch": fitted, "onnx": SetFitModel.from_onnx(onnx_path), "static": SetFitModel.from_static(static_path)}
+
+
+CALLS = {
+    "predict": lambda model, b: model.predict(TEXTS, batch_size=b),
+    "predict_proba": lambda model, b: model.predict_proba(TEXTS, batch_size=b),
+    "call": lambda model, b: model(TEXTS, batch_size=b),
+    "predict_iter": lambda model, b: list(model.predict_iter(TEXTS, batch_size=b)),
+    "iter_proba": lambda model, b: list(model.iter_proba(TEXTS, batch_size=b)),
+    "encode": lambda model, b: model.encode(TEXTS, batch_size=b),
+}
+
+
+@pytest.mark.parametrize("tier", ["torch", "onnx", "static"])
+@pytest.mark.parametrize("call", list(CALLS))
+@pytest.mark.parametrize(("value", "error"), BAD_BATCH_SIZES)
+def test_prediction_batch_size(models: dict, tier: str, call: str, value: object, error: type) -> None:
+    model = models[tier]
+    if not hasattr(model, call if call != "call" else "__call__"):
+        pytest.skip(f"{tier} models have no {call}")
+    with pytest.raises(error, match=rf"batch_size must be a positive integer, got {value!r}"):
+        CALLS[call](model, value)
+
+
+@pytest.mark.parametrize("tier", ["torch", "onnx", "static"])
+def test_valid_batch_sizes_still_predict(models: dict, tier: str) -> None:
+    model = models[tier]
+    expected = model.predict_proba(TEXTS, as_numpy=True) if tier == "torch" else model.predict_proba(TEXTS)
+    for batch_size in (1, 2, 1000):
+        got = model.predict_proba(TEXTS, batch_size=batch_size)
+        got = got.numpy() if hasattr(got, "numpy") else got
+        assert got.shape == expected.shape and abs(got - expected).max() < 1e-5
+
+
+@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-2, ValueError), (1.5, TypeError), ("4", TypeError)])
+def test_onnx_num_threads(onnx_path: Path, value: object, error: type) -> None:
+    with pytest.raises(error, match=rf"num_threads must be None .* or a positive integer, got {value!r}"):
+        SetFitModel.from_onnx(onnx_path, num_threads=value)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "name"), [
+    ({"n_trials": 0}, ValueError, "n_trials"),
+    ({"n_trials": -1}, ValueError, "n_trials"),
+    ({"n_trials": 2.5}, TypeError, "n_trials"),
+    ({"n_trials": "3"}, TypeError, "n_trials"),
+    ({"timeout": 0}, ValueError, "timeout"),
+    ({"timeout": -5}, ValueError, "timeout"),
+    ({"timeout": float("nan")}, ValueError, "timeout"),
+    ({"timeout": "60"}, TypeError, "timeout"),
+    ({"n_jobs": 2}, ValueError, "n_jobs"),
+    ({"n_jobs": -1}, ValueError, "n_jobs"),
+    ({"n_jobs": 0}, ValueError, "n_jobs"),
+    ({"max_trials": 0}, ValueError, "max_trials"),
+    ({"max_trials": 1.0}, TypeError, "max_trials"),
+    ({"heartbeat_interval": 0}, ValueError, "heartbeat_interval"),
+    ({"max_retry": -1}, ValueError, "max_retry"),
+])
+def test_search_arguments(kwargs: dict, error: type, name: str) -> None:
+    """Refused before any model is built or any study is created."""
+    built = []
+    trainer = SimpleNamespace(model_init=lambda: built.append(1), eval_dataset=[1], args=None, model=None)
+    with pytest.raises(error, match=rf"{name} must be .*, got {list(kwargs.values())[0]!r}"):
+        Trainer.hyperparameter_search(trainer, **kwargs)
+    assert not built
+
+
+def test_search_on_a_real_trainer_refuses_zero_trials(tiny_body_path: str, toy_data: dict) -> None:
+    loads = []
+
+    def model_init() -> SetFitModel:
+        loads.append(1)
+        return SetFitModel.from_pretrained(tiny_body_path)
+
+    trainer = Trainer(model_init=model_init, train_dataset=toy_data, eval_dataset=toy_data)
+    loads.clear()
+    with pytest.raises(ValueError, match="n_trials must be .*, got 0"):
+        trainer.hyperparameter_search(n_trials=0)
+    assert not loads
+
+
+# ------------------------------------------------------------------------------------------------------------ CLI
+
+CLI_CASES = [
+    (["predict", "no/model", "no.txt", "--batch-size", "0"], "--batch-size", "positive integer"),
+    (["predict", "no/model", "no.txt", "--batch-size", "-1"], "--batch-size", "positive integer"),
+    (["predict", "no/model", "no.txt", "--batch-size", "abc"], "--batch-size", "positive integer"),
+    (["train", "no.jsonl", "--model", "no/model", "--batch-size", "0"], "--batch-size", "positive integer"),
+    (["train", "no.jsonl", "--model", "no/model", "--num-epochs", "0"], "--num-epochs", "positive integer"),
+    (["train", "no.jsonl", "--model", "no/model", "--max-steps", "0"], "--max-steps", "-1"),
+    (["train", "no.jsonl", "--model", "no/model", "--max-length", "1"], "--max-length", "integer >= 2"),
+    (["train", "no.jsonl", "--model", "no/model", "--seed", "-1"], "--seed", "[0, 2**63 - 1]"),
+    (["train", "no.jsonl", "--model", "no/model", "--shots", "0"], "--shots", "positive integer"),
+    (["train", "no.jsonl", "--model", "no/model", "--save-steps", "0"], "--save-steps", "positive integer"),
+    (["search", "no.jsonl", "--model", "no/model", "--n-trials", "0"], "--n-trials", "positive integer"),
+    (["search", "no.jsonl", "--model", "no/model", "--n-trials", "1.5"], "--n-trials", "positive integer"),
+    (["search", "no.jsonl", "--model", "no/model", "--max-trials", "0"], "--max-trials", "positive integer"),
+    (["search", "no.jsonl", "--model", "no/model", "--heartbeat-interval", "0"], "--heartbeat-interval",
+     "positive integer"),
+    (["search", "no.jsonl", "--model", "no/model", "--grace-period", "-3"], "--grace-period", "positive integer"),
+    (["search", "no.jsonl", "--model", "no/model", "--max-retry", "-1"], "--max-retry", "integer >= 0"),
+    (["export", "no/model", "out", "--opset", "0"], "--opset", "integer >= 7"),
+    (["export", "no/model", "out", "--static", "--pca-dims", "0"], "--pca-dims", "positive integer"),
+    (["demo", "--shots", "0"], "--shots", "positive integer"),
+    (["demo", "--seed", "-5"], "--seed", "[0, 2**63 - 1]"),
+]
+
+
+@pytest.mark.parametrize(("argv", "option", "allowed"), CLI_CASES)
+def test_cli_numbers_are_argparse_errors(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+                                         argv: list[str], option: str, allowed: str) -> None:
+    """Exit status 2 with the rule's message, before any data or model is read."""
+    import setfit_lite.data as data
+    from setfit_lite import cli
+
+    def loaded(*args: object, **kwargs: object) -> None:
+        raise AssertionError("data or a model was loaded")
+
+    monkeypatch.setattr(SetFitModel, "from_pretrained", loaded)
+    monkeypatch.setattr(cli, "_load_model", loaded)
+    monkeypatch.setattr(data, "to_labeled_data", loaded)
+    monkeypatch.setattr(data, "demo_dataset", loaded)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: must be " in err and allowed in err, err
+
+
+def test_cli_and_api_share_the_rule(capsys: pytest.CaptureFixture) -> None:
+    """The CLI's message is the API's rule: same allowed values."""
+    from setfit_lite.params import PARAMS, check_param
+
+    with pytest.raises(ValueError) as api_error:
+        check_param("batch_size", 0)
+    with pytest.raises(SystemExit):
+        main(["predict", "no/model", "--batch-size", "0"])
+    allowed = str(api_error.value).split(" must be ", 1)[1].rsplit(", got", 1)[0]
+    assert f"must be {allowed}, got 0" in capsys.readouterr().err
+    assert set(PARAMS) >= {"batch_size", "num_threads", "n_trials", "timeout", "n_jobs", "max_trials"}
+
+
+# ------------------------------------------------------------------------------------------------------- report_to
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"report_to": ["none", "tensorboard"]}, ValueError, "'none' cannot be combined with other integrations"),
+    ({"report_to": ["tensorboard", "none"]}, ValueError, "'none' cannot be combined with other integrations"),
+    ({"report_to": ["all", "tensorboard"]}, ValueError, "'all' cannot be combined with other integrations"),
+    ({"report_to": ["tensorboard", "tensorboard"]}, ValueError, r"report_to.*duplicate.*'tensorboard'"),
+    ({"report_to": ["none", "none"]}, ValueError, r"report_to.*duplicate.*'none'"),
+])
+def test_report_to_combinations(kwargs: dict, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        TrainingArguments(**kwargs)
+    with pytest.raises(error, match=message):
+        TrainingArguments().update(kwargs)
+
+
+@pytest.mark.parametrize("report_to", ["none", "tensorboard"])
+def test_logging_dir_that_is_a_file(tmp_path: Path, report_to: str) -> None:
+    if report_to == "tensorboard":
+        pytest.importorskip("tensorboard")
+    existing = tmp_path / "events"
+    existing.write_text("mine")
+    with pytest.raises(ValueError, match=rf"logging_dir .*{existing.name}.* not a folder"):
+        TrainingArguments(report_to=report_to, logging_dir=str(existing))
+    assert existing.read_text() == "mine"
+    assert TrainingArguments(report_to=report_to, logging_dir=str(tmp_path / "new")).logging_dir == str(
+        tmp_path / "new")
+
+
+# ---------------------------------------------------------------------------------------------------------- labels
+
+
+@pytest.mark.parametrize(("labels", "error", "message"), [
+    ("ab", TypeError, r"labels must be a list of label names, e\.g\. \['negative', 'positive'\]"),
+    (b"ab", TypeError, "labels must be a list of label names"),
+    ({"a": 0, "b": 1}, TypeError, "labels must be a list of label names"),
+    ([], ValueError, "labels .*empty"),
+    (["a", "b", "a"], ValueError, r"labels .*duplicate.*'a'"),
+    ([0, 1, 1], ValueError, r"labels .*duplicate.*1"),
+    (["a", None], ValueError, "labels"),
+])
+@pytest.mark.parametrize("entry", ["init", "from_pretrained"])
+def test_labels_checked_at_once(fitted: SetFitModel, tiny_body_path: str, monkeypatch: pytest.MonkeyPatch,
+                                entry: str, labels: object, error: type, message: str) -> None:
+    if entry == "init":
+        with pytest.raises(error, match=message):
+            SetFitModel(fitted.model_body, labels=labels)
+        return
+    import sentence_transformers
+
+    def loaded(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the body was loaded before the labels were checked")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", loaded)
+    with pytest.raises(error, match=message):
+        SetFitModel.from_pretrained(tiny_body_path, labels=labels)
+
+
+def test_valid_labels_are_kept(fitted: SetFitModel) -> None:
+    assert SetFitModel(fitted.model_body, labels=("neg", "pos")).labels == ["neg", "pos"]
+    assert SetFitModel(fitted.model_body, labels=[2, 0, 1]).labels == [2, 0, 1]
