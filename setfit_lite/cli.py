@@ -50,7 +50,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="auto")
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None)
-    p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None, help="stop body training after this many steps")
+    p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None,
+                   help="stop body training after this many steps")
 
 
 def _add_shared_study_args(p: argparse.ArgumentParser) -> None:
@@ -105,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(search)
     search.add_argument("--space", default=None,
                         help="JSON file: a SigOpt-style parameter list or experiment dict (default: setfit's space)")
-    search.add_argument("--n-trials", type=argument_type("n_trials"), default=None, help="default: the experiment's budget, else 10")
+    search.add_argument("--n-trials", type=argument_type("n_trials"), default=None,
+                        help="default: the experiment's budget, else 10")
     search.add_argument("--storage", default=None,
                         help="Optuna storage: a URL (sqlite:///study.db), a .db path or a .log/.jsonl journal file")
     search.add_argument("--study-name", default=None,
@@ -358,7 +360,8 @@ def _add_static_export_args(export: argparse.ArgumentParser) -> None:
     export.add_argument("--unlabeled-data", default=None,
                         help="with --static: more texts (any readable file) that the model labels for the refit")
     _add_data_args(export)
-    export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=256, help="with --static: embedding size after PCA")
+    export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=256,
+                        help="with --static: embedding size after PCA")
 
 
 def _export_static(ns: argparse.Namespace, model: Any) -> Any:

@@ -345,8 +345,10 @@ class TrainingArguments:
       saves every 500 steps by default): the best body is kept in memory.
     - ``report_to`` runs transformers' reporting callbacks (``"tensorboard"``, ``"mlflow"``, ...; see
       :mod:`setfit_lite.reporting`): default ``["none"]`` (setfit's default is "all"), ``"all"`` every installed
-      one; an unknown name is a ``ValueError`` and one that is not installed an ``ImportError``, here. ``run_name``
-      names the run and ``logging_dir`` is TensorBoard's folder (default ``output_dir/runs/<date>_<host>``).
+      one; an unknown name is a ``ValueError`` and one that is not installed an ``ImportError``, here, as are a
+      name given twice and ``"none"`` or ``"all"`` with other names. ``run_name`` names the run and
+      ``logging_dir`` is TensorBoard's folder (default ``output_dir/runs/<date>_<host>``; an existing file there
+      is a ``ValueError``).
       ``logging_first_step``, ``eval_delay`` and ``use_amp`` are accepted and stored, and do nothing
       (``precision`` chooses mixed precision).
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.

@@ -14,6 +14,7 @@ from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.cli import main
 
 TEXTS = ["good movie", "awful film", "the plot was nice"]
+SENTENCES = make_sentences(8, seed=0)
 # (bad batch size, error type): the same for every entry point
 BAD_BATCH_SIZES = [(0, ValueError), (-1, ValueError), (1.5, TypeError), ("8", TypeError), (True, TypeError),
                    (None, TypeError)]
@@ -21,11 +22,10 @@ BAD_BATCH_SIZES = [(0, ValueError), (-1, ValueError), (1.5, TypeError), ("8", Ty
 
 @pytest.fixture(scope="module")
 def fitted(tiny_body_path: str) -> SetFitModel:
-    texts, labels = make_sentences(8, seed=0)
+    """The tiny body with a logistic-regression head fitted on its embeddings (no body training)."""
     model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"])
-    head = model.new_head(2, multi_label=False)
-    head.fit(model.encode(texts), model.label_ids(labels))
-    model.model_head = head
+    model.model_head = model.new_head(2, multi_label=False).fit(model.encode(SENTENCES[0]),
+                                                                model.label_ids(SENTENCES[1]))
     return model
 
 
@@ -37,8 +37,8 @@ def onnx_path(fitted: SetFitModel, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def models(fitted: SetFitModel, onnx_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    texts, labels = make_sentences(8, seed=0)
-    static_path = fitted.export_static(tmp_path_factory.mktemp("static") / "static", texts, labels, pca_dims=8,
+    """The same classifier as a torch, an ONNX and a static model."""
+    static_path = fitted.export_static(tmp_path_factory.mktemp("static") / "static", *SENTENCES, pca_dims=8,
                                        dtype="float32", refine_epochs=0)
     return {"torch": fitted, "onnx": SetFitModel.from_onnx(onnx_path), "static": SetFitModel.from_static(static_path)}
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from .checks import is_listlike, is_missing, short_repr
 
-__all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name", "normalize_labels"]
+__all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name",
+           "normalize_labels"]
 
 
 def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
