@@ -59,7 +59,10 @@ def check_params(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _number_or_text(text: str) -> Any:
-    """A command-line value as an int, else a float, else the text itself (which then fails its rule's type)."""
+    """A command-line value as an int, else a float, else None for "none" (the rules that allow None say so),
+    else the text itself (which then fails its rule's type)."""
+    if text.strip().lower() == "none":
+        return None
     for parse in (int, float):
         try:
             return parse(text)
