@@ -98,7 +98,7 @@ def check_shape(file: str | os.PathLike[str], field: str, shape: Sequence[int],
     shape = tuple(int(n) for n in shape)
     if len(shape) != len(expected) or any(e is not None and s != e for s, e in zip(shape, expected)):
         shown = tuple("any" if e is None else e for e in expected)
-        raise ModelFormatError(file, field, f"has shape {shape}, but {expected_from} implies {shown}: {_MISMATCH}")
+        raise ModelFormatError(file, field, f"has shape {shape}, expected {shown} from {expected_from}: {_MISMATCH}")
 
 
 def check_float_dtype(file: str | os.PathLike[str], field: str, dtype: Any) -> None:
