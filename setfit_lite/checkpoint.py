@@ -161,22 +161,25 @@ def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     except ValueError as err:
         raise CheckpointError(str(err)) from None
     try:
-        _check_info(folder, info)
+        check_version(info, "format_version", FORMAT_VERSION, info_path, oldest=FORMAT_VERSION,
+                      older=" (written by an older setfit_lite: resume it with that version)")
     except ModelFormatError as err:
         raise CheckpointError(str(err)) from None
     try:
         verify_manifest(folder)
     except ValueError as err:
         raise CheckpointError(f"checkpoint {folder} is incomplete or modified: {err}") from None
+    try:
+        _check_info(folder, info)
+    except ModelFormatError as err:
+        raise CheckpointError(str(err)) from None
     return info
 
 
-def _check_info(folder: Path, info: Any) -> None:
-    """``checkpoint.json`` against the folder: its format version, ``step`` (the folder's name), ``world_size``
-    (one RNG state per rank) and ``states`` (each one's file present)."""
+def _check_info(folder: Path, info: dict[str, Any]) -> None:
+    """``checkpoint.json`` against the folder: ``step`` (the folder's name), ``world_size`` (one RNG state per
+    rank) and ``states`` (each one's file present)."""
     info_path = folder / MANIFEST
-    check_version(info, "format_version", FORMAT_VERSION, info_path, oldest=FORMAT_VERSION,
-                  older=" (written by an older setfit_lite: resume it with that version)")
     step = check_type(info, "step", info_path, int, what="an int")
     if _step_of(folder) is not None:
         check_count(info_path, "step", step, _step_of(folder), f"the folder name {folder.name!r}")
