@@ -221,9 +221,9 @@ def validate_static_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]
         check_count(config_path, "labels", len(labels), int(metadata["num_classes"]),
                     f"{head_path.name}'s num_classes")
     rows = _array(arrays, "weight", head_path, (None, dim), f"the embeddings' width in {table_path.name}").shape[0]
-    _array(arrays, "bias", head_path, (rows,), f"the {rows} rows of weight")
+    _array(arrays, "bias", head_path, (rows,), f"weight's {rows} row(s)")
     if "constant" in arrays:
-        _array(arrays, "constant", head_path, (rows,), f"the {rows} rows of weight")
+        _array(arrays, "constant", head_path, (rows,), f"weight's {rows} row(s)")
     if kind == "binary":
         check_count(head_path, "weight", rows, 1, f"{config_path.name}'s head_kind 'binary'")
     check_indices(config_path, "head_columns", config.get("head_columns"), len(labels), f"the {len(labels)} labels",

@@ -63,7 +63,7 @@ def check_type(data: Any, field: str, file: str | os.PathLike[str], types: type 
     types = types if isinstance(types, tuple) else (types,)
     bool_ok = bool in types
     if not isinstance(value, types) or (isinstance(value, bool) and not bool_ok):
-        expected = what or " or ".join(t.__name__ for t in types)
+        expected = what or ("true or false" if types == (bool,) else " or ".join(t.__name__ for t in types))
         raise ModelFormatError(file, field, f"must be {expected}{' or null' if optional else ''}, got {value!r}")
     return value
 
