@@ -26,6 +26,7 @@ from safetensors.torch import load_file, save_file
 
 from . import jsonable
 from .serialization import load_json, save_json, verify_manifest, write_manifest
+from .serialization.validate import ModelFormatError, check_count, check_type, check_version
 
 logger = logging.getLogger(__name__)
 
@@ -159,15 +160,56 @@ def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         info = load_json(info_path, what="checkpoint")
     except ValueError as err:
         raise CheckpointError(str(err)) from None
-    if not isinstance(info, dict) or info.get("format_version") != FORMAT_VERSION:
-        version = info.get("format_version") if isinstance(info, dict) else None
-        older = " (written by an older setfit_lite: resume it with that version)" if version == 1 else ""
-        raise CheckpointError(f"{info_path}: format_version {version!r}, this version reads {FORMAT_VERSION}{older}")
+    try:
+        check_version(info, "format_version", FORMAT_VERSION, info_path, oldest=FORMAT_VERSION,
+                      older=" (written by an older setfit_lite: resume it with that version)")
+    except ModelFormatError as err:
+        raise CheckpointError(str(err)) from None
     try:
         verify_manifest(folder)
     except ValueError as err:
         raise CheckpointError(f"checkpoint {folder} is incomplete or modified: {err}") from None
+    try:
+        _check_info(folder, info)
+    except ModelFormatError as err:
+        raise CheckpointError(str(err)) from None
     return info
+
+
+def _check_info(folder: Path, info: dict[str, Any]) -> None:
+    """``checkpoint.json`` against the folder: ``step`` (the folder's name), ``world_size`` (one RNG state per
+    rank) and ``states`` (each one's file present)."""
+    info_path = folder / MANIFEST
+    step = check_type(info, "step", info_path, int, what="an int")
+    if _step_of(folder) is not None:
+        check_count(info_path, "step", step, _step_of(folder), f"the folder name {folder.name!r}")
+    world_size = check_type(info, "world_size", info_path, int, what="a positive int")
+    ranks = sorted(int(p.name[len("rng_rank"):-len(".json")]) for p in folder.glob("rng_rank*.json")
+                   if p.name[len("rng_rank"):-len(".json")].isdigit())
+    if world_size < 1 or ranks != list(range(world_size)):
+        raise ModelFormatError(info_path, "world_size", f"is {world_size!r} but the folder holds the RNG states of "
+                                                        f"ranks {ranks}: the files do not match")
+    states = check_type(info, "states", info_path, list, what="a list of state names")
+    missing = [name for name in states if not isinstance(name, str) or not (folder / f"{name}.json").is_file()]
+    if missing:
+        raise ModelFormatError(info_path, "states", f"lists {missing}, which the folder has no file for")
+
+
+def load_body_state(body: torch.nn.Module, tensors: Mapping[str, torch.Tensor], path: Path) -> None:
+    """Load a checkpoint's body tensors into ``body``: the same tensor names (``position_ids`` buffers may be
+    absent) and shapes, or a CheckpointError naming the file and the tensor."""
+    expected = body.state_dict()
+    file = path / "body.safetensors"
+    unexpected = sorted(set(tensors) - set(expected))
+    missing = [k for k in expected if k not in tensors and not k.endswith("position_ids")]
+    if unexpected or missing:
+        raise CheckpointError(f"{file} does not fit this model's body (missing {missing[:3]}, unexpected "
+                              f"{unexpected[:3]})")
+    for name, tensor in tensors.items():
+        if tuple(tensor.shape) != tuple(expected[name].shape):
+            raise CheckpointError(f"{file}: {name} has shape {tuple(tensor.shape)}, but this model's body has "
+                                  f"{tuple(expected[name].shape)}: the checkpoint is of another model")
+    body.load_state_dict(tensors, strict=False)
 
 
 def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:

@@ -34,6 +34,8 @@ from .serialization import (
     verify_manifest,
     write_manifest,
 )
+from .serialization.manifest import is_inside
+from .serialization.validate import ModelFormatError, check_count, check_labels, check_type, check_version
 from .verbosity import filter_log_records
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
@@ -303,6 +305,55 @@ def _load_tokenizer(folder: Path, max_length: int | None) -> TokenizerFile | _Tr
     return _TransformersTokenizer(folder, max_length)
 
 
+def validate_onnx_config(folder: Path) -> dict[str, Any]:
+    """The export's config, every field checked (ModelFormatError naming the file and the field): the format
+    version, labels (distinct), ``multi_label``, ``prompt``, ``max_seq_length``, ``quantized``, the graph file (in
+    the folder) and the input and output names this reader feeds and reads."""
+    config_path = folder / ONNX_CONFIG_NAME
+    config = load_json(config_path, what="setfit_lite ONNX config")
+    check_version(config, "format_version", ONNX_FORMAT_VERSION, config_path)
+    check_labels(config, "labels", config_path)
+    check_type(config, "multi_label", config_path, bool)
+    check_type(config, "prompt", config_path, str, optional=True)
+    max_length = check_type(config, "max_seq_length", config_path, int, optional=True, what="a positive int")
+    if max_length is not None and max_length < 1:
+        raise ModelFormatError(config_path, "max_seq_length", f"must be a positive int, got {max_length}")
+    if config.get("quantized") not in QUANTIZE_OPTIONS:
+        raise ModelFormatError(config_path, "quantized", f"must be one of {QUANTIZE_OPTIONS}, got "
+                                                         f"{config.get('quantized')!r}")
+    model_file = check_type(config, "model_file", config_path, str)
+    if not is_inside(model_file) or not (folder / model_file).is_file():
+        raise ModelFormatError(config_path, "model_file", f"{model_file!r} is not a file in {folder}")
+    if check_type(config, "inputs", config_path, list) != list(INPUT_NAMES):
+        raise ModelFormatError(config_path, "inputs", f"is {config['inputs']}; this setfit_lite feeds "
+                                                      f"{list(INPUT_NAMES)}")
+    if check_type(config, "output", config_path, str) != OUTPUT_NAME:
+        raise ModelFormatError(config_path, "output", f"is {config['output']!r}; this setfit_lite reads "
+                                                      f"{OUTPUT_NAME!r}")
+    return config
+
+
+def _check_graph(session: Any, folder: Path, config: dict[str, Any]) -> None:
+    """The graph's inputs and output must be those the config names, with one output column per label."""
+    config_path, graph_file = folder / ONNX_CONFIG_NAME, config["model_file"]
+    if isinstance(session, OpenVinoSession):
+        inputs = [name for port in session.compiled.inputs for name in port.get_names()]
+        outputs = {name: port.get_partial_shape() for port in session.compiled.outputs for name in port.get_names()}
+        width = outputs[OUTPUT_NAME][1] if OUTPUT_NAME in outputs else None
+        columns = width.get_length() if width is not None and width.is_static else None
+    else:
+        inputs = [node.name for node in session.get_inputs()]
+        outputs = {node.name: node.shape for node in session.get_outputs()}
+        columns = outputs[OUTPUT_NAME][1] if OUTPUT_NAME in outputs and len(outputs[OUTPUT_NAME]) == 2 else None
+    if sorted(inputs) != sorted(INPUT_NAMES) or OUTPUT_NAME not in outputs:
+        raise ModelFormatError(folder / graph_file, "inputs/outputs", f"are {inputs} / {sorted(outputs)}, but "
+                                                                      f"{config_path.name} names {config['inputs']} / "
+                                                                      f"{config['output']!r}")
+    if isinstance(columns, int):  # a symbolic width (a graph exported otherwise) is not checked
+        check_count(config_path, "labels", len(config["labels"]), columns,
+                    f"{graph_file}'s output {OUTPUT_NAME!r} (columns)")
+
+
 class OnnxSetFitModel(Predictor):
     """An exported SetFitModel run by onnxruntime or OpenVINO: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
 
@@ -325,15 +376,9 @@ class OnnxSetFitModel(Predictor):
         folder = Path(path)
         refuse_pickles(folder)
         verify_manifest(folder)
-        config_path = folder / ONNX_CONFIG_NAME
-        config = load_json(config_path, what="setfit_lite ONNX config")
-        if not isinstance(config, dict) or not isinstance(config.get("labels"), list) or "multi_label" not in config:
-            raise ValueError(f"{config_path} is not a setfit_lite ONNX config (labels and multi_label are required)")
-        if config.get("format_version", 0) > ONNX_FORMAT_VERSION:
-            raise ValueError(f"{config_path} has format_version {config['format_version']}; this setfit_lite reads "
-                             f"up to {ONNX_FORMAT_VERSION}: upgrade setfit_lite")
+        config = validate_onnx_config(folder)
         tokenizer = _load_tokenizer(folder, config.get("max_seq_length"))
-        model_file = str(folder / config.get("model_file", ONNX_MODEL_NAME))
+        model_file = str(folder / config["model_file"])
         if runtime == "openvino":
             session: Any = OpenVinoSession(model_file, num_threads)
         elif runtime == "onnxruntime":
@@ -344,6 +389,7 @@ class OnnxSetFitModel(Predictor):
             session = ort.InferenceSession(model_file, sess_options=options, providers=["CPUExecutionProvider"])
         else:
             raise ValueError(f"runtime must be 'onnxruntime' or 'openvino', got {runtime!r}")
+        _check_graph(session, folder, config)
         return cls(session, tokenizer, config)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:

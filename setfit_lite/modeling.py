@@ -26,6 +26,14 @@ from .serialization import (
     save_json,
     verify_manifest,
 )
+from .serialization.validate import (
+    ModelFormatError,
+    check_count,
+    check_labels,
+    check_type,
+    check_version,
+    same_labels,
+)
 from .verbosity import quiet_dependencies, show_progress
 from .zoo import resolve_model_path
 
@@ -112,9 +120,7 @@ class SetFitModel(Predictor):
             saved_labels = saved.get("labels")
             if labels is not None and saved_labels is not None and list(labels) != saved_labels:
                 raise ValueError(f"labels {list(labels)} differ from the saved model's labels {saved_labels}")
-            if head is not None and saved_labels is not None and head.num_classes != len(saved_labels):
-                raise ValueError(f"{config_path}: {len(saved_labels)} labels but the head has {head.num_classes} "
-                                 "outputs: the folder's files do not match")
+            _check_head_against_config(folder, saved, head)
             saved["labels"] = saved_labels if saved_labels is not None else labels
             where = folder
         elif is_setfit_folder(folder):
@@ -132,9 +138,9 @@ class SetFitModel(Predictor):
         model = cls(body, model_head=head, labels=saved["labels"], **settings,
                     prompt=prompt if prompt is not None else saved.get("prompt"),
                     source=saved.get("source"))
-        if head is not None and _head_in_features(head) not in (None, model.embedding_dim):
-            raise ValueError(f"the head in {folder} takes {_head_in_features(head)} features but the body gives "
-                             f"{model.embedding_dim}: the folder's files do not match")
+        if head is not None and _head_in_features(head) is not None:
+            check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
+                        _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
         model.training_info = saved.get("training_info", {})
         return model
 
@@ -397,10 +403,43 @@ def _read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ValueError(f"setfit_lite model config file {config_path} must hold a JSON object")
     verify_manifest(folder)
-    if config.get("config_version", 0) > CONFIG_VERSION:
-        raise ValueError(f"{config_path} has config_version {config['config_version']}; this setfit_lite "
-                         f"reads up to {CONFIG_VERSION}: upgrade setfit_lite")
+    check_version(config, "config_version", CONFIG_VERSION, config_path)
+    check_labels(config, "labels", config_path, optional=True)
+    check_type(config, "use_differentiable_head", config_path, bool, optional=True)
+    setfit_path = folder / SETFIT_CONFIG_NAME
+    if setfit_path.is_file():  # setfit's copy of the labels, for setfit's readers: the same list or none
+        setfit_config = load_json(setfit_path, what="setfit config")
+        same_labels(setfit_path, "labels", check_labels(setfit_config, "labels", setfit_path, optional=True),
+                    config.get("labels"), f"{CONFIG_NAME}'s labels")
     return config
+
+
+def _check_head_against_config(folder: Path, config: dict[str, Any], head: Any) -> None:
+    """A saved head must have one output per saved label and be the kind ``use_differentiable_head`` says."""
+    import torch
+
+    from .heads import HEAD_CONFIG_NAME
+
+    if head is None:
+        return
+    config_path, head_config = folder / CONFIG_NAME, f"{HEAD_DIR}/{HEAD_CONFIG_NAME}"
+    if config.get("labels") is not None:
+        check_count(config_path, "labels", len(config["labels"]), head.num_classes, f"{head_config}'s num_classes")
+    differentiable = isinstance(head, torch.nn.Module)
+    if config.get("use_differentiable_head") not in (None, differentiable):
+        raise ModelFormatError(config_path, "use_differentiable_head",
+                               f"is {config['use_differentiable_head']} but {head_config} holds a "
+                               f"{'torch' if differentiable else 'scikit-learn'} head: the folder's files do not "
+                               "match")
+
+
+def _head_file(folder: Path) -> Path:
+    """The file that says what a loaded head takes: setfit_lite's head config, or setfit's pickled head."""
+    from .heads import HEAD_CONFIG_NAME
+    from .setfit_format import SETFIT_HEAD_NAME
+
+    ours = folder / HEAD_DIR / HEAD_CONFIG_NAME
+    return ours if ours.is_file() else folder / SETFIT_HEAD_NAME
 
 
 def _settings(saved: dict[str, Any], given: dict[str, Any], head: Any, where: Path | None) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from sklearn.multioutput import ClassifierChain, MultiOutputClassifier
 
 from .heads import SklearnHead, TorchHead
 from .serialization import load_json
+from .serialization.validate import check_labels
 
 __all__ = ["SETFIT_CONFIG_NAME", "SETFIT_HEAD_NAME", "is_setfit_folder", "load_setfit_folder"]
 
@@ -51,6 +52,7 @@ def load_setfit_folder(folder: str | Path, labels: Sequence | None = None, *, al
             or not isinstance(normalize, bool):
         raise ValueError(f"setfit config file {config_path} must be an object with \"labels\" (a list or null) "
                          "and \"normalize_embeddings\" (true/false)")
+    check_labels(config, "labels", config_path, optional=True)  # distinct: each names one class id
     if labels is not None and saved_labels is not None and list(labels) != saved_labels:
         raise ValueError(f"labels {list(labels)} differ from the labels {saved_labels} in {config_path}")
     names = saved_labels if saved_labels is not None else (list(labels) if labels is not None else None)

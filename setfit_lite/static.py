@@ -45,6 +45,16 @@ from .serialization import (
     verify_manifest,
     write_manifest,
 )
+from .serialization.validate import (
+    ModelFormatError,
+    check_count,
+    check_float_dtype,
+    check_indices,
+    check_labels,
+    check_shape,
+    check_type,
+    check_version,
+)
 
 __all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "export_static", "linear_proba"]
 
@@ -104,27 +114,15 @@ class StaticSetFitModel(Predictor):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> StaticSetFitModel:
-        """Load a folder written by ``export_static``, checking its manifest and refusing pickles."""
-        from safetensors.numpy import load_file
-
+        """Load a folder written by ``export_static``, checking its manifest, refusing pickles and checking every
+        file against the others (:func:`validate_static_folder`)."""
         folder = Path(path)
         refuse_pickles(folder)
         verify_manifest(folder)
-        config = load_json(folder / STATIC_CONFIG_NAME, what="setfit_lite static config")
-        if not isinstance(config, dict) or not isinstance(config.get("labels"), list) or config.get(
-                "head_kind") not in HEAD_KINDS:
-            raise ValueError(f"{folder / STATIC_CONFIG_NAME} is not a setfit_lite static config (labels and a "
-                             f"head_kind in {HEAD_KINDS} are required)")
-        if config.get("format_version", 0) > STATIC_FORMAT_VERSION:
-            raise ValueError(f"{folder / STATIC_CONFIG_NAME} has format_version {config['format_version']}; this "
-                             f"setfit_lite reads up to {STATIC_FORMAT_VERSION}: upgrade setfit_lite")
-        model2vec_config = load_json(folder / "config.json", what="model2vec config")
-        arrays = load_file(str(folder / STATIC_HEAD_NAME))
+        config, model2vec_config, arrays, embeddings, tokenizer = validate_static_folder(folder)
         head = {"kind": config["head_kind"], "columns": config["head_columns"], "num_classes": len(config["labels"]),
                 "weight": arrays["weight"], "bias": arrays["bias"], "constant": arrays.get("constant")}
-        embeddings = load_file(str(folder / EMBEDDINGS_NAME))[EMBEDDINGS_KEY]
-        return cls(embeddings, _static_tokenizer(folder), head, config,
-                   normalize=bool(model2vec_config.get("normalize", True)))
+        return cls(embeddings, tokenizer, head, config, normalize=model2vec_config["normalize"])
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids as model2vec takes them: no special tokens, the unknown token dropped."""
@@ -165,6 +163,75 @@ class StaticSetFitModel(Predictor):
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
         """Probabilities of validated texts, embedded ``max(batch_size, 64)`` texts at a time (no progress bar)."""
         return linear_proba(self.head, self.encode(texts, batch_size=max(batch_size, 64)))
+
+
+def _read_arrays(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """A safetensors file's arrays (numpy) and metadata; ValueError naming the file if it cannot be read."""
+    from safetensors import SafetensorError, safe_open
+
+    if not path.is_file():
+        raise ValueError(f"tensor file {path} is missing")
+    try:
+        with safe_open(str(path), framework="np") as handle:
+            return {name: handle.get_tensor(name) for name in handle.keys()}, dict(handle.metadata() or {})
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ValueError(f"tensor file {path} is truncated or corrupt and cannot be loaded: {exc}") from exc
+
+
+def _array(arrays: dict[str, np.ndarray], name: str, path: Path, expected: Sequence[int | None],
+           expected_from: str) -> np.ndarray:
+    """``arrays[name]``, a floating-point array of the ``expected`` shape."""
+    if name not in arrays:
+        raise ModelFormatError(path, name, f"is missing (the file has {sorted(arrays)})")
+    check_float_dtype(path, name, arrays[name].dtype)
+    check_shape(path, name, arrays[name].shape, expected, expected_from)
+    return arrays[name]
+
+
+def validate_static_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray],
+                                                  np.ndarray, TokenizerFile]:
+    """Read a static folder's files and check each against the others: ``(config, model2vec_config, head arrays,
+    embeddings, tokenizer)``, or a ModelFormatError naming the file and the field.
+
+    Checked: the format version; labels (distinct), ``multi_label`` and ``head_kind`` (sigmoid heads are the
+    multi-label ones); the head's columns (distinct label indices, two for a binary head, one per weight row
+    otherwise, as many as the head's ``num_classes`` when its file records it); the head's weight (one row per
+    output, one column per embedding dimension), bias and constants; the table (one row per tokenizer token, as
+    wide as ``hidden_dim``); floating-point tensors.
+    """
+    config_path, head_path = folder / STATIC_CONFIG_NAME, folder / STATIC_HEAD_NAME
+    table_path, model2vec_path = folder / EMBEDDINGS_NAME, folder / "config.json"
+    config = load_json(config_path, what="setfit_lite static config")
+    check_version(config, "format_version", STATIC_FORMAT_VERSION, config_path)
+    labels = check_labels(config, "labels", config_path)
+    multi_label = check_type(config, "multi_label", config_path, bool)
+    kind = check_type(config, "head_kind", config_path, str)
+    check_type(config, "prompt", config_path, str, optional=True)
+    if kind not in HEAD_KINDS:
+        raise ModelFormatError(config_path, "head_kind", f"must be one of {HEAD_KINDS}, got {kind!r}")
+    if (kind == "sigmoid") != multi_label:
+        raise ModelFormatError(config_path, "head_kind", f"is {kind!r} but multi_label is {multi_label}: sigmoid "
+                                                         "heads, and only they, are multi-label")
+    model2vec_config = load_json(model2vec_path, what="model2vec config")
+    dim = check_type(model2vec_config, "hidden_dim", model2vec_path, int, what="a positive int")
+    check_type(model2vec_config, "normalize", model2vec_path, bool)
+    tokenizer = _static_tokenizer(folder)
+    table = _array(_read_arrays(table_path)[0], EMBEDDINGS_KEY, table_path, (tokenizer.backend.get_vocab_size(), dim),
+                   f"tokenizer.json's vocabulary and {model2vec_path.name}'s hidden_dim")
+    arrays, metadata = _read_arrays(head_path)
+    if "num_classes" in metadata:  # written since this check exists; earlier heads have only their columns
+        check_count(config_path, "labels", len(labels), int(metadata["num_classes"]),
+                    f"{head_path.name}'s num_classes")
+    rows = _array(arrays, "weight", head_path, (None, dim), f"the embeddings' width in {table_path.name}").shape[0]
+    _array(arrays, "bias", head_path, (rows,), f"weight's {rows} row(s)")
+    if "constant" in arrays:
+        _array(arrays, "constant", head_path, (rows,), f"weight's {rows} row(s)")
+    if kind == "binary":
+        check_count(head_path, "weight", rows, 1, f"{config_path.name}'s head_kind 'binary'")
+    check_indices(config_path, "head_columns", config.get("head_columns"), len(labels), f"the {len(labels)} labels",
+                  count=2 if kind == "binary" else rows,
+                  count_from=f"the head_kind {kind!r} with {rows} weight rows in {head_path.name}")
+    return config, model2vec_config, arrays, table, tokenizer
 
 
 # --------------------------------------------------------------------------------------------------- distillation
@@ -278,7 +345,7 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         spec = linear_head_spec(head)
         arrays = {name: np.asarray(spec[name], np.float32) for name in ("weight", "bias", "constant")
                   if spec.get(name) is not None}
-        save_tensors(tmp / STATIC_HEAD_NAME, arrays)
+        save_tensors(tmp / STATIC_HEAD_NAME, arrays, metadata={"num_classes": str(len(model.labels))})
         save_json(tmp / STATIC_CONFIG_NAME, _static_config(model, {
             "head_kind": spec["kind"], "head_columns": np.asarray(spec["columns"]).astype(int).tolist(),
             "refit_texts": len(texts), "refit_unlabeled_texts": len(unlabeled),

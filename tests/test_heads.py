@@ -142,7 +142,7 @@ def test_sklearn_load_rejects_mismatched_files(tmp_path: Path) -> None:
     tensors = {k: v.numpy() for k, v in load_tensors(folder / HEAD_WEIGHTS_NAME).items()}
     tensors["estimators.0.coef"] = tensors["estimators.0.coef"][:, :5]
     save_tensors(folder / HEAD_WEIGHTS_NAME, tensors)
-    with pytest.raises(ValueError, match=r"head\.safetensors.*coef shape"):
+    with pytest.raises(ValueError, match=r"head\.safetensors: estimators\.0\.coef has shape \(3, 5\)"):
         load_head(folder)
 
     folder2 = tmp_path / "head2"
@@ -179,6 +179,7 @@ def test_other_estimator_without_skops_gives_clear_error(tmp_path: Path, monkeyp
         tmp_path / "head" / HEAD_CONFIG_NAME,
         {
             "type": "sklearn",
+            "format_version": 1,
             "num_classes": 3,
             "multi_label": False,
             "format": "skops",
@@ -260,7 +261,7 @@ def test_torch_head_errors(tmp_path: Path) -> None:
     head.save(tmp_path / "head")
     cfg = load_json(tmp_path / "head" / HEAD_CONFIG_NAME, what="head config")
     save_json(tmp_path / "head" / HEAD_CONFIG_NAME, {**cfg, "in_features": 7})
-    with pytest.raises(ValueError, match=r"head\.safetensors has linear\.weight of shape"):
+    with pytest.raises(ValueError, match=r"head\.safetensors: linear\.weight has shape"):
         load_head(tmp_path / "head")
 
 

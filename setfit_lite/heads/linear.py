@@ -17,7 +17,8 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import LabelBinarizer
 
-from .common import MULTI_TARGET_STRATEGIES, STRATEGY_OF_TYPE, corrupt_head_error
+from ..serialization.validate import ModelFormatError, check_float_dtype, check_shape
+from .common import HEAD_CONFIG_NAME, MULTI_TARGET_STRATEGIES, STRATEGY_OF_TYPE, corrupt_head_error
 from .params import params_from_json, params_to_json
 
 # label-binarizer state kept in config["label_binarizer"] beside its parameters
@@ -118,14 +119,15 @@ def _rebuild_lr(params: dict, tensors: Mapping[str, torch.Tensor], i: int, n_fea
     coef = _tensor(tensors, prefix + "coef", path)
     intercept = _tensor(tensors, prefix + "intercept", path)
     classes = _tensor(tensors, prefix + "classes", path)
-    n_rows = 1 if classes.shape[:1] == (2,) else (classes.shape[0] if classes.ndim == 1 else -1)
-    if classes.ndim != 1 or classes.shape[0] < 2 or coef.shape != (n_rows, n_features):
-        raise corrupt_head_error(
-            path,
-            f"has estimator {i} coef shape {coef.shape} / classes {classes.shape}, expected ({n_rows}, {n_features})",
-        )
-    if intercept.shape != (n_rows,):
-        raise corrupt_head_error(path, f"has estimator {i} intercept shape {intercept.shape}, expected ({n_rows},)")
+    if classes.ndim != 1 or classes.shape[0] < 2:
+        raise ModelFormatError(path, prefix + "classes", f"has shape {classes.shape}; a fitted LogisticRegression "
+                                                         "has two classes or more")
+    n_rows = 1 if classes.shape[0] == 2 else classes.shape[0]
+    implied = f"its {classes.shape[0]} classes and {n_features} input features ({HEAD_CONFIG_NAME})"
+    check_shape(path, prefix + "coef", coef.shape, (n_rows, n_features), implied)
+    check_shape(path, prefix + "intercept", intercept.shape, (n_rows,), implied)
+    for name, array in (("coef", coef), ("intercept", intercept)):
+        check_float_dtype(path, prefix + name, array.dtype)
     lr = LogisticRegression(**params)
     lr.coef_, lr.intercept_, lr.classes_, lr.n_features_in_ = coef, intercept, classes, n_features
     if prefix + "n_iter" in tensors:
@@ -165,7 +167,9 @@ def rebuild_lr_family(
     for i, (kind, nf) in enumerate(zip(kinds, n_feats)):
         expected_nf = n_features + (i if strategy == "classifier-chain" else 0)
         if nf != expected_nf:
-            raise corrupt_head_error(path, f"expects {nf} input features for estimator {i}, config says {expected_nf}")
+            raise ModelFormatError(path.with_name(HEAD_CONFIG_NAME), "n_features_in",
+                                   f"is {n_features} but member_n_features[{i}] is {nf} (expected {expected_nf}): "
+                                   "the files do not match")
         if kind == "logistic_regression":
             member = _rebuild_lr(params, tensors, i, nf, path)
             classes = member.classes_
@@ -176,7 +180,9 @@ def rebuild_lr_family(
             raise corrupt_head_error(path, f"has an unknown estimator kind {kind!r}")
         valid = (0, 1) if multi_label or strategy == "one-vs-rest" else range(num_classes)
         if not np.isin(classes, valid).all():
-            raise corrupt_head_error(path, f"has estimator {i} classes {classes.tolist()} outside {list(valid)}")
+            key = f"estimators.{i}.{'classes' if kind == 'logistic_regression' else 'y'}"
+            raise ModelFormatError(path, key, f"has classes {classes.tolist()} outside {list(valid)} (num_classes "
+                                              f"{num_classes} in {HEAD_CONFIG_NAME})")
         members.append(member)
     if strategy is None:
         return members[0], ignored

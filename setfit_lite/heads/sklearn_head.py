@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
 from ..inference import predict_ids
-from ..serialization import atomic_write_bytes, load_json, load_tensors, save_json, save_tensors
+from ..serialization import atomic_write_bytes, load_tensors, save_json, save_tensors
 from .common import (
     FORMAT_VERSION,
     HEAD_CONFIG_NAME,
@@ -24,6 +24,7 @@ from .common import (
     HEAD_WEIGHTS_NAME,
     MULTI_TARGET_STRATEGIES,
     STRATEGY_OF_TYPE,
+    read_head_config,
 )
 from .linear import is_lr, lr_family_state, rebuild_lr_family
 from .params import check_sklearn_version
@@ -188,10 +189,7 @@ class SklearnHead:
         installed one does not have.
         """
         folder = Path(folder)
-        config_path = folder / HEAD_CONFIG_NAME
-        cfg = load_json(config_path, what="head config")
-        if not isinstance(cfg, dict) or cfg.get("type") != "sklearn":
-            raise ValueError(f"head config file {config_path} does not describe an sklearn head")
+        config_path, cfg = read_head_config(folder, "sklearn")
         num_classes, multi_label, strategy = (
             cfg.get("num_classes"),
             cfg.get("multi_label"),

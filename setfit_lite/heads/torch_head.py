@@ -15,8 +15,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..inference import predict_ids
-from ..serialization import load_json, load_tensors, save_json, save_tensors
-from .common import FORMAT_VERSION, HEAD_CONFIG_NAME, HEAD_SKOPS_NAME, HEAD_WEIGHTS_NAME, corrupt_head_error
+from ..serialization import load_tensors, save_json, save_tensors
+from ..serialization.validate import check_float_dtype, check_shape
+from .common import (
+    FORMAT_VERSION,
+    HEAD_CONFIG_NAME,
+    HEAD_SKOPS_NAME,
+    HEAD_WEIGHTS_NAME,
+    corrupt_head_error,
+    read_head_config,
+)
 from .validation import as_features, check_labels, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -237,10 +245,8 @@ class SetFitHead(nn.Module):
     def load(cls, folder: str | Path, *, device: str | torch.device | None = None) -> SetFitHead:
         """Load a saved head (in eval mode), checking tensor names and shapes against the config."""
         folder = Path(folder)
-        config_path, path = folder / HEAD_CONFIG_NAME, folder / HEAD_WEIGHTS_NAME
-        cfg = load_json(config_path, what="head config")
-        if not isinstance(cfg, dict) or cfg.get("type") != "torch":
-            raise ValueError(f"head config file {config_path} does not describe a torch head")
+        config_path, cfg = read_head_config(folder, "torch")
+        path = folder / HEAD_WEIGHTS_NAME
         try:
             head = cls(
                 in_features=cfg["in_features"],
@@ -258,10 +264,9 @@ class SetFitHead(nn.Module):
         if set(tensors) != set(expected):
             raise corrupt_head_error(path, f"has tensors {sorted(tensors)}, expected {sorted(expected)}")
         for name, value in expected.items():
-            if tensors[name].shape != value.shape:
-                raise corrupt_head_error(
-                    path, f"has {name} of shape {tuple(tensors[name].shape)}, expected {tuple(value.shape)}"
-                )
+            check_float_dtype(path, name, tensors[name].dtype)
+            check_shape(path, name, tensors[name].shape, value.shape,
+                        f"{HEAD_CONFIG_NAME}'s in_features, num_classes and hidden_size")
         dtypes = {t.dtype for t in tensors.values()}
         if len(dtypes) == 1 and next(iter(dtypes)).is_floating_point:
             head = head.to(next(iter(dtypes)))

@@ -9,7 +9,8 @@ torch is imported only to save or load tensors.
 - :mod:`.files`: JSON and safetensors files;
 - :mod:`.pickles`: finding and refusing pickle files;
 - :mod:`.manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load;
-- :mod:`.update`: saving into an existing folder (the user's other files stay), safe against a kill.
+- :mod:`.update`: saving into an existing folder (the user's other files stay), safe against a kill;
+- :mod:`.validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from .files import load_json, load_tensors, save_json, save_tensors
 from .manifest import MANIFEST_NAME, sha256_file, verify_manifest, write_manifest
 from .pickles import PICKLE_SUFFIXES, find_pickle_files, refuse_pickles
 from .update import SAVE_JOURNAL_NAME, atomic_update_directory, recover_interrupted_save
+from .validate import ModelFormatError
 
 __all__ = [
     "MANIFEST_NAME",
+    "ModelFormatError",
     "PICKLE_SUFFIXES",
     "SAVE_JOURNAL_NAME",
     "atomic_directory",

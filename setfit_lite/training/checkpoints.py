@@ -13,6 +13,7 @@ from ..callbacks import EarlyStopping
 from ..checkpoint import (
     CheckpointError,
     finalize_checkpoint,
+    load_body_state,
     load_checkpoint,
     new_staging_dir,
     set_rng_state,
@@ -69,10 +70,7 @@ def resume(session: Session, path: Path, optimizer: torch.optim.Optimizer, sched
     if saved["info"]["world_size"] != backend.world_size:
         raise CheckpointError(f"checkpoint {path} was written by {saved['info']['world_size']} process(es); "
                               f"resume it with the same number (now {backend.world_size})")
-    missing, unexpected = session.model.model_body.load_state_dict(saved["body"], strict=False)
-    if unexpected or [k for k in missing if not k.endswith("position_ids")]:
-        raise CheckpointError(f"checkpoint {path} does not fit this model's body "
-                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    load_body_state(session.model.model_body, saved["body"], path)
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
     backend.load_state_dict(saved.get("backend") or {})
