@@ -152,6 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_output(output: str, *inputs: str | None, suffix: str) -> None:
+    """The output-path guard (:func:`~setfit_lite.serialization.check_output_path`), before anything is read: no
+    command writes into, over or around a folder or file it reads (inputs that do not exist, hub names, are
+    skipped)."""
+    from .serialization import check_output_path
+
+    check_output_path(output, *inputs, suffix=suffix)
+
+
 def _train_args(ns: argparse.Namespace) -> Any:
     from .training_args import TrainingArguments
 
@@ -186,6 +195,7 @@ def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
     from .modeling import SetFitModel
     from .trainer import Trainer
 
+    _check_output(ns.output_dir, ns.model, ns.data, ns.eval_data, suffix="trained")
     args = _train_args(ns)
     if ns.save_steps and not ns.resume and (earlier := latest_checkpoint(args.output_dir)) is not None:
         raise ValueError(f"{earlier} is a checkpoint of an earlier run: add --resume to continue it, or remove "
@@ -213,6 +223,9 @@ def cmd_search(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.study_name and not ns.storage:
         raise ValueError("--study-name needs --storage (an in-memory study cannot be continued)")
+    if ns.output:
+        storage_file = ns.storage.removeprefix("sqlite:///") if ns.storage else None  # a URL is no path: skipped
+        _check_output(ns.output, ns.model, ns.data, ns.eval_data, ns.space, storage_file, suffix="best")
     # a database that cannot be reached, or refuses the password, fails here: before any data or model is loaded
     storage = open_storage(ns.storage, heartbeat_interval=ns.heartbeat_interval, grace_period=ns.grace_period,
                            max_retry=ns.max_retry)
@@ -384,6 +397,7 @@ def cmd_export(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.static and ns.quantize:
         raise ValueError("--quantize applies to ONNX exports, not to --static")
+    _check_output(ns.output_dir, ns.model_dir, ns.data, ns.unlabeled_data, suffix="static" if ns.static else "onnx")
     model = SetFitModel.from_pretrained(ns.model_dir)
     if ns.static:
         out = _export_static(ns, model)
@@ -404,9 +418,7 @@ def cmd_convert(ns: argparse.Namespace) -> dict[str, Any]:
     source, out = Path(ns.setfit_dir), Path(ns.output_dir)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder; give a folder for the converted model")
-    if out.exists() and source.exists() and out.resolve() == source.resolve():
-        raise ValueError(f"OUTPUT_DIR must differ from SETFIT_DIR ({source}): the converted model must not sit "
-                         "next to the pickles it replaces")
+    _check_output(ns.output_dir, ns.setfit_dir, suffix="setfit-lite")  # not beside the pickles it replaces
     if not source.is_dir():
         raise FileNotFoundError(f"{source} is not a folder")
     pickles = find_pickle_files(source)
@@ -431,6 +443,7 @@ def cmd_demo(ns: argparse.Namespace) -> dict[str, Any]:
     from .trainer import Trainer
     from .training_args import TrainingArguments
 
+    _check_output(ns.output_dir, ns.model, suffix="demo")
     data = demo_dataset()
     train = sample_dataset(data, label_column="label", num_samples=ns.shots, seed=ns.seed)
     train_texts = set(train["text"])

@@ -67,6 +67,10 @@ class DistillationTrainer(Trainer):
             self._train_data = None
         self.model.training_info["distilled_from"] = teacher.source or "a SetFitModel in memory"
 
+    def read_folders(self) -> list[Any]:
+        """The student's folder and the teacher's."""
+        return [*super().read_folders(), self.teacher_model.source_folder]
+
     def _batch_labels(self, ids: np.ndarray) -> Callable[[np.ndarray], torch.Tensor]:
         return lambda rows: torch.as_tensor(rows, dtype=torch.long)  # rows of the teacher's embedding matrix
 

@@ -28,6 +28,7 @@ from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize
 from .params import check_param
 from .serialization import (
     atomic_update_directory,
+    check_output_path,
     load_json,
     refuse_pickles,
     save_json,
@@ -149,8 +150,10 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     ``quantize="int8"`` dynamically quantises the weights (smaller and usually faster on CPU, slightly less
     accurate); ``"int8-static"`` also quantises the inputs of the weight matmuls with scales calibrated on
     ``calibration_texts`` (e.g. the training texts; QDQ format, which OpenVINO runs with int8 kernels too).
-    ``model.onnx`` is then the quantised graph. Raises ValueError for heads with no graph form.
+    ``model.onnx`` is then the quantised graph. Raises ValueError for heads with no graph form, and for a ``path``
+    that is, contains or lies inside the folder ``model`` was loaded from (before anything is read or written).
     """
+    check_output_path(path, getattr(model, "source_folder", None), suffix="onnx")
     if quantize not in QUANTIZE_OPTIONS:
         raise ValueError(f"quantize must be one of {QUANTIZE_OPTIONS}, got {quantize!r}")
     check_param("opset", opset)

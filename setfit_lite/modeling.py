@@ -19,7 +19,9 @@ from .data import check_label_names, validate_texts
 from .inference import Predictor, length_sorted_batches, tokenize_texts, with_prompt
 from .params import check_param
 from .serialization import (
+    MANIFEST_NAME,
     atomic_update_directory,
+    check_output_path,
     load_json,
     recover_interrupted_save,
     refuse_pickles,
@@ -79,6 +81,7 @@ class SetFitModel(Predictor):
         self.normalize_embeddings = normalize_embeddings
         self.prompt = prompt if prompt is not None else default_prompt(model_body)
         self.source = source
+        self.source_folder: Path | None = None  # the folder from_pretrained read: writers never write over it
         self.training_info: dict[str, Any] = {}
 
     # ---- construction -------------------------------------------------------------------------
@@ -142,6 +145,7 @@ class SetFitModel(Predictor):
             check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
                         _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
         model.training_info = saved.get("training_info", {})
+        model.source_folder = Path(os.path.realpath(folder))
         return model
 
     # ---- labels and heads ---------------------------------------------------------------------
@@ -322,9 +326,18 @@ class SetFitModel(Predictor):
         ``manifest.json`` lists) that this model does not write are removed; anything else is left alone. A
         process killed mid-save leaves the previous model or the new one, never a mix. A path that is not a
         folder raises FileExistsError.
+
+        A folder that is, contains or lies inside the one this model was loaded from (``source_folder``) is refused
+        with ValueError, before anything is written, with one exception: the folder of a model setfit_lite saved
+        (its ``config_setfit_lite.json`` and ``manifest.json``), into which saving again replaces only the files
+        of that model, as setfit's ``from_pretrained(path)`` then ``save_pretrained(path)`` does. A body or a
+        setfit folder (whose files setfit_lite did not write) is never saved over.
         """
         from .model_card import render_model_card
 
+        source = self.source_folder
+        check_output_path(save_directory, source, allow_same=source is not None and _is_saved_model(source),
+                          suffix="saved")
         with atomic_update_directory(save_directory) as tmp:
             with quiet_dependencies():
                 self.model_body.save(str(tmp))
@@ -377,6 +390,11 @@ def _is_fitted_head(head: Any) -> bool:
 
 _SETTING_DEFAULTS: dict[str, Any] = {"multi_target_strategy": None, "use_differentiable_head": False,
                                      "head_params": {}, "normalize_embeddings": False}
+
+
+def _is_saved_model(folder: Path) -> bool:
+    """Whether ``folder`` holds a model that setfit_lite saved (so every file of it is listed in its manifest)."""
+    return (folder / CONFIG_NAME).is_file() and (folder / MANIFEST_NAME).is_file()
 
 
 def _check_model_folder(folder: Path) -> None:

@@ -38,6 +38,7 @@ from .inference import Predictor, TokenizerFile, predict_ids, with_prompt
 from .params import check_param, check_params
 from .serialization import (
     atomic_update_directory,
+    check_output_path,
     load_json,
     refuse_pickles,
     save_json,
@@ -292,7 +293,8 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     refitted on the static embeddings of ``texts`` with ``labels`` (None: the labels ``model`` predicts) and of
     ``unlabeled_texts`` with the labels ``model`` predicts. ``pca_dims``: the embedding size (None: the body's);
     ``dtype``: "float16" (half the disk) or "float32" for the table. An existing folder keeps its other files (as
-    ``save_pretrained``). Returns the folder.
+    ``save_pretrained``); a ``path`` that is, contains or lies inside the folder ``model`` was loaded from is
+    refused before anything is read or written. Returns the folder.
     """
     from sklearn.decomposition import PCA
 
@@ -300,6 +302,7 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     from .heads import build_head
     from .heads.linear import linear_head_spec
 
+    check_output_path(path, getattr(model, "source_folder", None), suffix="static")
     model._check_fitted()
     if dtype not in ("float16", "float32"):
         raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")

@@ -32,6 +32,7 @@ from .modeling import SetFitModel
 from .reporting import reporting_callbacks
 from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
+from .serialization import check_output_path
 from .training.head_fit import add_label_prior, fit_head, fit_prototypes, gather_embeddings, single_text_classes
 from .training.interim_eval import InterimEvaluator
 from .training.loop import Phase, run_phase
@@ -201,6 +202,7 @@ class Trainer:
                                  f"({', '.join(sorted(arg_params))}): give one of them")
             self.apply_hyperparameters(params, final_model=True)
         args = args or self.args
+        self.check_output_dir(args, resume_from_checkpoint)
         resume_from = resolve_checkpoint(resume_from_checkpoint, args.output_dir) if resume_from_checkpoint \
             else None
         if self._train_data is None:
@@ -225,6 +227,19 @@ class Trainer:
             self._train(args, backend, data, ids, multi_label, resume_from)
         finally:
             backend.teardown()
+
+    def read_folders(self) -> list[Any]:
+        """The folders training reads from (the model's), which checkpoints never go into, over or around."""
+        return [getattr(self.model, "source_folder", None)]
+
+    def check_output_dir(self, args: TrainingArguments, resume_from_checkpoint: Any = None) -> None:
+        """ValueError if checkpoints would be written into, over or around a folder training reads: the model's
+        (``read_folders``), or the checkpoint resumed from (which may lie inside ``output_dir``, its run's)."""
+        if args.save_strategy == "no":
+            return
+        check_output_path(args.output_dir, *self.read_folders(), suffix="checkpoints")
+        if isinstance(resume_from_checkpoint, (str, os.PathLike)):
+            check_output_path(args.output_dir, resume_from_checkpoint, allow_contained=True, suffix="checkpoints")
 
     def _train(self, args: TrainingArguments, backend: Backend, data: LabeledData, ids: np.ndarray,
                multi_label: bool, resume_from: Any) -> None:

@@ -213,7 +213,7 @@ def test_convert_refuses_a_file_and_its_own_folder(tmp_path: Path, tiny_body_pat
     assert f"{target} exists and is not a folder" in capsys.readouterr().err
     assert target.read_text() == "keep me"
     assert main(["convert", str(source), str(source)]) == 2
-    assert "OUTPUT_DIR must differ from SETFIT_DIR" in capsys.readouterr().err
+    assert f"the output {source} is the input {source}" in capsys.readouterr().err
     assert not (source / "config_setfit_lite.json").exists()
 
 

@@ -5,7 +5,8 @@ This package has no other setfit_lite imports, so any module may use it: write f
 :func:`atomic_directory`, JSON with :func:`save_json` and digests with :func:`sha256_file` rather than anew.
 torch is imported only to save or load tensors.
 
-- :mod:`.atomic`: files and folders that appear complete or not at all;
+- :mod:`.atomic`: files and folders that appear complete or not at all, one writer of a folder at a time;
+- :mod:`.guard`: :func:`check_output_path`, which every writer calls so that it never writes over what it reads;
 - :mod:`.files`: JSON and safetensors files;
 - :mod:`.pickles`: finding and refusing pickle files;
 - :mod:`.manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load;
@@ -15,8 +16,9 @@ torch is imported only to save or load tensors.
 
 from __future__ import annotations
 
-from .atomic import atomic_directory, atomic_write_bytes, atomic_write_text
+from .atomic import atomic_directory, atomic_write_bytes, atomic_write_text, path_lock
 from .files import load_json, load_tensors, save_json, save_tensors
+from .guard import check_output_path
 from .manifest import MANIFEST_NAME, sha256_file, verify_manifest, write_manifest
 from .pickles import PICKLE_SUFFIXES, find_pickle_files, refuse_pickles
 from .update import SAVE_JOURNAL_NAME, atomic_update_directory, recover_interrupted_save
@@ -31,9 +33,11 @@ __all__ = [
     "atomic_update_directory",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_output_path",
     "find_pickle_files",
     "load_json",
     "load_tensors",
+    "path_lock",
     "recover_interrupted_save",
     "refuse_pickles",
     "save_json",

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_path", "remove_path",
-           "temp_sibling"]
+__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_path", "path_lock",
+           "remove_path", "replace_directory", "temp_sibling"]
 
 
 def fsync_path(path: Path) -> None:
@@ -48,10 +48,18 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     If ``path`` already exists it is renamed aside, the temp folder is renamed in, then the old one is
     removed (restored instead if the swap fails). On an exception inside the block the temp folder is
-    removed and any previous ``path`` is left untouched.
+    removed and any previous ``path`` is left untouched. Writers of one path, in any process or thread, take
+    turns (:func:`path_lock`): each one's folder appears whole, and the last one's stays.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    with path_lock(target), replace_directory(target) as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def replace_directory(target: Path) -> Iterator[Path]:
+    """:func:`atomic_directory` for a caller that holds ``target``'s :func:`path_lock` (and made its parent)."""
     tmp = temp_sibling(target, "tmp")
     tmp.mkdir()  # unlike tempfile.mkdtemp, honours the umask (the folder becomes the final target)
     try:
@@ -77,6 +85,57 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     fsync_dir(target.parent)
     if old is not None:
         remove_path(old)
+
+
+@contextlib.contextmanager
+def path_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock on the folder ``path`` (which may not exist yet) for the block; wait for it.
+
+    The lock is ``flock`` on a hidden ``.NAME.lock`` file beside the folder (where its parent is read-only: in
+    the folder), so that every spelling of the path, every process and every thread shares it; the kernel drops
+    it when its holder dies. The file is removed on release: a waiter that then gets the lock of the removed
+    file tries again on the current one. Without ``fcntl`` (Windows), the ``filelock`` package locks instead.
+    """
+    resolved = Path(os.path.realpath(path))
+    lock = resolved.with_name(f".{resolved.name}.lock")
+    try:
+        fd = _locked_fd(lock)
+    except PermissionError:
+        if not resolved.is_dir():
+            raise
+        lock = resolved / ".setfit_lite.lock"
+        fd = _locked_fd(lock)
+    if fd is None:  # no fcntl
+        from filelock import FileLock
+
+        with FileLock(lock):
+            yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)  # still holding the lock: no one else can hold this file now
+        os.close(fd)
+
+
+def _locked_fd(lock: Path) -> int | None:
+    """An open descriptor of ``lock`` holding its flock, the file still in place (None without ``fcntl``)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                    return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the holder before removed the file: lock the current one
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_directory, fsync_dir, fsync_path, remove_path
+from .atomic import fsync_dir, fsync_path, path_lock, remove_path, replace_directory
 from .files import load_json, save_json
 from .manifest import MANIFEST_NAME, is_inside, read_manifest, sha256_file, write_manifest
 
@@ -38,32 +38,34 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The update commits by writing a journal once every file is staged: a process killed before that leaves
     the previous content; after it, the next :func:`recover_interrupted_save` (every load and save of the
-    folder calls it) completes the update. Either way the folder never holds a mix. Concurrent saves into
-    one folder are not supported.
+    folder calls it) completes the update. Either way the folder never holds a mix. Concurrent saves into one
+    folder take turns (:func:`~.atomic.path_lock`: a lock file beside it): each succeeds, the last one's stays.
     """
     target = Path(path)
-    if target.is_symlink() and not target.exists() or target.exists() and not target.is_dir():
-        raise FileExistsError(f"cannot save into {target}: it exists and is not a folder (it was left untouched)")
-    if not target.exists():
-        with atomic_directory(target) as tmp:
-            yield tmp
-            write_manifest(tmp)
-        return
-    recover_interrupted_save(target)
-    _remove_leftovers(target)
-    stage = target / f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
-    stage.mkdir()
-    try:
-        yield stage
-        written = [*sorted(write_manifest(stage)), MANIFEST_NAME]  # the manifest moves in last
-        _check_no_conflicts(target, written)
-        journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
-        _fsync_tree(stage)
-        save_json(target / SAVE_JOURNAL_NAME, journal)  # the commit point
-    except BaseException:
-        remove_path(stage)
-        raise
-    _apply_journal(target, journal)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with path_lock(target):
+        if target.is_symlink() and not target.exists() or target.exists() and not target.is_dir():
+            raise FileExistsError(f"cannot save into {target}: it exists and is not a folder (it was left untouched)")
+        if not target.exists():
+            with replace_directory(target) as tmp:
+                yield tmp
+                write_manifest(tmp)
+            return
+        recover_interrupted_save(target)
+        _remove_leftovers(target)
+        stage = target / f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+        stage.mkdir()
+        try:
+            yield stage
+            written = [*sorted(write_manifest(stage)), MANIFEST_NAME]  # the manifest moves in last
+            _check_no_conflicts(target, written)
+            journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
+            _fsync_tree(stage)
+            save_json(target / SAVE_JOURNAL_NAME, journal)  # the commit point
+        except BaseException:
+            remove_path(stage)
+            raise
+        _apply_journal(target, journal)
 
 
 def recover_interrupted_save(folder: str | os.PathLike[str]) -> bool:
