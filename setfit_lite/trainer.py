@@ -175,7 +175,8 @@ class Trainer:
     # ---- training -----------------------------------------------------------------------------
     def train(self, args: TrainingArguments | None = None, trial: Any = None,
               resume_from_checkpoint: Any = None, **kwargs: Any) -> None:
-        """Validate the data, train the body contrastively, then fit the head.
+        """Validate the data, train the body contrastively, then fit the head. The model is left in eval mode
+        (dropout off), also when training raises.
 
         ``args`` replaces the training arguments for this call only. ``trial`` (setfit's keyword: a dict of
         hyperparameters, or an Optuna trial such as ``best.study.best_trial``) first applies its parameters as a
@@ -225,6 +226,7 @@ class Trainer:
             self._train(args, backend, data, ids, multi_label, resume_from)
         finally:
             backend.teardown()
+            self.model.settle_eval()
 
     def _train(self, args: TrainingArguments, backend: Backend, data: LabeledData, ids: np.ndarray,
                multi_label: bool, resume_from: Any) -> None:
