@@ -5,6 +5,8 @@ to pass. A predict file that is not UTF-8 names the file and the line."""
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,15 +85,21 @@ def test_prediction_inputs(tier_models: dict, tmp_path: Path, kind: str, entry: 
         assert got == want
 
 
-def test_a_predict_file_that_is_not_utf8_names_the_file_and_line(tier_models: dict, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_predict_input_that_is_not_utf8_names_the_file_and_line(tier_models: dict, tmp_path: Path, source: str,
+                                                                  capsys: pytest.CaptureFixture,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "model"
     tier_models["torch"].save_pretrained(folder)
+    data = "good film\n\nbad plot\ncaf\xe9 ok\n".encode("latin-1")
     path = tmp_path / "texts.txt"
-    path.write_bytes("good film\n\nbad plot\ncaf\xe9 ok\n".encode("latin-1"))
-    assert main(["predict", str(folder), str(path)]) == 2
+    path.write_bytes(data)
+    if source == "stdin":
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    assert main(["predict", str(folder), str(path) if source == "file" else "-"]) == 2
     err = capsys.readouterr().err
-    assert f"{path}: line 4" in err and "not valid UTF-8" in err and "byte 3" in err, err
+    name = str(path) if source == "file" else "<stdin>"
+    assert f"{name}: line 4 is not valid UTF-8 (byte 3 of the line is b'\\xe9')" in err, err
     assert "Traceback" not in err
 
 
