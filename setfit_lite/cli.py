@@ -324,8 +324,11 @@ def format_groups(result: dict[str, Any], metric: str, column: str) -> str:
 
 def _read_texts(source: str, text_column: str) -> Iterator[str]:
     if source == "-":
-        for line in sys.stdin:
-            line = line.rstrip("\n")
+        from .inference import decoded_lines
+
+        buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded line by line: an error names the line
+        lines = decoded_lines(buffer, "<stdin>") if buffer is not None else (t.rstrip("\n") for t in sys.stdin)
+        for line in lines:
             if line.strip():
                 yield _maybe_json_text(line, text_column)
         return

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .data import encode_labels, validate_texts
+from .data import check_text_collection, encode_labels, validate_texts
 from .params import check_param
 
 __all__ = [
@@ -29,16 +30,23 @@ __all__ = [
     "Predictor",
     "TokenizerFile",
     "chunks",
+    "decoded_lines",
     "iter_text_file",
     "labels_from_proba",
     "length_sorted_batches",
     "predict_ids",
+    "text_stream",
     "tokenize_texts",
     "with_prompt",
 ]
 
 STREAM_CHUNK = 8192
 MULTI_LABEL_THRESHOLD = 0.5
+# what to pass instead of a bare str where texts are streamed (a str there could be a text or a file's name)
+STREAM_STR_HINT = "pass [text] for one text or pathlib.Path(...) for a file of one text per line"
+# a transformers fast tokenizer stores its truncation in the Rust tokenizer and changes it on a call asking for
+# another length: a call in another thread meanwhile would truncate to the wrong length, so calls take turns
+_TOKENIZE_LOCK = threading.Lock()
 
 
 def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
@@ -47,9 +55,10 @@ def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
 
 
 def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None) -> list[list[int]]:
-    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended."""
-    out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
-                    return_attention_mask=False, return_token_type_ids=False)
+    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended; thread-safe."""
+    with _TOKENIZE_LOCK:
+        out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
+                        return_attention_mask=False, return_token_type_ids=False)
     return out["input_ids"]
 
 
@@ -98,12 +107,32 @@ class TokenizerFile:
         return ids, mask
 
 
+def decoded_lines(handle: Iterable[bytes], name: str) -> Iterator[str]:
+    """The lines of a binary stream as UTF-8 text, line end removed. A line that is not UTF-8 raises ValueError
+    naming ``name``, the line (counted from 1) and the byte of the line where decoding failed."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{name}: line {number} is not valid UTF-8 (byte {err.start} of the line is "
+                             f"{raw[err.start:err.start + 1]!r}): convert it to UTF-8") from None
+        yield line.rstrip("\n").rstrip("\r")
+
+
 def iter_text_file(path: str | os.PathLike) -> Iterator[str]:
     """The non-blank lines of a UTF-8 text file, newline removed, read lazily (a file of any size)."""
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield line.rstrip("\n").rstrip("\r")
+    with open(path, "rb") as handle:
+        yield from (line for line in decoded_lines(handle, str(path)) if line.strip())
+
+
+def text_stream(inputs: Iterable[str] | os.PathLike) -> Iterable[str]:
+    """The texts of ``inputs`` where texts are streamed: an ``os.PathLike`` is a UTF-8 file of one text per
+    non-blank line (read lazily), an iterable gives the texts. TypeError, saying what to pass, for a bare ``str``
+    (one text or a file's name?), bytes, a mapping (its keys are not texts to predict) or a non-iterable."""
+    if isinstance(inputs, os.PathLike):
+        return iter_text_file(inputs)
+    check_text_collection(inputs, single=STREAM_STR_HINT)
+    return inputs
 
 
 def length_sorted_batches(token_ids: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
@@ -157,6 +186,12 @@ class Predictor:
 
     Subclasses set ``labels`` (the classes, in ``predict_proba``'s column order) and ``multi_label``, and implement
     :meth:`_proba_chunk`; they may override :meth:`_check_fitted`.
+
+    Inputs, one rule for every entry point and model: a ``str`` is one text (``predict``/``predict_proba`` give one
+    label/row; where texts are streamed, ``predict_iter``/``iter_proba``, a bare ``str`` is refused: pass
+    ``[text]``); a file is passed as an ``os.PathLike`` such as ``pathlib.Path("corpus.txt")`` (one text per
+    non-blank line, UTF-8); any other iterable of ``str`` (list, tuple, array, generator) gives the texts. A dict,
+    bytes, a non-iterable or a text that is not a ``str`` raises TypeError saying what to pass.
     """
 
     labels: list | None
@@ -170,15 +205,16 @@ class Predictor:
         """Probabilities (len(texts), len(labels)), float32, of validated texts."""
         raise NotImplementedError
 
-    def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32,
+    def predict_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32,
                       show_progress_bar: bool | None = None) -> np.ndarray:
-        """Class probabilities, columns in ``labels`` order; one text gives one row. Iterables are streamed."""
+        """Class probabilities, columns in ``labels`` order; one text (a ``str``) gives one row, an iterable or a
+        file (``os.PathLike``) one row per text. Iterables are streamed."""
         return self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
-    def class_proba(self, inputs: str | Iterable[str], batch_size: int = 32,
+    def class_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32,
                     show_progress_bar: bool | None = None) -> np.ndarray:
         """Class probabilities as a numpy array (n, len(labels)), columns in ``labels`` order (multi-label: each
-        label's probability); one text gives one row. Iterables are streamed."""
+        label's probability); one text (a ``str``) gives one row. Iterables and files are streamed."""
         self._check_fitted()
         assert self.labels is not None
         single = isinstance(inputs, str)
@@ -189,26 +225,35 @@ class Predictor:
     def iter_proba(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
                    show_progress_bar: bool | None = None) -> Iterator[tuple[list[str], np.ndarray]]:
         """``(texts, probabilities)`` for consecutive chunks of at most :data:`STREAM_CHUNK` texts, computed as they
-        are consumed: memory stays bounded for an iterable or a text file (a path: one text per non-blank line)
-        of any size."""
+        are consumed: memory stays bounded for an iterable or a text file (an ``os.PathLike``: one text per
+        non-blank line) of any size. A bare ``str`` raises TypeError (pass ``[text]`` or ``pathlib.Path(...)``),
+        as do the inputs :func:`text_stream` refuses: at the call, before anything is read."""
         self._check_fitted()
         batch_size = check_param("batch_size", batch_size)
-        texts = iter_text_file(inputs) if isinstance(inputs, os.PathLike) else inputs
+        return self._iter_proba(text_stream(inputs), batch_size, show_progress_bar)
+
+    def _iter_proba(self, texts: Iterable[str], batch_size: int, show_progress_bar: bool | None
+                    ) -> Iterator[tuple[list[str], np.ndarray]]:
         for start, chunk in chunks(texts):
             yield chunk, self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)
 
     def predict_iter(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
                      use_labels: bool = True) -> Iterator[Any]:
         """``predict``'s label of each text as a Python value (multi-label: a multi-hot numpy row), one at a time,
-        streamed over an iterable or a text file (a path: one text per non-blank line) of any size with bounded
-        memory (a chunk of :data:`STREAM_CHUNK` texts at once)."""
-        for _, proba in self.iter_proba(inputs, batch_size):
+        streamed over an iterable or a text file (an ``os.PathLike``: one text per non-blank line) of any size with
+        bounded memory (a chunk of :data:`STREAM_CHUNK` texts at once). A bare ``str`` raises TypeError at the
+        call: pass ``[text]`` for one text, ``pathlib.Path(...)`` for a file."""
+        return self._predict_iter(self.iter_proba(inputs, batch_size), use_labels)
+
+    def _predict_iter(self, parts: Iterator[tuple[list[str], np.ndarray]], use_labels: bool) -> Iterator[Any]:
+        for _, proba in parts:
             labels = self.labels_from_proba(proba, as_numpy=True, use_labels=use_labels)
             yield from (labels if self.multi_label or isinstance(labels, list) else labels.tolist())
 
-    def predict(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
+    def predict(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
                 use_labels: bool = True, show_progress_bar: bool | None = None) -> Any:
-        """Predicted labels (multi-label: a multi-hot array in ``labels`` order). Generators are streamed.
+        """Predicted labels (multi-label: a multi-hot array in ``labels`` order): one label for one text (a
+        ``str``), a list for an iterable of texts or a file (``os.PathLike``). Generators and files are streamed.
         ``use_labels`` (setfit's) applies with ``setfit_return_types``: False gives class ids."""
         proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
         return self.labels_from_proba(proba, as_numpy=as_numpy, use_labels=use_labels)

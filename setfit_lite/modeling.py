@@ -63,6 +63,12 @@ class SetFitModel(Predictor):
     names (strings), otherwise a tensor of label values or class ids (a numpy array with ``as_numpy=True``).
     The head is built at training time, once the number of classes is known, from ``head`` (None: logistic
     regression; or any scikit-learn classifier instance) or, with ``use_differentiable_head=True``, a torch head.
+
+    Threads: the model is in eval mode whenever it is not being trained (constructed, loaded, after
+    ``Trainer.train`` returns or raises), and prediction only reads it, so threads may share one model and call
+    ``predict``/``predict_proba`` concurrently, each getting the sequential result bit for bit. A body or head a
+    user switched to training mode (``.train()``) is switched back to eval by the next prediction (as
+    sentence-transformers' ``encode`` does), never to training mode: predict under eval semantics only.
     """
 
     setfit_return_types = True
@@ -83,6 +89,7 @@ class SetFitModel(Predictor):
         self.source = source
         self.source_folder: Path | None = None  # the folder from_pretrained read: writers never write over it
         self.training_info: dict[str, Any] = {}
+        self.settle_eval()
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -214,6 +221,13 @@ class SetFitModel(Predictor):
         head = self.model_head
         return isinstance(head, torch.nn.Module) or (head is None and self.use_differentiable_head)
 
+    def settle_eval(self) -> None:
+        """Switch the body and a torch head to eval mode where any part of them is in training mode (the state of
+        a model that is not being trained; the trainer calls this when training ends)."""
+        from .heads.torch_head import settle_eval
+
+        settle_eval(self.model_body, self.model_head)
+
     # ---- encoding -----------------------------------------------------------------------------
     def with_prompt(self, texts: list[str]) -> list[str]:
         return with_prompt(texts, self.prompt)
@@ -230,28 +244,27 @@ class SetFitModel(Predictor):
     def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None
                      ) -> np.ndarray:
         """Embeddings of pre-tokenised texts (fp32), batched by length, returned in input order: the one path used
-        by head fitting, evaluation and prediction."""
+        by head fitting, evaluation and prediction. Reads the body only (a body in training mode is first switched
+        to eval, see the class's note on threads)."""
         import torch
         from tqdm.auto import tqdm
+
+        from .heads.torch_head import settle_eval
 
         batch_size = check_param("batch_size", batch_size)
         body = self.model_body
         device = body.device
         out = np.empty((len(token_ids), self.embedding_dim), dtype=np.float32)
-        was_training = body.training
-        body.eval()
+        settle_eval(body)
         batches = length_sorted_batches(token_ids, batch_size)
         bar = tqdm(batches, desc="Encoding", disable=not _show(show_progress_bar, len(token_ids)))
-        try:
-            with torch.inference_mode():
-                for idx in bar:
-                    features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
-                    emb = body(features)["sentence_embedding"]
-                    if self.normalize_embeddings:
-                        emb = torch.nn.functional.normalize(emb, dim=-1)
-                    out[idx] = emb.float().cpu().numpy()
-        finally:
-            body.train(was_training)
+        with torch.inference_mode():
+            for idx in bar:
+                features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
+                emb = body(features)["sentence_embedding"]
+                if self.normalize_embeddings:
+                    emb = torch.nn.functional.normalize(emb, dim=-1)
+                out[idx] = emb.float().cpu().numpy()
         return out
 
     def encode(self, inputs: Sequence[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:

@@ -176,7 +176,8 @@ class Trainer:
     # ---- training -----------------------------------------------------------------------------
     def train(self, args: TrainingArguments | None = None, trial: Any = None,
               resume_from_checkpoint: Any = None, **kwargs: Any) -> None:
-        """Validate the data, train the body contrastively, then fit the head.
+        """Validate the data, train the body contrastively, then fit the head. The model is left in eval mode
+        (dropout off), also when training raises.
 
         ``args`` replaces the training arguments for this call only. ``trial`` (setfit's keyword: a dict of
         hyperparameters, or an Optuna trial such as ``best.study.best_trial``) first applies its parameters as a
@@ -227,6 +228,7 @@ class Trainer:
             self._train(args, backend, data, ids, multi_label, resume_from)
         finally:
             backend.teardown()
+            self.model.settle_eval()
 
     def read_folders(self) -> list[Any]:
         """The folders training reads from (the model's), which checkpoints never go into, over or around."""

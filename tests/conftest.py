@@ -75,3 +75,25 @@ def toy_data() -> dict[str, list[str]]:
 def toy_eval() -> dict[str, list[str]]:
     texts, labels = make_sentences(10, seed=1)
     return {"text": texts, "label": labels}
+
+
+@pytest.fixture(scope="session")
+def tier_models(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One fitted model of each prediction tier on the tiny body: ``torch`` (logistic-regression head),
+    ``torch-differentiable`` (a torch head with dropout), ``onnx`` and ``static`` (both exported from ``torch``)."""
+    from setfit_lite import SetFitModel
+
+    texts, labels = make_sentences(12, seed=0)
+    models = {}
+    for name, options in (("torch", {}), ("torch-differentiable", {"use_differentiable_head": True,
+                                                                   "head_params": {"dropout": 0.5}})):
+        model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"], **options)
+        head = model.new_head(2, multi_label=False)
+        head.fit(model.encode(texts), model.label_ids(labels))
+        model.model_head = head
+        models[name] = model
+    folder = tmp_path_factory.mktemp("tiers")
+    models["onnx"] = SetFitModel.from_onnx(models["torch"].export_onnx(folder / "onnx"))
+    models["static"] = SetFitModel.from_static(models["torch"].export_static(
+        folder / "static", texts, labels, pca_dims=16, dtype="float32", refine_epochs=0))
+    return models

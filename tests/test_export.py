@@ -128,8 +128,9 @@ def test_torch_head_matches(lr_model, embeddings, tmp_path):
     head = TorchHead(X.shape[1], 2, hidden_size=8).fit(X, positive.astype(np.int64), epochs=5, seed=0)
     model = with_head(lr_model, head, ["negative", "positive"])
     head.train()
-    assert_matches(model, model.export_onnx(tmp_path / "torch"))
+    exported = model.export_onnx(tmp_path / "torch")
     assert head.training and not model.model_body.training  # export restores train/eval modes
+    assert_matches(model, exported)
     ml_head = TorchHead(X.shape[1], 2, multi_label=True).fit(X, np.stack([positive, ~positive], 1), epochs=3, seed=0)
     ml_model = with_head(lr_model, ml_head, ["x", "y"])
     assert_matches(ml_model, ml_model.export_onnx(tmp_path / "torch-ml"))

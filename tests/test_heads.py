@@ -233,8 +233,12 @@ def test_torch_head_single_label(tmp_path: Path) -> None:
 
 def test_torch_head_multi_label_hidden_round_trip(tmp_path: Path) -> None:
     head = TorchHead(6, 4, multi_label=True, hidden_size=5, dropout=0.1).fit(X, Y_MULTI, epochs=2, seed=0)
+    assert not head.training  # fit leaves the head in eval mode
+    expected = head.predict_proba(torch.as_tensor(X, dtype=torch.float32))
+    head.train()
     proba = head.predict_proba(torch.as_tensor(X, dtype=torch.float32))
-    assert proba.shape == (48, 4) and head.training  # predict_proba restores the previous mode
+    # a head in training mode predicts in eval mode, and stays there (prediction never switches to training)
+    assert proba.shape == (48, 4) and np.array_equal(proba, expected) and not head.training
     loss = head.loss(head(torch.as_tensor(X, dtype=torch.float32)), torch.as_tensor(Y_MULTI))
     assert loss.ndim == 0 and loss.item() > 0
     _round_trip(head, tmp_path / "head")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import validate_texts
+from .checks import check_text_collection, validate_texts
 from .few_shot import sample_dataset
 from .fewshot_splits import (
     SAMPLE_SIZES,
@@ -45,6 +45,7 @@ __all__ = [
     "SetFitDataset",
     "add_templated_examples",
     "check_label_names",
+    "check_text_collection",
     "check_trainable",
     "create_fewshot_splits",
     "create_fewshot_splits_multilabel",

@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "MAX_LISTED",
+    "check_text_collection",
     "is_dataframe",
     "is_dataset",
     "is_dataset_dict",
@@ -88,6 +89,24 @@ def pick_split_error(splits: list) -> ValueError:
     return ValueError(f"got a DatasetDict with splits {splits}; pick one split, {hint}")
 
 
+_BYTES = (bytes, bytearray, memoryview)
+_DECODE = ": decode it to str first, e.g. data.decode('utf-8')"
+
+
+def check_text_collection(texts: Any, single: str = "pass a list of strings, e.g. [text]") -> None:
+    """TypeError, saying what to pass, unless ``texts`` is an iterable of texts: a bare ``str`` (``single`` says
+    what to pass instead), bytes, a mapping (iterating it would give its keys) or a non-iterable is refused."""
+    if isinstance(texts, str):
+        raise TypeError(f"got a single string; {single}")
+    if isinstance(texts, _BYTES):
+        raise TypeError(f"got {type(texts).__name__}{_DECODE}, and pass a list of texts")
+    if isinstance(texts, Mapping):
+        raise TypeError(f"got a {type(texts).__name__}, whose iteration gives its keys: pass a list of texts, e.g. "
+                        "list(d.values()) for its values")
+    if not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}: pass a list of texts")
+
+
 def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row: int = 0) -> list[str]:
     """Check that ``texts`` is a list of non-empty strings and return it as a ``list[str]``.
 
@@ -95,10 +114,7 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row
     collection (unless ``allow_empty``) and for empty or whitespace-only texts, TypeError for non-string texts;
     both name the row index (counted from ``first_row``, for a chunk of a longer stream).
     """
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("got a single string; pass a list of strings, e.g. [text]")
-    if isinstance(texts, Mapping) or not isinstance(texts, Iterable):
-        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}")
+    check_text_collection(texts)
     # Not sklearn's check_array: it checks an array's shape and dtype, not that each item is a non-blank str, and
     # its messages cannot name the row ("row 3: text is empty") the way users need to fix their data.
     texts = list(texts)
@@ -107,8 +123,8 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row
     out = []
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            missing = " (a missing value)" if is_missing(text) else ""
-            raise TypeError(f"row {first_row + i}: text must be a str, got {type(text).__name__}{missing}")
+            hint = " (a missing value)" if is_missing(text) else _DECODE if isinstance(text, _BYTES) else ""
+            raise TypeError(f"row {first_row + i}: text must be a str, got {type(text).__name__}{hint}")
         if not text.strip():
             raise ValueError(f"row {first_row + i}: text is empty or whitespace-only")
         out.append(str(text))  # numpy.str_ -> str

@@ -30,6 +30,15 @@ from .validation import as_features, check_labels, check_positive_int
 logger = logging.getLogger(__name__)
 
 
+def settle_eval(*modules: Any) -> None:
+    """Switch each torch module among ``modules`` (others are skipped) to eval mode if any part of it is in
+    training mode. Prediction's one change of state, in the safe direction and never undone: a model in eval mode
+    (as it is whenever it is not being trained) is only read, so threads can share it."""
+    for module in modules:
+        if isinstance(module, nn.Module) and any(sub.training for sub in module.modules()):
+            module.eval()
+
+
 def _one_of(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
     """``value`` or its setfit alias (they must agree when both are given), else ``default``."""
     if value is not None and alias_value is not None and value != alias_value:
@@ -160,15 +169,12 @@ class SetFitHead(nn.Module):
         return F.cross_entropy(logits, y.long())
 
     def predict_proba(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
-        """Softmax (or sigmoid for multi-label) probabilities as a numpy array (n, K), in eval mode."""
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.no_grad():
-                logits = self(self._as_input(X))
-                probs = torch.sigmoid(logits) if self.multi_label else torch.softmax(logits, dim=-1)
-        finally:
-            self.train(was_training)
+        """Softmax (or sigmoid for multi-label) probabilities as a numpy array (n, K), in eval mode (a head in
+        training mode is switched to eval, see :func:`settle_eval`)."""
+        settle_eval(self)
+        with torch.inference_mode():
+            logits = self(self._as_input(X))
+            probs = torch.sigmoid(logits) if self.multi_label else torch.softmax(logits, dim=-1)
         if probs.dtype not in (torch.float32, torch.float64):
             probs = probs.float()
         return probs.cpu().numpy()
@@ -187,7 +193,8 @@ class SetFitHead(nn.Module):
         weight_decay: float = 0.01,
         seed: int | None = None,
     ) -> SetFitHead:
-        """Train on fixed embeddings with AdamW (defaults follow setfit's head epochs/batch size/lr/l2_weight)."""
+        """Train on fixed embeddings with AdamW (defaults follow setfit's head epochs/batch size/lr/l2_weight); the
+        head is left in eval mode, also when fitting raises."""
         if epochs < 0 or batch_size < 1:
             raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs} and {batch_size}")
         X_t = self._as_input(X)
@@ -199,7 +206,6 @@ class SetFitHead(nn.Module):
         # seeding restores the CPU generator (randperm) afterwards, whatever the device: the trainer fits heads on
         # the host; a head its user placed on an accelerator is seeded there too, that generator is not restored
         fork = torch.random.fork_rng(devices=[])
-        was_training = self.training
         with fork if seed is not None else contextlib.nullcontext():
             if seed is not None:
                 torch.manual_seed(seed)
@@ -214,7 +220,7 @@ class SetFitHead(nn.Module):
                         self.loss(self(X_t[idx]), y_t[idx]).backward()
                         optimizer.step()
             finally:
-                self.train(was_training)
+                self.eval()
         self.fitted = True
         return self
 

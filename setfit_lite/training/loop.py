@@ -76,6 +76,7 @@ def run_phase(session: Session, phase: Phase) -> None:
                 session.event("on_epoch_begin")
             for batch, consumed in _steps(session, phase, progress.epoch, progress.step_in_epoch):
                 session.event("on_step_begin")
+                _train_mode(phase.module)
                 loss = backend.training_step(wrapped, optimizer, backend.to_device(batch), args.max_grad_norm)
                 scheduler.step()
                 backend.on_lr_change(optimizer)
@@ -110,6 +111,13 @@ def run_phase(session: Session, phase: Phase) -> None:
     if progress.best_state is not None and args.load_best_model_at_end:
         session.model.model_body.load_state_dict(progress.best_state)
     phase.module.eval()
+
+
+def _train_mode(module: torch.nn.Module) -> None:
+    """Training mode for the next step: an evaluation or a callback since the last one may have predicted, which
+    switches the body to eval mode (``SetFitModel.embed_tokens``)."""
+    if not all(sub.training for sub in module.modules()):
+        module.train()
 
 
 def _evaluate(session: Session, phase: Phase, wrapped: torch.nn.Module, progress: Progress) -> None:

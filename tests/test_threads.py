@@ -1,0 +1,171 @@
+"""One model shared by threads: a model is in eval mode whenever it is not being trained, prediction mutates no
+shared state, and concurrent ``predict_proba`` calls equal the sequential result bit for bit on every tier."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_sentences
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+FAST = {"num_epochs": (1, 2), "max_steps": 4, "show_progress_bar": False, "backend": "cpu", "seed": 3}
+# texts of many lengths: several length-sorted batches of different shapes per call
+TEXTS = [" ".join(["good film", "bad plot"][i % 2] for _ in range(1 + i % 7)) + f" story {i}" for i in range(37)]
+THREADS, REPEATS = 4, 3
+
+
+def _in_eval_mode(*modules: torch.nn.Module) -> bool:
+    return not any(sub.training for module in modules for sub in module.modules())
+
+
+def _modules(model: SetFitModel) -> list[torch.nn.Module]:
+    head = model.model_head
+    return [model.model_body, *([head] if isinstance(head, torch.nn.Module) else [])]
+
+
+@pytest.mark.parametrize("tier", ["torch", "torch-differentiable", "onnx", "static"])
+def test_threads_sharing_one_model_get_the_sequential_result_bit_for_bit(tier_models: dict, tier: str) -> None:
+    """4 threads x 3 calls on ONE model, started together; the body and the torch head have dropout, so a module
+    switched to training mode by another thread would change the numbers."""
+    model = tier_models[tier]
+
+    def proba() -> np.ndarray:
+        return np.asarray(model.predict_proba(TEXTS, batch_size=4))
+
+    expected = proba()
+    labels = model.predict(TEXTS, batch_size=4)
+    start = threading.Barrier(THREADS)
+
+    def work() -> list[tuple[np.ndarray, list]]:
+        start.wait()
+        return [(proba(), model.predict(TEXTS, batch_size=4)) for _ in range(REPEATS)]
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = [r for future in [pool.submit(work) for _ in range(THREADS)] for r in future.result()]
+    assert len(results) == THREADS * REPEATS
+    for got, got_labels in results:
+        assert got.shape == expected.shape and np.array_equal(got, expected)
+        assert got_labels == labels
+    assert np.array_equal(proba(), expected)
+
+
+@pytest.mark.parametrize("tier", ["torch", "torch-differentiable"])
+def test_prediction_switches_no_module_mode(tier_models: dict, tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model in eval mode predicts without calling ``train()``/``eval()`` on any module (shared state)."""
+    model = tier_models[tier]
+    assert _in_eval_mode(*_modules(model))
+    calls: list[str] = []
+    original = torch.nn.Module.train
+
+    def recording_train(self: torch.nn.Module, mode: bool = True) -> torch.nn.Module:
+        calls.append(type(self).__name__)
+        return original(self, mode)
+
+    monkeypatch.setattr(torch.nn.Module, "train", recording_train)
+    model.predict_proba(TEXTS[:5])
+    model.predict(TEXTS[:5])
+    model.encode(TEXTS[:5])
+    model.model_head.predict_proba(model.encode(TEXTS[:2]))
+    assert calls == []
+
+
+def test_a_model_in_training_mode_predicts_with_eval_semantics_and_stays_in_eval(tier_models: dict) -> None:
+    """The documented rule: ``predict`` on modules a user switched to training mode switches them to eval (the safe
+    direction, never back), so its result is the eval result."""
+    model = tier_models["torch-differentiable"]
+    expected = np.asarray(model.predict_proba(TEXTS))
+    for module in _modules(model):
+        module.train()
+    try:
+        assert np.array_equal(np.asarray(model.predict_proba(TEXTS)), expected)
+        assert _in_eval_mode(*_modules(model))
+    finally:
+        for module in _modules(model):
+            module.eval()
+
+
+@pytest.mark.parametrize("options", [{}, {"use_differentiable_head": True, "head_params": {"dropout": 0.5}}],
+                         ids=["lr", "differentiable"])
+def test_loaded_and_constructed_models_are_in_eval_mode(tiny_body_path: str, tmp_path, options: dict) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"], **options)
+    assert _in_eval_mode(model.model_body)
+    body = SentenceTransformer(tiny_body_path, device="cpu")
+    body.train()
+    assert _in_eval_mode(SetFitModel(body).model_body)
+    texts, labels = make_sentences(4, seed=0)
+    head = model.new_head(2, multi_label=False)
+    head.fit(model.encode(texts), model.label_ids(labels))
+    model.model_head = head
+    assert _in_eval_mode(*_modules(model))  # a fitted torch head is left in eval mode
+    model.save_pretrained(tmp_path / "saved")
+    assert _in_eval_mode(*_modules(SetFitModel.from_pretrained(tmp_path / "saved")))
+
+
+class _Boom(RuntimeError):
+    pass
+
+
+class _RaiseAtStep:
+    def on_step_end(self, args, state, control, **kwargs) -> None:
+        if state.global_step == 2:
+            raise _Boom("stopped by a callback")
+
+
+class _PredictEachStep:
+    """A callback that embeds texts as ``predict`` does, with the model being trained (its body switches to eval
+    there)."""
+
+    def on_step_end(self, args, state, control, model=None, **kwargs) -> None:
+        model.encode(["good film"])
+
+
+DIFFERENTIABLE = {"use_differentiable_head": True, "head_params": {"dropout": 0.5}}
+
+
+@pytest.mark.parametrize(("options", "end_to_end"), [
+    pytest.param({}, False, id="lr"),
+    pytest.param(DIFFERENTIABLE, False, id="differentiable"),
+    pytest.param(DIFFERENTIABLE, True, id="differentiable-end-to-end"),
+])
+def test_training_leaves_the_model_in_eval_mode_also_when_it_raises(tiny_body_path: str, toy_data: dict,
+                                                                    options: dict, end_to_end: bool) -> None:
+    args = TrainingArguments(**FAST, end_to_end=end_to_end)
+    model = SetFitModel.from_pretrained(tiny_body_path, **options)
+    training_forwards: list[bool] = []  # the body's mode in each forward that builds a graph (a training step)
+    model.model_body.register_forward_pre_hook(
+        lambda module, inputs: training_forwards.append(module.training) if torch.is_grad_enabled() else None)
+    Trainer(model=model, args=args, train_dataset=toy_data, callbacks=[_PredictEachStep()]).train()
+    assert training_forwards and all(training_forwards)  # predicting between steps does not turn dropout off
+    assert _in_eval_mode(*_modules(model))
+
+    model = SetFitModel.from_pretrained(tiny_body_path, **options)
+    with pytest.raises(_Boom):
+        Trainer(model=model, args=args, train_dataset=toy_data, callbacks=[_RaiseAtStep()]).train()
+    assert _in_eval_mode(*_modules(model))
+
+
+def test_a_tokenizer_shared_by_threads_asking_different_lengths_truncates_each_call_right(tiny_body_path: str
+                                                                                         ) -> None:
+    """A fast tokenizer keeps its truncation in shared state that a call asking another length changes; calls
+    through ``tokenize_texts`` take turns, so each gets its own length (without turns, hundreds got another's)."""
+    from transformers import AutoTokenizer
+
+    from setfit_lite.inference import tokenize_texts
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_body_path)
+    texts = ["good film " * 20] * 32
+    start = threading.Barrier(THREADS)
+
+    def lengths(max_length: int) -> set[int]:
+        start.wait()
+        return {len(ids) for _ in range(100) for ids in tokenize_texts(tokenizer, texts, None, max_length)}
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        assert list(pool.map(lengths, [5, 9, 13, 17])) == [{5}, {9}, {13}, {17}]
