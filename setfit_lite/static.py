@@ -67,6 +67,7 @@ EMBEDDINGS_KEY = "embeddings"
 STATIC_FORMAT_VERSION = 1
 HEAD_KINDS = ("binary", "softmax", "normalized_sigmoid", "sigmoid")
 MIN_SLICE = 256  # fewer texts than this per thread: one thread (a thread's start costs about 50 texts' work)
+HEAD_BLOCK = 64  # rows per BLAS call of the head's product (see StaticSetFitModel._proba_chunk)
 
 
 # ------------------------------------------------------------------------------------------------------ the head
@@ -181,13 +182,24 @@ class StaticSetFitModel(Predictor):
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
         """Probabilities of validated texts, embedded ``max(batch_size, 64)`` texts at a time (no progress bar),
-        in :attr:`num_threads` slices of at least :data:`MIN_SLICE` texts that run in parallel (each text's
-        numbers do not depend on the slicing)."""
+        in up to :attr:`num_threads` slices of at least :data:`MIN_SLICE` texts that run in parallel.
+
+        The numbers do not depend on the slicing: slices start at multiples of :data:`HEAD_BLOCK` and the head's
+        product runs on blocks of exactly that many rows (the last one zero-padded), so each text meets the same
+        BLAS call whatever the number of threads (a BLAS product's rows depend on its shape in the last bit)."""
         gather = max(batch_size, 64)
+        blocks = -(-len(texts) // HEAD_BLOCK)
         slices = max(1, min(self.num_threads, len(texts) // MIN_SLICE))
-        bounds = np.linspace(0, len(texts), slices + 1).astype(int)
-        parts = run_pieces(lambda span: linear_proba(self.head, self.encode(texts[span[0]:span[1]], gather)),
-                           list(zip(bounds[:-1], bounds[1:])), self.num_threads)
+        bounds = np.minimum(np.linspace(0, blocks, slices + 1).astype(int) * HEAD_BLOCK, len(texts))
+
+        def piece(span: tuple[int, int]) -> np.ndarray:
+            x = self.encode(texts[span[0]:span[1]], gather)
+            padded = np.zeros((-(-len(x) // HEAD_BLOCK) * HEAD_BLOCK, x.shape[1]), dtype=np.float32)
+            padded[:len(x)] = x
+            return np.concatenate([linear_proba(self.head, padded[i:i + HEAD_BLOCK])
+                                   for i in range(0, len(padded), HEAD_BLOCK)])[:len(x)]
+
+        parts = run_pieces(piece, list(zip(bounds[:-1], bounds[1:])), self.num_threads)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
