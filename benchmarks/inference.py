@@ -1,8 +1,13 @@
-"""Prediction at corpus scale (issue 22): the transformer tier (torch, ONNX fp32/int8, OpenVINO) and the static tier
-against setfit 1.2's ``predict``, on the same body, head weights, texts and machine, in one run.
+"""Prediction at corpus scale: the transformer tier (torch, ONNX fp32/int8, OpenVINO) and the static tier against
+setfit 1.2's ``predict`` and model2vec's own ``StaticModel.encode``, on the same body, head weights, texts and
+machine, in one run, with every runtime at its default thread count (as a user runs it).
 
-    python benchmarks/inference.py --tasks sst2:8 emotion:16 --setfit-python /work/setfit_venv/bin/python \
-        [--test-limit N] [--model-dirs sst2:8=DIR ...] [--stream 1000000]
+    python benchmarks/inference.py --tasks sst2:8 emotion:16 --setfit-python PATH/TO/setfit-venv/bin/python \
+        [--threads N] [--test-limit N] [--model-dirs sst2:8=DIR ...] [--stream 1000000]
+
+``--threads N`` runs every contender on N threads instead (torch and setfit's torch: ``torch.set_num_threads``,
+onnxruntime / OpenVINO / the static tier: ``num_threads``); the thread settings of each runtime are recorded in the
+output either way. ``TOKENIZERS_PARALLELISM=false`` for every contender (setfit's worker included).
 
 Per task (MiniLM-L6 trained with setfit_lite's defaults at the given shots, seed 0, or ``--model-dirs``) it exports
 ONNX fp32, int8 (dynamic, per-channel), int8-static (QDQ, calibrated on the training texts plus ``--calibration``
@@ -47,7 +52,10 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 from sklearn.linear_model import LogisticRegression
 from setfit import SetFitModel
+import torch
 spec = json.load(open(sys.argv[1]))
+if spec.get("threads"):
+    torch.set_num_threads(spec["threads"])
 head = LogisticRegression()
 head.coef_, head.intercept_ = np.array(spec["coef"]), np.array(spec["intercept"])
 head.classes_ = np.array(spec["classes"])
@@ -56,7 +64,7 @@ model.predict(spec["texts"][:2])
 if sys.argv[2] == "cold":
     raise SystemExit(0)
 model.predict(spec["texts"][:8])  # warm-up
-print("READY", flush=True)
+print("READY " + json.dumps({"torch_threads": torch.get_num_threads()}), flush=True)
 for command in sys.stdin:  # "run": predict the texts; "latency": batch-1 predictions; "quit"
     command = command.strip()
     if command == "run":
@@ -83,7 +91,7 @@ class SetfitWorker:
     def __init__(self, python: str, spec_path: Path) -> None:
         self.proc = subprocess.Popen([python, "-c", SETFIT_WORKER, str(spec_path), "serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env(), cwd=ROOT)
-        self._line("READY")
+        self.threads = json.loads(self._line("READY"))
 
     def _line(self, prefix: str) -> str:
         assert self.proc.stdout is not None
@@ -231,7 +239,11 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
             ov_name = variant.replace("onnx", "openvino")
             runners[ov_name] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads, runtime="openvino"),
                                 folders[variant], "openvino")
-    runners["static"] = (StaticSetFitModel.load(folders["static"]), folders["static"], "onnxruntime")
+    static = StaticSetFitModel.load(folders["static"], num_threads=args.threads)
+    runners["static"] = (static, folders["static"], "onnxruntime")
+    if importlib.util.find_spec("model2vec") is not None:
+        runners["model2vec"] = (Model2VecPeer(folders["static"], static), folders["static"], "")
+    settings = thread_settings(runners)
 
     worker = None
     if args.setfit_python:
@@ -239,9 +251,11 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         spec_path = folder / "setfit_spec.json"
         spec_path.write_text(json.dumps({"body": str(model_dir), "texts": texts, "coef": estimator.coef_.tolist(),
                                          "intercept": estimator.intercept_.tolist(),
-                                         "classes": estimator.classes_.tolist(), "latency_n": args.latency_n}),
+                                         "classes": estimator.classes_.tolist(), "latency_n": args.latency_n,
+                                         "threads": args.threads}),
                              encoding="utf-8")
         worker = SetfitWorker(args.setfit_python, spec_path)
+        settings["setfit"] = {**worker.threads, "TOKENIZERS_PARALLELISM": env()["TOKENIZERS_PARALLELISM"]}
     # throughput: --rounds rounds, each running setfit then every variant, so that all share the machine's load;
     # each keeps its best round
     best: dict[str, float] = {}
@@ -283,6 +297,8 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     two.write_text("\n".join(texts[:2]) + "\n", encoding="utf-8")
     test_file.write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
     for variant, (_, path, runtime) in runners.items():
+        if not runtime:  # a peer without a setfit-lite command
+            continue
         cli = [sys.executable, "-m", "setfit_lite.cli", "predict", str(path), str(two), "--runtime", runtime]
         cold = [child(cli)[0] for _ in range(args.cold_n + 1)][1:]
         rows[variant]["cold_start_s"] = statistics.median(cold)
@@ -294,7 +310,74 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         rows["setfit"]["cold_start_s"] = statistics.median(cold)
         for row in rows.values():
             row["speed_vs_setfit"] = row["per_s"] / rows["setfit"]["per_s"]
-    return {"task": spec, "test_texts": len(texts), "rows": rows}
+    return {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings,
+            "static_profile": static_profile(static, texts)}
+
+
+class Model2VecPeer:
+    """model2vec's own ``StaticModel.encode`` on the static folder, then the same head as the static tier: the
+    static tier's peer (the folder is a model2vec model)."""
+
+    def __init__(self, folder: Path, static: object) -> None:
+        from model2vec import StaticModel
+
+        self.model, self.static = StaticModel.from_pretrained(str(folder)), static
+        self.labels = static.labels
+
+    def class_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        from setfit_lite.static import linear_proba
+
+        return linear_proba(self.static.head, self.model.encode(texts))
+
+    def predict_proba(self, texts: list[str]) -> np.ndarray:
+        return self.class_proba(texts)
+
+
+def thread_settings(runners: dict) -> dict:
+    """What each runtime runs on: torch's threads, numpy's BLAS pools, the exported tiers' workers, the
+    environment variables that change them."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    out: dict = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                 "blas": [{k: pool[k] for k in ("internal_api", "num_threads")} for pool in threadpool_info()],
+                 "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                         "TOKENIZERS_PARALLELISM")}}
+    for name, (runner, _, runtime) in runners.items():
+        if runtime == "onnxruntime" and hasattr(runner, "num_workers"):
+            out[name] = {"batches_at_once": runner.num_workers, "intra_op_threads": 1, "spinning": False}
+        elif runtime == "openvino":
+            out[name] = {"INFERENCE_NUM_THREADS": runner.session.compiled.get_property("INFERENCE_NUM_THREADS")}
+        elif hasattr(runner, "num_threads"):
+            out[name] = {"threads": runner.num_threads, "blas_threads_in_head": 1}
+    out["model2vec"] = "model2vec's encode (its own batching; the head: numpy at the BLAS settings above)"
+    return out
+
+
+def static_profile(static, texts: list[str], repeats: int = 5) -> dict:
+    """Where the static tier's time goes, on one thread: tokenizer (ids as a flat array), row lookup and mean
+    (``encode`` minus the tokenizer) and the head (``class_proba`` minus ``encode``); best of ``repeats``."""
+    from setfit_lite.parallel import single_threaded_blas
+
+    def best(fn) -> float:
+        fn()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    threads, static.num_threads = static.num_threads, 1
+    try:
+        with single_threaded_blas():
+            tokenizer = best(lambda: static._flat_token_ids(texts))
+            encode = best(lambda: static.encode(texts))
+        total = best(lambda: static.class_proba(texts))
+    finally:
+        static.num_threads = threads
+    return {"texts": len(texts), "tokenizer_s": tokenizer, "lookup_mean_s": encode - tokenizer,
+            "head_s": total - encode, "total_s": total}
 
 
 def stream(args: argparse.Namespace, static_folder: Path, work: Path) -> dict:
@@ -324,6 +407,17 @@ def markdown(results: dict) -> list[str]:
                       f"{r['latency']['p95_ms']:.2f} | {r.get('cold_start_s', float('nan')):.2f} | "
                       f"{r['accuracy']:.4f} | {100 * (r['accuracy'] - torch_acc):+.2f} | {r['agreement']:.4f} | "
                       f"{r['size_mb']:.1f} | {r.get('peak_rss_mb', float('nan')):.0f} |")
+    for task in results["tasks"]:
+        prof = task["static_profile"]
+        md += ["", f"{task['task']}: static tier on one thread, {prof['texts']} texts in "
+                   f"{prof['total_s'] * 1000:.1f} ms: "
+                   f"tokenizer {prof['tokenizer_s'] * 1000:.1f} ms, row lookup and mean "
+                   f"{prof['lookup_mean_s'] * 1000:.1f} ms, head {prof['head_s'] * 1000:.1f} ms"]
+        if "roofline" in task:
+            md.append(f"{task['task']}: " + "; ".join(f"{name} {r['fraction']:.0%} of the {r['peak']} GEMM peak "
+                                                       f"({r['achieved_gflops']:.1f} of {r['peak_gflops']:.1f} GFLOP/s)"
+                                                       for name, r in task["roofline"].items()))
+    md += ["", "Thread settings: `" + json.dumps(results["tasks"][0]["threads"]) + "`"]
     if "stream" in results:
         s = results["stream"]
         md += ["", f"static `predict_iter` over a file of {s['texts']:,} texts: {s['per_s']:.0f} texts/s, RSS "
@@ -347,11 +441,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="training-split texts the fine-tuned model labels for the static head")
     parser.add_argument("--stream", type=int, default=0, help="texts streamed through the static predict_iter")
     parser.add_argument("--setfit-python", default=None, help="Python of a virtual environment with setfit 1.2")
-    parser.add_argument("--threads", type=int, default=1, help="onnxruntime/OpenVINO threads (torch: OMP)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for every contender (default: each runtime's default thread count)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
     args = parser.parse_args(argv)
     args.model_dirs = dict(item.split("=", 1) for item in args.model_dirs)
+    if args.threads:
+        import torch
 
+        torch.set_num_threads(args.threads)
+
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # every contender alike (children get it from env())
     work = Path(tempfile.mkdtemp(prefix="setfit_lite_inference_"))
     command = "python benchmarks/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"command": command, "tasks": []}
