@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import NoCompletedTrialError
 from .params import TRAINING_RULES, argument_type
 from .verbosity import get_verbosity, quiet_dependencies, quiet_optuna, set_verbosity, show_progress
 
@@ -597,6 +598,9 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, TypeError, OSError, ImportError) as error:
             print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
             return 2
+        except NoCompletedTrialError as error:
+            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+            return 1
     return 0
 
 

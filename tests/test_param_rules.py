@@ -243,3 +243,27 @@ def test_labels_checked_at_once(fitted: SetFitModel, tiny_body_path: str, monkey
 def test_valid_labels_are_kept(fitted: SetFitModel) -> None:
     assert SetFitModel(fitted.model_body, labels=("neg", "pos")).labels == ["neg", "pos"]
     assert SetFitModel(fitted.model_body, labels=[2, 0, 1]).labels == [2, 0, 1]
+
+
+def test_cli_search_with_no_completed_trial_is_a_clean_error(tmp_path: Path, tiny_body_path: str,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A search whose every trial failed or was pruned ends with exit 1 and one line saying so, no traceback."""
+    import json
+
+    data_file = tmp_path / "train.jsonl"
+    data_file.write_text("".join(json.dumps({"text": t, "label": y}) + "\n"
+                                 for t, y in zip(["good", "fine", "bad", "awful"], [1, 1, 0, 0])))
+    from setfit_lite import cli
+    from setfit_lite.errors import NoCompletedTrialError
+    from setfit_lite.trainer import Trainer
+
+    def no_trial(self: Trainer, **kwargs: object) -> None:
+        raise NoCompletedTrialError("no trial of study 'x' completed (all pruned or failed)")
+
+    monkeypatch.setattr(Trainer, "hyperparameter_search", no_trial)
+    code = cli.main(["search", str(data_file), "--model", tiny_body_path, "--eval-data", str(data_file),
+                     "--n-trials", "1", "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "setfit-lite search: error: no trial" in err and "Traceback" not in err

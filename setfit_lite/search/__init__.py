@@ -22,12 +22,20 @@ from .routing import (
     split_hyperparameters,
 )
 from .spaces import DEFAULT_HP_SPACE, default_hp_space, load_space, sigopt_to_optuna, suggest_hyperparameters
-from .study import BestRun, create_study, default_compute_objective, open_storage, run_hyperparameter_search
+from .study import (
+    BestRun,
+    NoCompletedTrialError,
+    create_study,
+    default_compute_objective,
+    open_storage,
+    run_hyperparameter_search,
+)
 
 __all__ = [
     "DEFAULT_HP_SPACE",
     "MODEL_INIT_PREFIX",
     "BestRun",
+    "NoCompletedTrialError",
     "apply_head_params",
     "apply_hyperparameters",
     "build_model",

@@ -32,6 +32,7 @@ from typing import Any
 import optuna
 from optuna.distributions import BaseDistribution
 
+from ..errors import NoCompletedTrialError
 from ..params import check_param, check_params
 from ..verbosity import quiet_optuna
 from .routing import apply_hyperparameters, check_space, convert
@@ -50,6 +51,7 @@ _NUMBER_KWARGS = ("timeout", "n_jobs", "heartbeat_interval", "grace_period", "ma
 _CONNECT_ATTEMPTS = 6  # workers creating the tables of a fresh database at once: the losers retry
 _JOURNAL_SUFFIXES = (".log", ".jsonl")
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
 
 
 @dataclass
@@ -399,7 +401,8 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
         study.optimize(objective, n_trials=n_trials, **kwargs)
     completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if not completed:
-        raise RuntimeError(f"no trial of study {study.study_name!r} completed (all pruned or failed)")
+        raise NoCompletedTrialError(f"no trial of study {study.study_name!r} completed (all pruned or failed): "
+                                    f"see the trials' errors above, or give more trials or a longer timeout")
     best = study.best_trial
     params = best.user_attrs.get("hyperparameters", best.params)
     return BestRun(str(best.number), float(best.value), dict(params), backend=study, study=study)
