@@ -324,11 +324,12 @@ class SetFitModel(Predictor):
         return export_static(self, path, texts, labels=labels, unlabeled_texts=unlabeled_texts, **options)
 
     @staticmethod
-    def from_static(path: str | os.PathLike) -> Any:
-        """Load a folder written by ``export_static`` as a ``StaticSetFitModel`` (numpy and tokenizers, no torch)."""
+    def from_static(path: str | os.PathLike, num_threads: int | None = None) -> Any:
+        """Load a folder written by ``export_static`` as a ``StaticSetFitModel`` (numpy and tokenizers, no torch;
+        ``num_threads``: threads a prediction uses, default the CPUs this process may use)."""
         from .static import StaticSetFitModel
 
-        return StaticSetFitModel.load(path)
+        return StaticSetFitModel.load(path, num_threads=num_threads)
 
     # ---- saving -------------------------------------------------------------------------------
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:

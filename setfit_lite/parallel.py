@@ -35,8 +35,12 @@ _blas_controller: Any = None  # threadpoolctl's scan of the loaded libraries, ma
 
 
 def default_workers() -> int:
-    """Threads the exported tiers use by default: the CPUs this process may run on (its affinity mask, which
+    """Threads the exported tiers use by default: ``OMP_NUM_THREADS`` when it is set to a positive integer (the
+    setting torch and numpy follow too), else the CPUs this process may run on (its affinity mask, which
     containers and ``taskset`` set), else ``os.cpu_count()``."""
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux

@@ -96,4 +96,5 @@ def tier_models(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -
     models["onnx"] = SetFitModel.from_onnx(models["torch"].export_onnx(folder / "onnx"))
     models["static"] = SetFitModel.from_static(models["torch"].export_static(
         folder / "static", texts, labels, pca_dims=16, dtype="float32", refine_epochs=0))
+    models["folders"] = {"onnx": folder / "onnx", "static": folder / "static"}  # to load them again
     return models

@@ -169,3 +169,72 @@ def test_a_tokenizer_shared_by_threads_asking_different_lengths_truncates_each_c
 
     with ThreadPoolExecutor(THREADS) as pool:
         assert list(pool.map(lengths, [5, 9, 13, 17])) == [{5}, {9}, {13}, {17}]
+
+
+MANY = [f"{'good film ' * (1 + i % 5)}{'bad plot ' * (i % 3)}story {i}" for i in range(1100)]
+
+
+@pytest.mark.parametrize("tier", ["onnx", "static"])
+def test_exported_tiers_give_the_same_numbers_with_any_thread_count(tier_models: dict, tier: str) -> None:
+    """The exported tiers split a call into pieces run on ``num_threads`` threads (batches for ONNX, slices of
+    texts for the static table); each text's probabilities do not depend on the split, and numpy's BLAS thread
+    setting is the same after a call as before."""
+    from threadpoolctl import threadpool_info
+
+    load = SetFitModel.from_onnx if tier == "onnx" else SetFitModel.from_static
+    blas_before = [pool["num_threads"] for pool in threadpool_info()]
+    models = [load(tier_models["folders"][tier], num_threads=n) for n in (1, 2, 3)]
+    assert [m.num_workers if tier == "onnx" else m.num_threads for m in models] == [1, 2, 3]
+    results = [np.asarray(m.predict_proba(MANY, batch_size=16)) for m in models]
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+    assert np.array_equal(results[0], np.asarray(tier_models[tier].predict_proba(MANY, batch_size=16)))
+    assert [pool["num_threads"] for pool in threadpool_info()] == blas_before
+
+
+def test_openvino_model_shared_by_threads_gets_the_sequential_result(tier_models: dict) -> None:
+    """OpenVINO's infer request is not thread-safe: each calling thread gets its own."""
+    pytest.importorskip("openvino")
+    model = SetFitModel.from_onnx(tier_models["folders"]["onnx"], runtime="openvino")
+    expected = np.asarray(model.predict_proba(TEXTS, batch_size=4))
+    start = threading.Barrier(THREADS)
+
+    def work() -> list[np.ndarray]:
+        start.wait()
+        return [np.asarray(model.predict_proba(TEXTS, batch_size=4)) for _ in range(REPEATS)]
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = [r for future in [pool.submit(work) for _ in range(THREADS)] for r in future.result()]
+    assert all(np.array_equal(r, expected) for r in results)
+
+
+@pytest.mark.parametrize(("omp", "expected"), [("3", 3), ("1", 1), (None, "cpus"), ("0", "cpus"), ("x", "cpus")])
+def test_default_workers_follow_omp_num_threads_else_the_cpus(omp: str | None, expected,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from setfit_lite.parallel import default_workers
+
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert default_workers() == (cpus if expected == "cpus" else expected)
+
+
+def test_blas_is_single_threaded_while_any_piece_runs_and_restored_after() -> None:
+    """Nested and concurrent holders: one BLAS thread until the last leaves, then the setting from before."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from setfit_lite.parallel import run_pieces, single_threaded_blas
+
+    def blas_threads() -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        with single_threaded_blas():
+            seen = run_pieces(lambda _: blas_threads(), list(range(6)), workers=3)
+            assert blas_threads() == [1] * len(before)
+        assert all(s == [1] * len(before) for s in seen)
+        assert blas_threads() == before
