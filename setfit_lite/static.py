@@ -73,13 +73,25 @@ HEAD_BLOCK = 64  # rows per BLAS call of the head's product (see StaticSetFitMod
 # ------------------------------------------------------------------------------------------------------ the head
 
 
-def linear_proba(spec: dict[str, Any], x: np.ndarray) -> np.ndarray:
+def linear_proba(spec: dict[str, Any], x: np.ndarray, block: int | None = None) -> np.ndarray:
     """``predict_proba`` of a LogisticRegression-family head from its ``linear_head_spec``, in numpy.
 
     kind: "binary" (sigmoid p -> [1 - p, p]), "softmax", "normalized_sigmoid" (one-vs-rest: sigmoids over their
     row sum) or "sigmoid" (independent labels); columns are then placed at their class ids (absent classes: 0).
+    ``block``: compute the product ``block`` rows per BLAS call (the last block zero-padded), so that a row's
+    numbers do not depend on the rows around it (a BLAS product's rows depend on its shape in the last bit).
     """
-    z = x @ np.asarray(spec["weight"], dtype=np.float32).T + np.asarray(spec["bias"], dtype=np.float32)
+    weight = np.asarray(spec["weight"], dtype=np.float32).T
+    if block is None:
+        z = x @ weight
+    else:
+        padded = np.zeros((-(-len(x) // block) * block, x.shape[1]), dtype=np.float32)
+        padded[:len(x)] = x
+        z = np.empty((len(padded), weight.shape[1]), dtype=np.float32)
+        for i in range(0, len(padded), block):
+            np.matmul(padded[i:i + block], weight, out=z[i:i + block])
+        z = z[:len(x)]
+    z += np.asarray(spec["bias"], dtype=np.float32)
     kind = spec["kind"]
     if kind == "softmax":
         e = np.exp(z - z.max(axis=1, keepdims=True))
@@ -193,11 +205,7 @@ class StaticSetFitModel(Predictor):
         bounds = np.minimum(np.linspace(0, blocks, slices + 1).astype(int) * HEAD_BLOCK, len(texts))
 
         def piece(span: tuple[int, int]) -> np.ndarray:
-            x = self.encode(texts[span[0]:span[1]], gather)
-            padded = np.zeros((-(-len(x) // HEAD_BLOCK) * HEAD_BLOCK, x.shape[1]), dtype=np.float32)
-            padded[:len(x)] = x
-            return np.concatenate([linear_proba(self.head, padded[i:i + HEAD_BLOCK])
-                                   for i in range(0, len(padded), HEAD_BLOCK)])[:len(x)]
+            return linear_proba(self.head, self.encode(texts[span[0]:span[1]], gather), block=HEAD_BLOCK)
 
         parts = run_pieces(piece, list(zip(bounds[:-1], bounds[1:])), self.num_threads)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
