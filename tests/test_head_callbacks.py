@@ -135,4 +135,33 @@ def test_logistic_regression_head_logs_its_fit(tiny_body_path, toy_data, max_ite
     assert rec.logs == [{"head_n_iter": n_iter, "head_converged": converged}]
     assert (n_iter < max_iter) is converged
     assert [e for e in rec.events if e[1] == "head"] == []  # no epochs to report
-    assert trainer.state.log_history[-1] == {"head_n_iter": n_iter, "head_converged": converged, "step": 1}
+    assert trainer.state.log_history[-1] == {"head_n_iter": n_iter, "head_converged": converged, "step": 0}
+
+
+@pytest.mark.parametrize("scores, patience, trained, kept", [
+    ([0.5, 0.7, 0.6, 0.65], 2, 4, 2),
+    ([0.9, 0.1, 0.2, 0.3], 1, 2, 1),
+])
+def test_end_to_end_head_phase_reports_stops_early_and_restores(tiny_body_path, toy_data, toy_eval, monkeypatch,
+                                                                scores, patience, trained, kept):
+    from setfit_lite.training.interim_eval import HeadEvaluator
+
+    snapshots = []  # body and head weights at each evaluation of the end-to-end phase
+    predict = HeadEvaluator.predict
+
+    def recording(self, session, tokens):
+        snapshots.append({k: v.clone() for k, v in session.model.model_body.state_dict().items()}
+                         | {f"head.{k}": v.clone() for k, v in self.head.state_dict().items()})
+        return predict(self, session, tokens)
+
+    monkeypatch.setattr(HeadEvaluator, "predict", recording)
+    rec = Recorder()
+    trainer = train(tiny_body_path, toy_data, toy_eval, callbacks=[rec], metric=scripted(scores), end_to_end=True,
+                    num_epochs=(1, 4), batch_size=(16, 8), eval_strategy="epoch", early_stopping_patience=patience,
+                    load_best_model_at_end=True)
+    assert [e[2] for e in rec.events if e[:2] == ("end", "head")] == list(range(1, trained + 1))
+    assert [m["eval_metric"] for m in rec.metrics] == scores[:trained]
+    final = {k: v for k, v in trainer.model.model_body.state_dict().items()} \
+        | {f"head.{k}": v for k, v in trainer.model.model_head.state_dict().items()}
+    assert same_weights(final, snapshots[kept - 1])
+    assert not same_weights(snapshots[kept - 1], snapshots[-1])  # restored: not the last epoch's weights

@@ -52,7 +52,7 @@ class HeadEpochs:
 
 
 def log_estimator_fit(session: Session, head: Any) -> None:
-    """One ``on_log`` (``state.phase == "head"``, one step) with a fitted LogisticRegression head's iterations
+    """One ``on_log`` (``state.phase == "head"``) with a fitted LogisticRegression head's iterations
     (``head_n_iter``, the most any of its regressions took) and whether every one converged (``head_converged``:
     fewer iterations than ``max_iter``); other estimators report nothing."""
     family = lr_family(getattr(head, "estimator", None))
@@ -61,6 +61,5 @@ def log_estimator_fit(session: Session, head: Any) -> None:
     n_iter = [int(np.max(m.n_iter_)) for m in family.members if hasattr(m, "n_iter_")]
     if not n_iter:
         return
-    state = session.state
-    state.phase, state.epoch, state.global_step, state.max_steps = "head", 1.0, 1, 1
+    session.state.phase = "head"  # one fit, no epochs: the counters stay those of the body phase
     session.log({"head_n_iter": max(n_iter), "head_converged": max(n_iter) < family.template.max_iter})

@@ -105,6 +105,7 @@ def run_phase(session: Session, phase: Phase) -> None:
                 if state.global_step >= total or session.control.should_training_stop:
                     break
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
+            state.epoch = progress.epoch  # as transformers: the epochs completed
             session.event("on_epoch_end")
             if phase.evaluate is not None and args.eval_strategy == "epoch":
                 _evaluate(session, phase, wrapped, progress)
