@@ -103,7 +103,7 @@ def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]],
                     session.state.global_step, key, progress.stopper.patience)
         session.control.should_training_stop = True
     if is_best and args.load_best_model_at_end:
-        progress.best_state = copy.deepcopy((keep or session.model.model_body).state_dict())
+        progress.best_state = copy.deepcopy((keep if keep is not None else session.model.model_body).state_dict())
 
 
 def end_phase(session: Session, progress: Progress, keep: torch.nn.Module | None = None) -> None:
@@ -111,4 +111,4 @@ def end_phase(session: Session, progress: Progress, keep: torch.nn.Module | None
     kept by :func:`evaluate` go back into ``keep`` (default: the body)."""
     session.control.should_training_stop = False
     if progress.best_state is not None and session.args.load_best_model_at_end:
-        (keep or session.model.model_body).load_state_dict(progress.best_state)
+        (keep if keep is not None else session.model.model_body).load_state_dict(progress.best_state)
