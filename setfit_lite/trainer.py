@@ -34,7 +34,8 @@ from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
 from .serialization import check_output_path
 from .training.head_fit import add_label_prior, fit_head, fit_prototypes, gather_embeddings, single_text_classes
-from .training.interim_eval import InterimEvaluator
+from .training.head_phase import HeadEpochs, log_estimator_fit
+from .training.interim_eval import HeadEvaluator, InterimEvaluator
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
 from .training.optim import body_optimizer, end_to_end_optimizer, freeze_word_embeddings
@@ -429,9 +430,12 @@ class Trainer:
             module = ClassifierModule(model.model_body, head, model.normalize_embeddings)
             sampler = SentenceBatchSampler(ids, max(2, args.classifier_batch_size), args.seed + 1,
                                            rank=backend.rank, world_size=backend.world_size)
+            evaluator = self._head_evaluator(args, head, ids, fixed_body=False) \
+                if args.eval_strategy != "no" else None
             run_phase(self.session, Phase(
                 "classifier", module, end_to_end_optimizer(backend, model.model_body, head, args), sampler, tokens,
-                self._batch_labels(ids), args.classifier_num_epochs))
+                self._batch_labels(ids), args.classifier_num_epochs, evaluate=evaluator, stage="head",
+                keep=module))
             head = backend.to_host(head)
             head.fitted = True
         else:
@@ -439,10 +443,32 @@ class Trainer:
             if backend.is_main_process and self._prototypes:
                 fit_prototypes(head, embeddings, ids, args.anchor_temperature)
             elif backend.is_main_process:
-                fit_head(head, embeddings, ids, args)
+                self._fit_head(args, head, embeddings, ids)
                 self._label_prior(args, head, embeddings)
             head = backend.broadcast_object(head)
         model.model_head = head
+
+    def _head_evaluator(self, args: TrainingArguments, head: Any, ids: np.ndarray,
+                        fixed_body: bool) -> HeadEvaluator | None:
+        """The evaluation of the head phase: with an eval dataset, when ``eval_strategy`` or
+        ``early_stopping_patience`` asks for evaluations (else None)."""
+        if self._eval_data is None or (args.eval_strategy == "no" and args.early_stopping_patience is None):
+            return None
+        return HeadEvaluator(self._eval_data, self.metric, self.metric_kwargs, ids, head, fixed_body,
+                             metric_inputs=self._metric_inputs())
+
+    def _fit_head(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
+        """Fit the head on the training embeddings, its epochs (torch) or its fit (scikit-learn) reported to the
+        callbacks (:mod:`setfit_lite.training.head_phase`)."""
+        assert self.session is not None
+        if not isinstance(head, torch.nn.Module):
+            fit_head(head, embeddings, ids, args)
+            log_estimator_fit(self.session, head)
+            return
+        epochs = HeadEpochs(self.session, head, len(embeddings), args.classifier_batch_size,
+                            args.classifier_num_epochs, self._head_evaluator(args, head, ids, fixed_body=True))
+        fit_head(head, embeddings, ids, args, hook=epochs)
+        epochs.finish()
 
     # ---- evaluation ---------------------------------------------------------------------------
     def evaluate(self, dataset: Any = None, metric_key_prefix: str = "test", group_by: str | None = None

@@ -343,6 +343,11 @@ class TrainingArguments:
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
       saves every 500 steps by default): the best body is kept in memory.
+    - The head phase is evaluated too: a torch head on fixed embeddings after each of its epochs when there is an
+      eval dataset and ``eval_strategy`` or ``early_stopping_patience`` is set (its logs: ``head_eval_*``), an
+      end-to-end head at the points of ``eval_strategy``; ``early_stopping_patience`` and
+      ``load_best_model_at_end`` apply to those evaluations as to the body's (see
+      :mod:`setfit_lite.training.head_phase`).
     - ``report_to`` runs transformers' reporting callbacks (``"tensorboard"``, ``"mlflow"``, ...; see
       :mod:`setfit_lite.reporting`): default ``["none"]`` (setfit's default is "all"), ``"all"`` every installed
       one; an unknown name is a ``ValueError`` and one that is not installed an ``ImportError``, here, as are a

@@ -70,6 +70,7 @@ def test_tensorboard_receives_losses_learning_rate_and_metrics(tmp_path: Path, t
         assert len(expected) >= 2
         assert [s for s, _ in scalars(tag)] == [s for s, _ in expected]
         assert [v for _, v in scalars(tag)] == pytest.approx([v for _, v in expected], rel=1e-6)
+    assert scalars("train/head_n_iter") == _logged(trainer, "head_n_iter")  # the head's fit, as logged
     (final,) = scalars("train/final_eval_accuracy")
     assert final == (trainer.state.global_step, pytest.approx(trainer.evaluate()["accuracy"]))
     assert scalars("train/train_runtime")[0][1] > 0

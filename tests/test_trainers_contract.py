@@ -571,7 +571,8 @@ def test_trainer_trains_end_to_end_on_hpu(habana: Any, hpu_on_cpu: list, tiny_bo
     assert habana.calls.count("optimizer.step") == steps and habana.calls.count("mark_step") == 2 * steps
     assert hpu_on_cpu[0] is model.model_body  # the body placed by the backend, then the prepared module
     assert [type(m).__name__ for m in hpu_on_cpu[1:]] == ["EmbeddingModule"]
-    assert [sorted(e) for e in trainer.state.log_history] == [["eval_accuracy", "step"]]  # evaluated mid-training
+    assert [sorted(e) for e in trainer.state.log_history] == [["eval_accuracy", "step"],  # evaluated mid-training
+                                                              ["head_converged", "head_n_iter", "step"]]
     assert 0 <= trainer.evaluate()["accuracy"] <= 1
 
 

@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -44,6 +44,16 @@ def _one_of(name: str, value: Any, alias: str, alias_value: Any, default: Any) -
     if value is not None and alias_value is not None and value != alias_value:
         raise ValueError(f"{name}={value!r} and {alias}={alias_value!r} disagree; give one of them")
     return value if value is not None else alias_value if alias_value is not None else default
+
+
+class EpochHook(Protocol):
+    """What :meth:`SetFitHead.fit` calls around each epoch (the trainer turns these into callback events)."""
+
+    def epoch_begin(self, epoch: int) -> None:
+        """Before epoch ``epoch`` (0-based)."""
+
+    def epoch_end(self, epoch: int, loss: float) -> bool:
+        """After epoch ``epoch`` with its mean batch loss; True stops the fit there."""
 
 
 class SetFitHead(nn.Module):
@@ -192,9 +202,11 @@ class SetFitHead(nn.Module):
         batch_size: int = 2,
         weight_decay: float = 0.01,
         seed: int | None = None,
+        hook: EpochHook | None = None,
     ) -> SetFitHead:
         """Train on fixed embeddings with AdamW (defaults follow setfit's head epochs/batch size/lr/l2_weight); the
-        head is left in eval mode, also when fitting raises."""
+        head is left in eval mode, also when fitting raises. ``hook`` is told of each epoch's beginning and end
+        (with its mean loss) and may stop the fit after an epoch; it may predict in between."""
         if epochs < 0 or batch_size < 1:
             raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs} and {batch_size}")
         X_t = self._as_input(X)
@@ -210,15 +222,23 @@ class SetFitHead(nn.Module):
             if seed is not None:
                 torch.manual_seed(seed)
             optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay)
-            self.train()
             try:
-                for _ in range(epochs):
+                for epoch in range(epochs):
+                    if hook is not None:
+                        hook.epoch_begin(epoch)
+                    self.train()  # again each epoch: a hook that predicted left the head in eval mode
                     order = torch.randperm(X_t.shape[0]).to(device)
+                    total, batches = 0.0, 0
                     for start in range(0, X_t.shape[0], batch_size):
                         idx = order[start : start + batch_size]
                         optimizer.zero_grad(set_to_none=True)
-                        self.loss(self(X_t[idx]), y_t[idx]).backward()
+                        loss = self.loss(self(X_t[idx]), y_t[idx])
+                        loss.backward()
                         optimizer.step()
+                        if hook is not None:  # reading the loss waits for the device: only when reported
+                            total, batches = total + float(loss.detach()), batches + 1
+                    if hook is not None and hook.epoch_end(epoch, total / batches):
+                        break
             finally:
                 self.eval()
         self.fitted = True

@@ -6,6 +6,7 @@
 - :mod:`.loop`: THE training loop, run once per phase (body, then an end-to-end head);
 - :mod:`.checkpoints`: saving and resuming the loop;
 - :mod:`.signals`: SIGTERM/SIGINT stop the loop after a checkpoint;
-- :mod:`.interim_eval`: the eval metric during training, with a throwaway head;
-- :mod:`.heads`: embeddings for the head (the same path as ``predict``) and fitting it.
+- :mod:`.interim_eval`: the eval metric during training, with a throwaway head (body) or the head being trained;
+- :mod:`.head_fit`: embeddings for the head (the same path as ``predict``) and fitting it;
+- :mod:`.head_phase`: the head's fit as callback events (epochs, early stopping, the fit's log).
 """

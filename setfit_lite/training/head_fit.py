@@ -17,6 +17,7 @@ import torch
 from trainers import Backend
 
 from ..heads.linear import is_lr
+from ..heads.torch_head import EpochHook
 from ..training_args import TrainingArguments
 
 
@@ -37,11 +38,14 @@ def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> 
     return out
 
 
-def fit_head(head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingArguments) -> None:
-    """Fit ``head`` on fixed embeddings: a torch head with the classifier-phase arguments, others as estimators."""
+def fit_head(head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingArguments,
+             hook: EpochHook | None = None) -> None:
+    """Fit ``head`` on fixed embeddings: a torch head with the classifier-phase arguments (``hook`` told of its
+    epochs), others as estimators."""
     if isinstance(head, torch.nn.Module):
         head.fit(embeddings, ids, epochs=args.classifier_num_epochs, lr=args.head_learning_rate,
-                 batch_size=args.classifier_batch_size, weight_decay=args.l2_weight or 0.0, seed=args.seed)
+                 batch_size=args.classifier_batch_size, weight_decay=args.l2_weight or 0.0, seed=args.seed,
+                 hook=hook)
     else:
         head.fit(embeddings, ids)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..callbacks import EarlyStopping
 from ..data import LabeledData, encode_labels
@@ -43,12 +44,34 @@ class InterimEvaluator:
         if args.eval_max_steps > 0:
             n = args.eval_max_steps * args.embedding_batch_size
             eval_tokens, eval_ids = eval_tokens[:n], eval_ids[:n]
-        head = model.new_head(len(model.labels), self.ids.ndim > 1)
-        fit_head(head, embed(model, self.tokens), self.ids, args)
-        pred = predict_ids(head.predict_proba(embed(model, eval_tokens)), self.ids.ndim > 1)
+        pred = self.predict(session, eval_tokens)
         metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels),
                                  metric_inputs=self.metric_inputs)
         return {f"eval_{k}": v for k, v in metrics.items()}
+
+    def predict(self, session: Session, eval_tokens: list[list[int]]) -> np.ndarray:
+        """Class ids (or multi-hot rows) of the eval texts: a head fitted on the body as it is now."""
+        model, args = session.model, session.args
+        head = model.new_head(len(model.labels), self.ids.ndim > 1)
+        fit_head(head, embed(model, self.tokens), self.ids, args)
+        return predict_ids(head.predict_proba(embed(model, eval_tokens)), self.ids.ndim > 1)
+
+
+class HeadEvaluator(InterimEvaluator):
+    """The eval metric of ``head`` as it is being trained; with ``fixed_body`` (the head trains on embeddings
+    computed once) the eval embeddings are computed once too."""
+
+    def __init__(self, data: LabeledData, metric: str | Callable, metric_kwargs: dict[str, Any] | None,
+                 ids: np.ndarray, head: Any, fixed_body: bool, metric_inputs: MetricInputs | None = None) -> None:
+        super().__init__(data, metric, metric_kwargs, [], ids, metric_inputs)
+        self.head, self.fixed_body = head, fixed_body
+        self._embeddings: np.ndarray | None = None
+
+    def predict(self, session: Session, eval_tokens: list[list[int]]) -> np.ndarray:
+        embeddings = self._embeddings if self._embeddings is not None else embed(session.model, eval_tokens)
+        if self.fixed_body:
+            self._embeddings = embeddings
+        return predict_ids(self.head.predict_proba(embeddings), self.ids.ndim > 1)
 
 
 def greater_is_better(args: TrainingArguments) -> bool:
@@ -62,20 +85,30 @@ def new_stopper(args: TrainingArguments) -> EarlyStopping:
     return EarlyStopping(args.early_stopping_patience, greater_is_better=greater_is_better(args))
 
 
-def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]], progress: Progress) -> None:
-    """Evaluate, log, dispatch ``on_evaluate``, keep the best body (``load_best_model_at_end``) and ask the loop to
-    stop after ``early_stopping_patience`` evaluations without improvement."""
+def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]], progress: Progress,
+             keep: torch.nn.Module | None = None, log_prefix: str = "") -> None:
+    """Evaluate, log (keys prefixed by ``log_prefix``), dispatch ``on_evaluate``, keep the best weights of ``keep``
+    (default: the body) for ``load_best_model_at_end`` and ask the loop to stop after ``early_stopping_patience``
+    evaluations without improvement."""
     args = session.args
     metrics = evaluator(session)
     key = args.metric_for_best_model or next(iter(metrics))
     key = key if key in metrics else f"eval_{key}" if f"eval_{key}" in metrics else next(iter(metrics))
     is_best, stop = progress.stopper.step(metrics[key])
     session.state.best_metric = progress.stopper.best
-    session.log(metrics)
+    session.log({f"{log_prefix}{k}": v for k, v in metrics.items()})
     session.event("on_evaluate", metrics=metrics)
     if stop:
         logger.info("early stopping at step %d: %s did not improve for %d evaluations",
                     session.state.global_step, key, progress.stopper.patience)
         session.control.should_training_stop = True
     if is_best and args.load_best_model_at_end:
-        progress.best_state = copy.deepcopy(session.model.model_body.state_dict())
+        progress.best_state = copy.deepcopy((keep if keep is not None else session.model.model_body).state_dict())
+
+
+def end_phase(session: Session, progress: Progress, keep: torch.nn.Module | None = None) -> None:
+    """After a phase: a stop asked for ends this phase only, and with ``load_best_model_at_end`` the best weights
+    kept by :func:`evaluate` go back into ``keep`` (default: the body)."""
+    session.control.should_training_stop = False
+    if progress.best_state is not None and session.args.load_best_model_at_end:
+        (keep if keep is not None else session.model.model_body).load_state_dict(progress.best_state)

@@ -17,7 +17,7 @@ import torch
 
 from ..verbosity import show_progress
 from .checkpoints import Progress, resume, save_checkpoint
-from .interim_eval import evaluate, new_stopper
+from .interim_eval import end_phase, evaluate, new_stopper
 from .optim import linear_schedule
 from .session import Session
 from .signals import StopSignal
@@ -30,7 +30,9 @@ class Phase:
 
     ``batch_labels(rows)`` gives the loss's ``labels`` for the rows of a batch. ``max_steps`` caps the phase
     (-1: no cap); ``checkpoints`` turns on ``save_strategy`` and ``resume_from_checkpoint``; ``evaluate``, when
-    given, is called at the points of ``eval_strategy`` (see :mod:`.interim_eval`).
+    given, is called at the points of ``eval_strategy`` (see :mod:`.interim_eval`). ``stage`` is what callbacks
+    read in ``state.phase`` ("body" or "head"); ``keep`` is the module whose best weights are kept and restored
+    with ``load_best_model_at_end`` (default: the body).
     """
 
     name: str
@@ -43,6 +45,8 @@ class Phase:
     max_steps: int = -1
     checkpoints: bool = False
     evaluate: Callable[[Session], dict[str, float]] | None = None
+    stage: str = "body"
+    keep: torch.nn.Module | None = None
 
 
 def run_phase(session: Session, phase: Phase) -> None:
@@ -60,7 +64,7 @@ def run_phase(session: Session, phase: Phase) -> None:
     wrapped, optimizer = backend.prepare(phase.module, phase.optimizer)  # the scheduler drives the prepared one
     scheduler = linear_schedule(optimizer, total, args.warmup_proportion)
     phase.module.train()
-    state.max_steps, state.global_step = total, 0
+    state.phase, state.max_steps, state.global_step = phase.stage, total, 0
     progress = Progress(stopper=new_stopper(args))
     if phase.checkpoints and session.resume_from is not None:
         resume(session, session.resume_from, optimizer, scheduler, progress)
@@ -101,15 +105,14 @@ def run_phase(session: Session, phase: Phase) -> None:
                 if state.global_step >= total or session.control.should_training_stop:
                     break
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
+            state.epoch = progress.epoch  # as transformers: the epochs completed
             session.event("on_epoch_end")
             if phase.evaluate is not None and args.eval_strategy == "epoch":
                 _evaluate(session, phase, wrapped, progress)
             if saving and args.save_strategy == "epoch":
                 save_checkpoint(session, optimizer, scheduler, progress)
     backend.unwrap(wrapped)
-    session.control.should_training_stop = False
-    if progress.best_state is not None and args.load_best_model_at_end:
-        session.model.model_body.load_state_dict(progress.best_state)
+    end_phase(session, progress, phase.keep)
     phase.module.eval()
 
 
@@ -123,7 +126,7 @@ def _train_mode(module: torch.nn.Module) -> None:
 def _evaluate(session: Session, phase: Phase, wrapped: torch.nn.Module, progress: Progress) -> None:
     assert phase.evaluate is not None
     session.backend.unwrap(wrapped)  # the trained weights where the evaluation reads them (IPU: copied back)
-    evaluate(session, phase.evaluate, progress)
+    evaluate(session, phase.evaluate, progress, phase.keep, log_prefix="head_" if phase.stage == "head" else "")
 
 
 def _steps(session: Session, phase: Phase, epoch: int, skip: int) -> Iterator[tuple[dict[str, Any], int]]:
