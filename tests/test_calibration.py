@@ -136,9 +136,9 @@ def _train(tiny_body_path: str, **kwargs) -> SetFitModel:
     return model
 
 
-def test_training_fits_a_temperature_by_default_and_none_turns_it_off(tiny_body_path) -> None:
+def test_training_fits_a_temperature_on_request_and_none_by_default(tiny_body_path) -> None:
     texts = make_sentences(5, seed=4)[0]
-    calibrated, plain = _train(tiny_body_path), _train(tiny_body_path, calibration="none")
+    calibrated, plain = _train(tiny_body_path, calibration="temperature"), _train(tiny_body_path)
     info = calibrated.training_info["calibration"]
     assert info["temperature"] is not None and "5-fold" in info["method"]
     assert calibrated.calibration_temperature == info["temperature"] != 1.0
@@ -154,7 +154,8 @@ def test_multi_label_training_is_not_calibrated(tiny_body_path) -> None:
     hot = [[1, 0] if y == "positive" else [0, 1] for y in labels]
     hot[0] = [1, 1]
     model = SetFitModel.from_pretrained(tiny_body_path)
-    Trainer(model=model, args=TrainingArguments(**FAST), train_dataset={"text": texts, "label": hot}).train()
+    Trainer(model=model, args=TrainingArguments(**FAST, calibration="temperature"),
+            train_dataset={"text": texts, "label": hot}).train()
     assert model.calibration_temperature == 1.0
     assert "multi-label" in model.training_info["calibration"]["method"]
 
