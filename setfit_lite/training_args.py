@@ -348,8 +348,9 @@ class TrainingArguments:
       tier (torch, ONNX, static); it never changes a prediction. Not for multi-label heads, zero-shot prototypes,
       end-to-end torch heads or a class with one example (``model.training_info["calibration"]`` says why).
       Not the default: the body is trained on the same few shots, so held-out folds look easy and the fitted
-      temperature sharpens a head that was not underconfident (SST-5 validation, MiniLM, 8 per class, seeds 0-1:
-      T = 0.08-0.09, ECE 0.045/0.028 without, 0.475/0.449 with; docs in benchmarks/README.md, "Calibration").
+      temperature sharpens the head far too much (validation splits, MiniLM, 8 per class, seeds 0-1: SST-5 T =
+      0.08/0.09, ECE 0.045/0.028 without, 0.475/0.449 with; Emotion T = 0.05/0.07, ECE 0.152/0.120 without,
+      0.432/0.446 with; benchmarks/README.md, "Calibration").
       Cross-validation is unbiased only where the body is not trained on the shots (``body_learning_rate=0``).
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
