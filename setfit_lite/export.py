@@ -2,7 +2,9 @@
 
 The exported folder holds ``model.onnx`` (inputs ``input_ids`` and ``attention_mask``, int64 of shape
 (batch, sequence); output ``probabilities``, float32 of shape (batch, len(labels)), columns in ``labels``
-order), the tokenizer files, ``config_setfit_lite_onnx.json`` and an integrity manifest. With
+order), the tokenizer files, ``config_setfit_lite_onnx.json`` and an integrity manifest. A calibrated model's
+temperature is in the config (``calibration_temperature``) and applied to the graph's probabilities by
+``OnnxSetFitModel`` with the rule every tier applies (``setfit_lite.inference.temper``). With
 ``quantize="int8"`` the weights are dynamically quantised to int8 and ``model.onnx`` is the quantised graph
 (the float32 graph is not kept).
 
@@ -38,7 +40,15 @@ from .serialization import (
     write_manifest,
 )
 from .serialization.manifest import is_inside
-from .serialization.validate import ModelFormatError, check_count, check_labels, check_type, check_version
+from .serialization.validate import (
+    ModelFormatError,
+    check_count,
+    check_labels,
+    check_temperature,
+    check_type,
+    check_version,
+    temperature_field,
+)
 from .verbosity import filter_log_records
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
@@ -215,6 +225,7 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
                 "model_file": ONNX_MODEL_NAME,
                 "inputs": list(INPUT_NAMES),
                 "output": OUTPUT_NAME,
+                **temperature_field(model.calibration_temperature),  # applied to the graph's output
             })
             write_manifest(tmp)
     finally:
@@ -338,6 +349,7 @@ def validate_onnx_config(folder: Path) -> dict[str, Any]:
     if check_type(config, "output", config_path, str) != OUTPUT_NAME:
         raise ModelFormatError(config_path, "output", f"is {config['output']!r}; this setfit_lite reads "
                                                       f"{OUTPUT_NAME!r}")
+    check_temperature(config, config_path)
     return config
 
 
@@ -372,6 +384,7 @@ class OnnxSetFitModel(Predictor):
         self.multi_label = bool(config["multi_label"])
         self.prompt: str = config.get("prompt") or ""
         self.max_seq_length: int | None = config.get("max_seq_length")
+        self.calibration_temperature = float(config.get("calibration_temperature") or 1.0)
 
     @classmethod
     def load(cls, path: str | os.PathLike, num_threads: int | None = None,

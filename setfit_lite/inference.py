@@ -35,6 +35,7 @@ __all__ = [
     "labels_from_proba",
     "length_sorted_batches",
     "predict_ids",
+    "temper",
     "text_stream",
     "tokenize_texts",
     "with_prompt",
@@ -161,6 +162,28 @@ def predict_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
     return proba.argmax(axis=-1).astype(np.int64)
 
 
+def temper(proba: np.ndarray, temperature: float) -> np.ndarray:
+    """Single-label probabilities with their log-probabilities divided by ``temperature`` before the softmax:
+    ``p_k ** (1 / T)`` renormalised, i.e. ``softmax(z / T)`` for a softmax over logits ``z`` (the argmax is kept).
+    Zero probabilities (classes absent from training) stay zero; ``T = 1`` returns ``proba`` itself."""
+    if temperature == 1.0:
+        return proba
+    proba = np.asarray(proba)
+    with np.errstate(divide="ignore"):
+        scaled = np.log(proba.astype(np.float64)) / temperature
+    scaled -= scaled.max(axis=-1, keepdims=True)
+    out = np.exp(scaled)
+    out /= out.sum(axis=-1, keepdims=True)
+    return out.astype(proba.dtype if np.issubdtype(proba.dtype, np.floating) else np.float32)
+
+
+def abstained(values: list, proba: np.ndarray, threshold: float, abstain_label: Any) -> list:
+    """``values`` (one per row of ``proba``) with ``abstain_label`` where the row's max probability is below
+    ``threshold``."""
+    confident = np.asarray(proba).max(axis=-1) >= threshold
+    return [value if keep else abstain_label for value, keep in zip(values, confident.tolist())]
+
+
 def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as_numpy: bool = False) -> Any:
     """Predicted labels for probabilities ``proba`` (columns in ``labels`` order); multi-label: multi-hot >= 0.5.
 
@@ -197,6 +220,9 @@ class Predictor:
     labels: list | None
     multi_label: bool
     setfit_return_types: bool = False
+    # divides the log-probabilities of single-label predictions (fitted by the trainer, see
+    # TrainingArguments.calibration; saved with the head, the ONNX export and the static export)
+    calibration_temperature: float = 1.0
 
     def _check_fitted(self) -> None:
         """Raise ValueError when the model cannot predict yet (default: it always can)."""
@@ -234,35 +260,72 @@ class Predictor:
 
     def _iter_proba(self, texts: Iterable[str], batch_size: int, show_progress_bar: bool | None
                     ) -> Iterator[tuple[list[str], np.ndarray]]:
+        temperature = 1.0 if self.multi_label else self.calibration_temperature
         for start, chunk in chunks(texts):
-            yield chunk, self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)
+            proba = self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)
+            yield chunk, temper(proba, temperature)
 
     def predict_iter(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
-                     use_labels: bool = True) -> Iterator[Any]:
+                     use_labels: bool = True, abstain_below: float | None = None,
+                     abstain_label: Any = None) -> Iterator[Any]:
         """``predict``'s label of each text as a Python value (multi-label: a multi-hot numpy row), one at a time,
         streamed over an iterable or a text file (an ``os.PathLike``: one text per non-blank line) of any size with
         bounded memory (a chunk of :data:`STREAM_CHUNK` texts at once). A bare ``str`` raises TypeError at the
-        call: pass ``[text]`` for one text, ``pathlib.Path(...)`` for a file."""
-        return self._predict_iter(self.iter_proba(inputs, batch_size), use_labels)
+        call: pass ``[text]`` for one text, ``pathlib.Path(...)`` for a file. ``abstain_below``/``abstain_label``
+        as in :meth:`predict`."""
+        self._check_abstain(abstain_below)
+        return self._predict_iter(self.iter_proba(inputs, batch_size), use_labels, abstain_below, abstain_label)
 
-    def _predict_iter(self, parts: Iterator[tuple[list[str], np.ndarray]], use_labels: bool) -> Iterator[Any]:
+    def _predict_iter(self, parts: Iterator[tuple[list[str], np.ndarray]], use_labels: bool,
+                      abstain_below: float | None = None, abstain_label: Any = None) -> Iterator[Any]:
         for _, proba in parts:
             labels = self.labels_from_proba(proba, as_numpy=True, use_labels=use_labels)
-            yield from (labels if self.multi_label or isinstance(labels, list) else labels.tolist())
+            values = labels if self.multi_label or isinstance(labels, list) else labels.tolist()
+            yield from (values if abstain_below is None else abstained(values, proba, abstain_below, abstain_label))
+
+    def _check_abstain(self, abstain_below: float | None) -> None:
+        """ValueError unless ``abstain_below`` is None or a probability, for a single-label model."""
+        if abstain_below is None:
+            return
+        if isinstance(abstain_below, bool) or not isinstance(abstain_below, (int, float, np.floating, np.integer)) \
+                or not 0.0 <= float(abstain_below) <= 1.0:
+            raise ValueError(f"abstain_below must be a probability in [0, 1] or None, got {abstain_below!r}")
+        if self.multi_label:
+            raise ValueError("abstain_below applies to single-label models (a multi-label row has no single "
+                             "probability to abstain on)")
 
     def predict(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
-                use_labels: bool = True, show_progress_bar: bool | None = None) -> Any:
+                use_labels: bool = True, show_progress_bar: bool | None = None, abstain_below: float | None = None,
+                abstain_label: Any = None) -> Any:
         """Predicted labels (multi-label: a multi-hot array in ``labels`` order): one label for one text (a
         ``str``), a list for an iterable of texts or a file (``os.PathLike``). Generators and files are streamed.
-        ``use_labels`` (setfit's) applies with ``setfit_return_types``: False gives class ids."""
+        ``use_labels`` (setfit's) applies with ``setfit_return_types``: False gives class ids.
+
+        ``abstain_below`` (single-label): a text whose highest (calibrated) probability is below it gets
+        ``abstain_label`` (default None) instead of a label; the labels (or ids) then come as a list of Python
+        values (an object array with ``as_numpy``). ``setfit_lite.metrics.coverage_accuracy`` tells how many texts
+        a threshold keeps and how accurate they are."""
+        self._check_abstain(abstain_below)
         proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        return self.labels_from_proba(proba, as_numpy=as_numpy, use_labels=use_labels)
+        if abstain_below is None:
+            return self.labels_from_proba(proba, as_numpy=as_numpy, use_labels=use_labels)
+        rows = proba[None] if isinstance(inputs, str) else proba
+        labels = self.labels_from_proba(rows, as_numpy=True, use_labels=use_labels)
+        values = abstained(labels if isinstance(labels, list) else labels.tolist(), rows, abstain_below,
+                           abstain_label)
+        if isinstance(inputs, str) or not as_numpy:
+            return values[0] if isinstance(inputs, str) else values
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array
 
     def __call__(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
-                 use_labels: bool = True, show_progress_bar: bool | None = None) -> Any:
+                 use_labels: bool = True, show_progress_bar: bool | None = None, abstain_below: float | None = None,
+                 abstain_label: Any = None) -> Any:
         """Same as :meth:`predict`."""
         return self.predict(inputs, batch_size=batch_size, as_numpy=as_numpy, use_labels=use_labels,
-                            show_progress_bar=show_progress_bar)
+                            show_progress_bar=show_progress_bar, abstain_below=abstain_below,
+                            abstain_label=abstain_label)
 
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False, use_labels: bool = True) -> Any:
         """The labels ``predict`` gives for probabilities ``proba``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -82,3 +82,61 @@ def check_metric(metric: Any) -> None:
         raise TypeError(f"metric must be a name or a callable, got {type(metric).__name__}")
     if metric not in _METRICS and importlib.util.find_spec("evaluate") is None:
         raise ValueError(_unknown(metric))
+
+
+# ------------------------------------------------------------------------------------------------- calibration
+
+
+def _checked_proba(proba: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(proba, labels)`` as a float (n, K) array and int (n,) class ids, checked to agree."""
+    proba, labels = np.asarray(proba, dtype=np.float64), np.asarray(labels).astype(np.int64)
+    if proba.ndim != 2 or labels.shape != (proba.shape[0],):
+        raise ValueError(f"need probabilities (n, K) and n class ids, got shapes {proba.shape} and {labels.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() >= proba.shape[1]):
+        raise ValueError(f"class ids must be in 0..{proba.shape[1] - 1}")
+    return proba, labels
+
+
+def expected_calibration_error(proba: Any, labels: Any, n_bins: int = 15) -> float:
+    """Expected calibration error of single-label probabilities ``proba`` (n, K) against class ids ``labels``:
+    rows binned by their max probability into ``n_bins`` equal-width bins ``(i/n_bins, (i+1)/n_bins]``, the mean
+    over bins, weighted by their share of rows, of ``|accuracy - mean confidence|`` (Guo et al., 2017)."""
+    proba, labels = _checked_proba(proba, labels)
+    if not len(labels):
+        return 0.0
+    confidence, correct = proba.max(axis=1), (proba.argmax(axis=1) == labels).astype(np.float64)
+    bins = np.clip(np.ceil(confidence * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    gap = np.bincount(bins, weights=correct - confidence, minlength=n_bins)  # sum of (accuracy - confidence)
+    return float(np.abs(gap).sum() / len(labels))
+
+
+def brier_score(proba: Any, labels: Any) -> float:
+    """Multi-class Brier score: the mean over rows of ``sum_k (proba_k - onehot_k)^2`` (0 is perfect, 2 the
+    worst); for two classes twice scikit-learn's binary ``brier_score_loss``."""
+    proba, labels = _checked_proba(proba, labels)
+    if not len(labels):
+        return 0.0
+    onehot = np.zeros_like(proba)
+    onehot[np.arange(len(labels)), labels] = 1.0
+    return float(((proba - onehot) ** 2).sum(axis=1).mean())
+
+
+def calibration_metrics(proba: Any, labels: Any) -> dict[str, float]:
+    """``{"expected_calibration_error", "brier_score"}`` of single-label probabilities against class ids."""
+    return {"expected_calibration_error": expected_calibration_error(proba, labels),
+            "brier_score": brier_score(proba, labels)}
+
+
+def coverage_accuracy(proba: Any, labels: Any, thresholds: Sequence[float]) -> list[dict[str, float]]:
+    """For each threshold ``t``, what abstaining below ``t`` gives (``predict(..., abstain_below=t)``): the
+    ``coverage`` (share of rows whose max probability is ``>= t``) and the ``accuracy`` on those rows (NaN when
+    none is left). One dict per threshold, in the order given: ``{"threshold", "coverage", "accuracy"}``."""
+    proba, labels = _checked_proba(proba, labels)
+    confidence, correct = proba.max(axis=1), proba.argmax(axis=1) == labels
+    out = []
+    for threshold in thresholds:
+        kept = confidence >= threshold
+        accuracy = float(correct[kept].mean()) if kept.any() else float("nan")
+        out.append({"threshold": float(threshold), "coverage": float(kept.mean()) if len(labels) else 0.0,
+                    "accuracy": accuracy})
+    return out

@@ -44,4 +44,6 @@ def render_model_card(model: Any) -> str:
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, dict):  # a nested group of scores, e.g. evaluate's "calibration"
+        return "(" + ", ".join(f"{k} = {_fmt(v)}" for k, v in value.items()) + ")"
     return f"{value:.4f}" if isinstance(value, float) else str(value)

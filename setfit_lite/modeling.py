@@ -170,6 +170,12 @@ class SetFitModel(Predictor):
     def multi_label(self) -> bool:
         return bool(self.model_head is not None and self.model_head.multi_label)
 
+    @property
+    def calibration_temperature(self) -> float:  # type: ignore[override]
+        """The head's calibration temperature (1.0: none), which ``predict_proba`` applies; see
+        ``TrainingArguments.calibration``."""
+        return float(getattr(self.model_head, "calibration_temperature", 1.0))
+
     def freeze(self, component: Literal["body", "head"] | None = None) -> None:
         """setfit's: stop training the body and/or a differentiable head (``requires_grad=False``); both without
         ``component``. The trainer's own switch is ``body_learning_rate=0`` (see TrainingArguments)."""

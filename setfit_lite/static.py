@@ -5,7 +5,9 @@ Distillation follows model2vec's method on the *fine-tuned* body: every vocabula
 ``sif / (sif + p(token))``, ``p`` from Zipf's law on the token's rank (model2vec's ``compute_weights``). A text's
 embedding is then the mean of its tokens' rows (special tokens not added, the unknown token dropped), L2-normalised.
 A LogisticRegression head is refitted on these embeddings, on the texts given (with their labels, or labelled by
-the fine-tuned model) plus, optionally, unlabelled texts the fine-tuned model labels.
+the fine-tuned model) plus, optionally, unlabelled texts the fine-tuned model labels. When the model is calibrated
+(``TrainingArguments.calibration``), the refitted head gets its own temperature, fitted by the same
+cross-validation on those texts (``config_setfit_lite_static.json``'s ``calibration_temperature``).
 
 Then (``refine_epochs``) the table is trained on the texts given, as model2vec's tokenlearn does: each text's mean
 of token rows is pulled (cosine loss) toward the fine-tuned body's embedding of the text, projected by the same PCA.
@@ -54,8 +56,10 @@ from .serialization.validate import (
     check_indices,
     check_labels,
     check_shape,
+    check_temperature,
     check_type,
     check_version,
+    temperature_field,
 )
 
 __all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "export_static", "linear_proba"]
@@ -127,6 +131,7 @@ class StaticSetFitModel(Predictor):
         self.multi_label = bool(config["multi_label"])
         self.prompt: str = config.get("prompt") or ""
         self.unk_id = _unk_token_id(tokenizer.backend)
+        self.calibration_temperature = float(config.get("calibration_temperature") or 1.0)
         self.num_threads: int = default_workers() if num_threads is None else check_param("num_threads", num_threads)
 
     @classmethod
@@ -253,6 +258,7 @@ def validate_static_folder(folder: Path) -> tuple[dict[str, Any], dict[str, Any]
     multi_label = check_type(config, "multi_label", config_path, bool)
     kind = check_type(config, "head_kind", config_path, str)
     check_type(config, "prompt", config_path, str, optional=True)
+    check_temperature(config, config_path)
     if kind not in HEAD_KINDS:
         raise ModelFormatError(config_path, "head_kind", f"must be one of {HEAD_KINDS}, got {kind!r}")
     if (kind == "sigmoid") != multi_label:
@@ -343,6 +349,7 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     """
     from sklearn.decomposition import PCA
 
+    from .calibration import cv_temperature
     from .data import validate_texts
     from .heads import build_head
     from .heads.linear import linear_head_spec
@@ -387,9 +394,16 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         save_tensors(tmp / EMBEDDINGS_NAME, {EMBEDDINGS_KEY: table})
         save_json(tmp / "config.json", model2vec_config)
         strategy = model.multi_target_strategy if model.multi_target_strategy != "classifier-chain" else None
-        head = build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
-                          multi_target_strategy=strategy, **(head_params or {}))
-        head.fit(body.encode(all_texts), y)
+
+        def new_head() -> Any:
+            return build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
+                              multi_target_strategy=strategy, **(head_params or {}))
+
+        head, features = new_head(), body.encode(all_texts)
+        head.fit(features, y)
+        # a calibrated model's static head gets its own temperature, fitted as the trainer fits the model's
+        temperature = cv_temperature(new_head, lambda h, x, t: h.fit(x, t), features, y)[0] \
+            if model.calibration_temperature != 1.0 else None
         spec = linear_head_spec(head)
         arrays = {name: np.asarray(spec[name], np.float32) for name in ("weight", "bias", "constant")
                   if spec.get(name) is not None}
@@ -397,7 +411,8 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         save_json(tmp / STATIC_CONFIG_NAME, _static_config(model, {
             "head_kind": spec["kind"], "head_columns": np.asarray(spec["columns"]).astype(int).tolist(),
             "refit_texts": len(texts), "refit_unlabeled_texts": len(unlabeled),
-            "refit_labels": "given" if labels is not None else "teacher", "refine_epochs": refine_epochs}))
+            "refit_labels": "given" if labels is not None else "teacher", "refine_epochs": refine_epochs,
+            **temperature_field(temperature or 1.0)}))
         write_manifest(tmp)
     return Path(path)
 

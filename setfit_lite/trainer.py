@@ -20,6 +20,7 @@ import torch
 
 from trainers import Backend, get_backend
 
+from .calibration import cv_temperature
 from .callbacks import CallbackHandler, TrainerControl, TrainerState
 from .checkpoint import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
@@ -438,13 +439,16 @@ class Trainer:
                 keep=module))
             head = backend.to_host(head)
             head.fitted = True
+            self._not_calibrated("an end-to-end torch head is not calibrated")
         else:
             embeddings = gather_embeddings(model, tokens, backend)
             if backend.is_main_process and self._prototypes:
                 fit_prototypes(head, embeddings, ids, args.anchor_temperature)
+                self._not_calibrated("zero-shot prototypes are not calibrated (one text per class)")
             elif backend.is_main_process:
                 self._fit_head(args, head, embeddings, ids)
                 self._label_prior(args, head, embeddings)
+                self.calibrate(args, head, embeddings, ids)
             head = backend.broadcast_object(head)
         model.model_head = head
 
@@ -469,6 +473,27 @@ class Trainer:
                             args.classifier_num_epochs, self._head_evaluator(args, head, ids, fixed_body=True))
         fit_head(head, embeddings, ids, args, hook=epochs)
         epochs.finish()
+
+    def calibrate(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
+        """With ``calibration="temperature"``, set ``head.calibration_temperature`` from heads refitted on folds of
+        the training embeddings (:func:`setfit_lite.calibration.cv_temperature`); recorded in
+        ``model.training_info["calibration"]`` with the reason when none is fitted."""
+        temperature, how = None, "calibration='none'"
+        if args.calibration == "temperature":
+            num_classes = len(self.model.labels or [])
+            temperature, how = cv_temperature(lambda: self.model.new_head(num_classes, ids.ndim > 1),
+                                              lambda h, x, y: self._refit_head(args, h, x, y), embeddings, ids,
+                                              seed=args.seed)
+        head.calibration_temperature = temperature or 1.0
+        self.model.training_info["calibration"] = {"temperature": temperature, "method": how}
+
+    def _refit_head(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
+        """A fold's head for calibration: fitted as the model's head is, without reporting to the callbacks."""
+        fit_head(head, embeddings, ids, args)
+        self._label_prior(args, head, embeddings)
+
+    def _not_calibrated(self, why: str) -> None:
+        self.model.training_info["calibration"] = {"temperature": None, "method": why}
 
     # ---- evaluation ---------------------------------------------------------------------------
     def evaluate(self, dataset: Any = None, metric_key_prefix: str = "test", group_by: str | None = None

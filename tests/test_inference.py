@@ -87,6 +87,7 @@ def test_evaluate_model_with_groups() -> None:
     data = LabeledData(["tiny", "a long one", "ok", "longer text"], ["short", "long", "long", "long"],
                        {"lang": ["en", "en", "fr", "fr"]})
     result = evaluate_model(LengthModel(), data, "accuracy", group_by="lang")
+    assert set(result.pop("calibration")) == {"expected_calibration_error", "brier_score"}
     assert result == {"accuracy": 0.75, "groups": {"en": {"accuracy": 1.0, "n": 2}, "fr": {"accuracy": 0.5, "n": 2}}}
     with pytest.raises(ValueError, match="group_by column 'source' not in the dataset; columns: \\['lang'\\]"):
         evaluate_model(LengthModel(), data, group_by="source")

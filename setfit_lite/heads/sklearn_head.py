@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..inference import predict_ids
 from ..serialization import atomic_write_bytes, load_tensors, save_json, save_tensors
+from ..serialization.validate import check_temperature, temperature_field
 from .common import (
     FORMAT_VERSION,
     HEAD_CONFIG_NAME,
@@ -38,6 +39,8 @@ class SklearnHead:
     "classifier-chain"); with ``multi_label=True`` and no strategy, "one-vs-rest" is used unless the
     estimator already is one of those wrappers. A given estimator instance is used as is (not cloned).
     ``num_classes=None`` infers K at ``fit`` (max id + 1, or the multi-hot width).
+    ``calibration_temperature`` (saved with the head) is applied by the model's ``predict_proba``, not here:
+    ``predict_proba`` gives the estimator's probabilities.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class SklearnHead:
         self.multi_label = bool(multi_label)
         self.multi_target_strategy = strategy
         self.estimator = wrapped
+        self.calibration_temperature = 1.0
 
     def __getattr__(self, name: str) -> Any:
         """The scikit-learn estimator's attributes (``coef_``, ``classes_``, ``get_params``, ...), which setfit's
@@ -165,6 +169,7 @@ class SklearnHead:
             "multi_target_strategy": self.multi_target_strategy,
             "n_features_in": int(getattr(self.estimator, "n_features_in_", 0)) or None,
             "sklearn_version": sklearn.__version__,
+            **temperature_field(self.calibration_temperature),
         }
         state = lr_family_state(self.estimator)
         if state is not None:
@@ -217,6 +222,7 @@ class SklearnHead:
         head = cls.__new__(cls)
         head.estimator, head.num_classes, head.multi_label = estimator, num_classes, multi_label
         head.multi_target_strategy = strategy
+        head.calibration_temperature = check_temperature(cfg, config_path)
         if not head.fitted:
             raise ValueError(f"head in {folder} holds an unfitted estimator")
         return head

@@ -16,7 +16,7 @@ from torch import nn
 
 from ..inference import predict_ids
 from ..serialization import load_tensors, save_json, save_tensors
-from ..serialization.validate import check_float_dtype, check_shape
+from ..serialization.validate import check_float_dtype, check_shape, check_temperature, temperature_field
 from .common import (
     FORMAT_VERSION,
     HEAD_CONFIG_NAME,
@@ -108,6 +108,8 @@ class SetFitHead(nn.Module):
         self.linear = nn.Linear(hidden_size or in_features, num_classes, bias=self.bias)
         self.apply(self._init_weights)
         self.fitted = False  # set by fit/load (and by the trainer after end-to-end training)
+        # fitted after training (TrainingArguments.calibration), applied by the model's predict_proba
+        self.calibration_temperature = 1.0
         if device is not None:
             self.to(device)
 
@@ -257,6 +259,7 @@ class SetFitHead(nn.Module):
             # setfit's options, written only when set (so heads without them save as before)
             **({"temperature": self.temperature} if self.temperature != 1.0 else {}),
             **({"bias": False} if not self.bias else {}),
+            **temperature_field(self.calibration_temperature),
         }
 
     def save(self, folder: str | Path) -> None:
@@ -298,6 +301,7 @@ class SetFitHead(nn.Module):
             head = head.to(next(iter(dtypes)))
         head.load_state_dict(tensors)
         head.fitted = True
+        head.calibration_temperature = check_temperature(cfg, config_path)
         if device is not None:
             head = head.to(device)
         return head.eval()

@@ -25,9 +25,11 @@ __all__ = [
     "check_indices",
     "check_labels",
     "check_shape",
+    "check_temperature",
     "check_type",
     "check_version",
     "field_of",
+    "temperature_field",
     "same_labels",
 ]
 
@@ -66,6 +68,25 @@ def check_type(data: Any, field: str, file: str | os.PathLike[str], types: type 
         expected = what or ("true or false" if types == (bool,) else " or ".join(t.__name__ for t in types))
         raise ModelFormatError(file, field, f"must be {expected}{' or null' if optional else ''}, got {value!r}")
     return value
+
+
+TEMPERATURE_FIELD = "calibration_temperature"
+
+
+def check_temperature(data: Any, file: str | os.PathLike[str]) -> float:
+    """The calibration temperature ``data["calibration_temperature"]``: a finite number > 0; 1.0 when the field is
+    absent (files written before calibration existed, and uncalibrated models, which do not write it)."""
+    if not isinstance(data, Mapping) or data.get(TEMPERATURE_FIELD) is None:
+        return 1.0
+    value = check_type(data, TEMPERATURE_FIELD, file, (int, float), what="a finite number > 0")
+    if not (np.isfinite(value) and value > 0):
+        raise ModelFormatError(file, TEMPERATURE_FIELD, f"must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def temperature_field(temperature: float) -> dict[str, float]:
+    """What a config file records of a calibration temperature: nothing for 1.0 (files stay as before)."""
+    return {} if temperature == 1.0 else {TEMPERATURE_FIELD: float(temperature)}
 
 
 def check_version(data: Any, field: str, supported: int, file: str | os.PathLike[str], *, oldest: int = 1,
