@@ -310,8 +310,32 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         rows["setfit"]["cold_start_s"] = statistics.median(cold)
         for row in rows.values():
             row["speed_vs_setfit"] = row["per_s"] / rows["setfit"]["per_s"]
-    return {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings,
-            "static_profile": static_profile(static, texts)}
+    result = {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings,
+              "static_profile": static_profile(static, texts)}
+    if args.peaks:
+        result["roofline"] = roofline_fractions(rows, runners["onnx_fp32"][0].tokenize(texts), args.batch_size,
+                                                args.peaks)
+    return result
+
+
+# which GEMM peak bounds each transformer path: its runtime and number format
+PEAK_OF = {"torch": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort_fp32", "onnx_int8": "ort_int8",
+           "onnx_int8_static": "ort_int8", "openvino_int8_static": "ort_int8", "setfit": "torch_fp32"}
+
+
+def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, peaks: dict) -> dict:
+    """Each transformer path's encoder GFLOP/s (``roofline.encoder_flops`` of the texts as batched) as a fraction of
+    the GEMM peak of its runtime and format (``roofline.measure``, same run)."""
+    from roofline import encoder_flops, fraction_of_peak
+
+    per_text = encoder_flops([len(t) for t in token_ids], batch_size) / len(token_ids)
+    out = {}
+    for name, peak in PEAK_OF.items():
+        if name in rows:
+            fraction = fraction_of_peak(rows[name]["per_s"], per_text, peaks[peak])
+            out[name] = {"peak": peak, "peak_gflops": peaks[peak], "fraction": fraction,
+                         "achieved_gflops": fraction * peaks[peak], "mflops_per_text": per_text / 1e6}
+    return out
 
 
 class Model2VecPeer:
@@ -443,6 +467,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--setfit-python", default=None, help="Python of a virtual environment with setfit 1.2")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for every contender (default: each runtime's default thread count)")
+    parser.add_argument("--no-roofline", dest="roofline", action="store_false",
+                        help="skip the GEMM peaks (benchmarks/roofline.py) and the paths' fractions of them")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
     args = parser.parse_args(argv)
     args.model_dirs = dict(item.split("=", 1) for item in args.model_dirs)
@@ -455,6 +481,12 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="setfit_lite_inference_"))
     command = "python benchmarks/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"command": command, "tasks": []}
+    args.peaks = None
+    if args.roofline:
+        from roofline import measure
+
+        results["roofline_peaks"] = measure(repeats=5)
+        args.peaks = results["roofline_peaks"]["peak_gflops"]
     for spec in args.tasks:
         results["tasks"].append(run_task(spec, args, work))
     if args.stream:
