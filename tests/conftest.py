@@ -31,7 +31,7 @@ def make_sentences(n_per_class: int = 12, seed: int = 0) -> tuple[list[str], lis
 
 def build_tiny_body(path: Path, vocab_words: list[str] | None = None, hidden_size: int = 32,
                     num_layers: int = 2) -> Path:
-    """A 2-layer BERT (32-dim by default) with a word-level tokenizer, saved as a sentence-transformers folder."""
+    """A BERT (2 layers, 32-dim by default) with a word-level tokenizer, saved as a sentence-transformers folder."""
     import torch
     from sentence_transformers import SentenceTransformer, models
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
