@@ -8,7 +8,8 @@ teacher predicts for those texts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,54 @@ from .modeling import SetFitModel
 from .sampling import SentenceBatchSampler
 from .trainer import Trainer
 from .training_args import TrainingArguments
+
+LAYER_CHOICES = ("spread", "first")
+
+
+def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] = "spread") -> SetFitModel:
+    """A new, unfitted SetFitModel whose body is a copy of ``model``'s keeping ``num_layers`` transformer layers.
+
+    ``keep`` picks the layers: ``"spread"`` evenly spaced from the first to the last (DistilBERT's initialisation
+    keeps every other layer), ``"first"`` the lowest ``num_layers``, or explicit 0-based layer indices (increasing).
+    The copy shares no parameters with ``model``; it has no head and keeps ``model``'s labels, prompt and head
+    settings, ready for :class:`DistillationTrainer` with ``model`` as the teacher.
+    """
+    body = copy.deepcopy(model.model_body)
+    transformer = body[0].auto_model
+    config = transformer.config
+    total = config.num_hidden_layers
+    stacks = [module for module in transformer.modules()
+              if isinstance(module, torch.nn.ModuleList) and len(module) == total]
+    if len(stacks) != 1:
+        raise ValueError(f"cannot find the {total} transformer layers of a {type(transformer).__name__} body")
+    indices = _layer_indices(total, num_layers, keep)
+    kept = torch.nn.ModuleList(stacks[0][i] for i in indices)
+    parent = next(module for module in transformer.modules()
+                  if any(child is stacks[0] for child in module.children()))
+    name = next(key for key, child in parent.named_children() if child is stacks[0])
+    setattr(parent, name, kept)
+    config.num_hidden_layers = num_layers  # what a reload of the saved body builds
+    student = SetFitModel(body, model_head=model.head_spec, labels=model.labels,
+                          multi_target_strategy=model.multi_target_strategy,
+                          use_differentiable_head=model.use_differentiable_head, head_params=model.head_params,
+                          normalize_embeddings=model.normalize_embeddings, prompt=model.prompt, source=model.source)
+    student.training_info["layers_kept"] = {"of": total, "indices": indices}
+    return student
+
+
+def _layer_indices(total: int, num_layers: int, keep: str | Sequence[int]) -> list[int]:
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not 1 <= num_layers <= total:
+        raise ValueError(f"num_layers must be an int from 1 to the body's {total} layers, got {num_layers!r}")
+    if isinstance(keep, str):
+        if keep not in LAYER_CHOICES:
+            raise ValueError(f"keep must be one of {LAYER_CHOICES} or a list of layer indices, got {keep!r}")
+        if keep == "first":
+            return list(range(num_layers))
+        return [int(i) for i in np.linspace(0, total - 1, num_layers).round()]
+    indices = [int(i) for i in keep]
+    if len(indices) != num_layers or indices != sorted(set(indices)) or not 0 <= indices[0] <= indices[-1] < total:
+        raise ValueError(f"keep must list {num_layers} increasing layer indices in 0..{total - 1}, got {keep!r}")
+    return indices
 
 
 class DistillationTrainer(Trainer):
@@ -55,12 +104,12 @@ class DistillationTrainer(Trainer):
         texts = self._unlabelled.texts
         self._teacher_embeddings = teacher.encode(texts)
         proba = np.asarray(teacher.model_head.predict_proba(self._teacher_embeddings))
-        predicted = teacher.labels_from_proba(proba)
-        if teacher.multi_label:
-            predicted = [row.tolist() for row in predicted]
+        # plain Python labels (setfit's return types make integer labels a tensor, which training refuses)
+        predicted = teacher.labels_from_proba(proba, as_numpy=True)
+        predicted = predicted.tolist() if isinstance(predicted, np.ndarray) else list(predicted)
         if self.model.labels is None:
             self.model.labels = list(teacher.labels)
-        self._train_data = LabeledData(texts, list(predicted), self._unlabelled.columns)
+        self._train_data = LabeledData(texts, predicted, self._unlabelled.columns)
         try:
             super().train(args, trial, **kwargs)
         finally:

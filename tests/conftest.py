@@ -29,8 +29,9 @@ def make_sentences(n_per_class: int = 12, seed: int = 0) -> tuple[list[str], lis
     return texts, labels
 
 
-def build_tiny_body(path: Path, vocab_words: list[str] | None = None, hidden_size: int = 32) -> Path:
-    """A 2-layer BERT (32-dim by default) with a word-level tokenizer, saved as a sentence-transformers folder."""
+def build_tiny_body(path: Path, vocab_words: list[str] | None = None, hidden_size: int = 32,
+                    num_layers: int = 2) -> Path:
+    """A BERT (2 layers, 32-dim by default) with a word-level tokenizer, saved as a sentence-transformers folder."""
     import torch
     from sentence_transformers import SentenceTransformer, models
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
@@ -49,8 +50,8 @@ def build_tiny_body(path: Path, vocab_words: list[str] | None = None, hidden_siz
                                    sep_token="[SEP]", mask_token="[MASK]", model_max_length=64)
     hf_dir = path / "hf"
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden_size, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=2 * hidden_size, max_position_embeddings=64)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden_size, num_hidden_layers=num_layers,
+                        num_attention_heads=2, intermediate_size=2 * hidden_size, max_position_embeddings=64)
     BertModel(config).save_pretrained(hf_dir)
     fast.save_pretrained(hf_dir)
     transformer = models.Transformer(str(hf_dir), max_seq_length=64)
