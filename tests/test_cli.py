@@ -68,7 +68,8 @@ def test_train_then_evaluate(trained: Path, data: tuple[Path, Path], capsys: pyt
     for metric in ("accuracy", "f1"):
         assert main(["evaluate", str(trained), str(data[1]), "--metric", metric]) == 0
         result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert list(result) == [metric] and 0.0 <= result[metric] <= 1.0
+        assert list(result) == [metric, "calibration"] and 0.0 <= result[metric] <= 1.0
+        assert set(result["calibration"]) == {"expected_calibration_error", "brier_score"}
 
 
 def test_evaluate_an_exported_folder(tmp_path: Path, trained: Path, data: tuple[Path, Path],
