@@ -33,7 +33,14 @@ from .reporting import reporting_callbacks
 from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
 from .serialization import check_output_path
-from .training.head_fit import add_label_prior, fit_head, fit_prototypes, gather_embeddings, single_text_classes
+from .training.head_fit import (
+    add_label_prior,
+    fit_head,
+    fit_prototypes,
+    gather_embeddings,
+    single_text_classes,
+    weigh_classes,
+)
 from .training.interim_eval import InterimEvaluator
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
@@ -429,20 +436,23 @@ class Trainer:
             module = ClassifierModule(model.model_body, head, model.normalize_embeddings)
             sampler = SentenceBatchSampler(ids, max(2, args.classifier_batch_size), args.seed + 1,
                                            rank=backend.rank, world_size=backend.world_size)
+            class_weight = weigh_classes(head, ids, args)
+            head.fit_class_weight(ids)
             run_phase(self.session, Phase(
                 "classifier", module, end_to_end_optimizer(backend, model.model_body, head, args), sampler, tokens,
                 self._batch_labels(ids), args.classifier_num_epochs))
             head = backend.to_host(head)
             head.fitted = True
         else:
-            embeddings = gather_embeddings(model, tokens, backend)
+            embeddings, class_weight = gather_embeddings(model, tokens, backend), None
             if backend.is_main_process and self._prototypes:
                 fit_prototypes(head, embeddings, ids, args.anchor_temperature)
             elif backend.is_main_process:
-                fit_head(head, embeddings, ids, args)
+                class_weight = fit_head(head, embeddings, ids, args)
                 self._label_prior(args, head, embeddings)
             head = backend.broadcast_object(head)
         model.model_head = head
+        model.training_info["class_weight"] = {"setting": args.head_class_weight, "used": class_weight}
 
     # ---- evaluation ---------------------------------------------------------------------------
     def evaluate(self, dataset: Any = None, metric_key_prefix: str = "test", group_by: str | None = None

@@ -17,6 +17,7 @@ OBJECTIVES = ("sentence_batch", "pairs")
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
 ZERO_SHOT_MODES = ("prototypes", "train")
+HEAD_CLASS_WEIGHTS = ("auto", "balanced")
 MAX_FLOOR_STEPS = 384  # the cap of the default steps-per-epoch floor (see TrainingArguments)
 SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
 # loss names (kept here, torch-free; ``setfit_lite.losses`` builds them)
@@ -271,6 +272,7 @@ _RULES: dict[str, _Rule] = {
     "anchor_temperature": _number("a finite number > 0", low_open=True),
     "label_prior_temperature": _optional(_number("a finite number > 0", low_open=True), "no prior"),
     "zero_shot": _option(ZERO_SHOT_MODES),
+    "head_class_weight": _optional(_option(HEAD_CLASS_WEIGHTS), "no class weights"),
 }
 
 
@@ -339,6 +341,12 @@ class TrainingArguments:
       regression). ``model.training_info["zero_shot"]`` says which was used. ``"train"`` trains the body and a
       logistic regression as for real examples (setfit's behaviour). Zero-shot Emotion, validation split,
       MiniLM-L6: 0.411 against 0.330-0.350 (benchmarks/README.md, "Zero-shot").
+    - ``head_class_weight="auto"`` (default) trains the head with ``class_weight="balanced"`` (each class's
+      examples weigh ``n / (K * count)``; the LogisticRegression's own parameter, the differentiable head's
+      weighted cross-entropy) when the single-label training labels are skewed: the largest class has at least
+      twice the rows of the smallest (:func:`setfit_lite.metrics.is_skewed`); ``"balanced"`` always, None never.
+      A ``class_weight`` given in ``head_params`` (or set on a head instance) wins.
+      ``model.training_info["class_weight"]`` records what was used. HEAD_CLASS_WEIGHT_EVIDENCE
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
@@ -429,6 +437,7 @@ class TrainingArguments:
     anchor_temperature: float = 0.05
     label_prior_temperature: float | None = None
     zero_shot: str = "prototypes"
+    head_class_weight: str | None = "auto"
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 
