@@ -193,16 +193,17 @@ class SentenceBatchSampler:
     on as many same-class pairs of its 2-example class as of its 32-example class. An epoch is
     ``batches_per_epoch`` batches (default: one pass's worth, ``ceil(N / B)``); a small group is thus seen
     many times an epoch, a large one once at most. Deterministic in ``seed`` and the epoch.
+    ``replacement=False`` caps a group at its size in each batch (batches are then short of small groups).
     """
 
     def __init__(self, labels: np.ndarray, batch_size: int, seed: int, rank: int = 0, world_size: int = 1,
-                 batches_per_epoch: int | None = None) -> None:
+                 batches_per_epoch: int | None = None, replacement: bool = True) -> None:
         if batch_size < 2:
             raise ValueError("the sentence-batch objective needs batch_size >= 2")
         self.keys = group_keys(np.asarray(labels))
         self.groups = [np.flatnonzero(self.keys == k) for k in np.unique(self.keys)]
         self.batch_size = min(batch_size, len(self.keys))
-        self.seed = seed
+        self.seed, self.replacement = seed, replacement
         self.rank, self.world_size = rank, world_size
         total = batches_per_epoch or math.ceil(len(self.keys) / self.batch_size)
         self.batches_per_rank = math.ceil(total / world_size)
@@ -233,7 +234,7 @@ class SentenceBatchSampler:
                 per_group[0] += self.batch_size - 2 * n_groups
             indices: list[int] = []
             for group, count in zip(chosen, per_group):
-                for _ in range(count):
+                for _ in range(count if self.replacement else min(count, len(self.groups[group]))):
                     if not queues[group]:
                         queues[group] = list(rng.permutation(self.groups[group]))
                     indices.append(int(queues[group].pop()))

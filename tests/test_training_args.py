@@ -142,6 +142,8 @@ BAD_ARGUMENTS = [
     ({"anchor_temperature": 0}, ValueError, "anchor_temperature"),
     ({"label_prior_temperature": 0.0}, ValueError, "label_prior_temperature"),
     ({"zero_shot": "skip"}, ValueError, "zero_shot"),
+    ({"head_class_weight": "always"}, ValueError, "head_class_weight"),
+    ({"head_class_weight": {0: 2.0}}, TypeError, "head_class_weight"),
 ]
 
 
