@@ -348,7 +348,7 @@ class TrainingArguments:
       A ``class_weight`` given in ``head_params`` (or set on a head instance) wins.
       ``model.training_info["class_weight"]`` records what was used. Chosen on validation data (SST-5 and
       Emotion, 32/16/8/4/2(/2) rows per class, MiniLM-L6, 300 validation texts): macro-F1 0.065 -> 0.264 and
-      0.232 -> 0.501 with the LogisticRegression (benchmarks/README.md, "Imbalanced few-shot sets").
+      0.215 -> 0.447 with the LogisticRegression (benchmarks/README.md, "Imbalanced few-shot sets").
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
