@@ -149,7 +149,10 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = None) -> dict:
+def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = None, split: str = "test",
+              counts: list[int] | None = None) -> dict:
+    """One run's data: the training sample of ``spec`` (``name:shots``; ``counts``: that many rows of label 0, 1,
+    ... instead, a skewed sample) and the ``split`` it is scored on (up to ``test_limit`` rows)."""
     from setfit_lite.data import sample_dataset
 
     name, shots = spec.split(":")
@@ -161,7 +164,7 @@ def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = Non
         with open(data_dir / folder / f"{split}.jsonl", encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
 
-    train_rows, test = read("train"), read("test")
+    train_rows, test = read("train"), read(split)
     if name == "multilingual":
         train_rows, test = [r for r in train_rows if r["lang"] == "en"], [r for r in test if r["lang"] != "en"]
     names = None
@@ -173,7 +176,8 @@ def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = Non
     elif all("label_text" in r for r in train_rows):
         by_id = {r["label"]: r["label_text"] for r in train_rows}
         names = [by_id[i] for i in range(len(by_id))] if sorted(by_id) == list(range(len(by_id))) else None
-    train = sample_dataset(train_rows, label_column=field, num_samples=int(shots), seed=seed)
+    num_samples = int(shots) if counts is None else dict(enumerate(counts))
+    train = sample_dataset(train_rows, label_column=field, num_samples=num_samples, seed=seed)
     if test_limit is not None and test_limit < len(test):
         import random
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .data import LabeledData
 from .inference import Predictor, predict_ids
-from .metrics import MetricInputs, calibration_metrics, compute_metric
+from .metrics import MetricInputs, add_reported_metrics, calibration_metrics, compute_metric
 
 __all__ = ["evaluate_model"]
 
@@ -19,6 +19,9 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
                    metric_kwargs: dict[str, Any] | None = None, group_by: str | None = None,
                    metric_inputs: MetricInputs | None = None) -> dict[str, Any]:
     """``metric`` of ``model``'s predictions on ``data``; with ``group_by``, also per value of that column.
+
+    With ``metric="accuracy"`` and skewed labels in ``data`` (the largest class has twice the rows of the smallest
+    or more), macro-F1 is reported beside it as ``"f1_macro"``.
 
     The per-group results are under ``"groups"``, keyed by the column's values as strings, each with its ``"n"``.
     ``metric_inputs`` converts the predicted and true class ids for a callable metric (see ``compute_metric``).
@@ -34,7 +37,8 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
     proba = model.class_proba(data.texts)
     y_pred = predict_ids(proba, model.multi_label)
     num_classes = len(model.labels)
-    result: dict[str, Any] = compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs)
+    result: dict[str, Any] = add_reported_metrics(
+        compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs), metric, y_pred, y_true)
     if not model.multi_label:
         result["calibration"] = calibration_metrics(proba, y_true)
     if group_by is not None:

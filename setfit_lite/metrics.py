@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,31 @@ _METRICS: dict[str, Callable[..., float]] = {
     "recall": skm.recall_score,
     "matthews_correlation": skm.matthews_corrcoef,
     "balanced_accuracy": skm.balanced_accuracy_score,
+    # the mean of the per-class F1 scores: every class counts alike, however few its examples
+    "f1_macro": partial(skm.f1_score, average="macro", zero_division=0),
 }
+SKEW_RATIO = 2.0  # labels are skewed when the largest class has at least this many times the smallest's rows
+
+
+def is_skewed(y: np.ndarray, ratio: float = SKEW_RATIO) -> bool:
+    """Whether single-label class ids ``y`` are skewed: the largest class has ``ratio`` times the rows of the
+    smallest present one (multi-label rows: never)."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.size == 0:
+        return False
+    counts = np.unique(y, return_counts=True)[1]
+    return bool(counts.max() >= ratio * counts.min())
+
+
+def add_reported_metrics(result: dict[str, Any], metric: str | Callable[..., Any], y_pred: np.ndarray,
+                         y_true: np.ndarray, wanted: Iterable[str] = ()) -> dict[str, Any]:
+    """``result`` (``metric``'s) with the metrics reported beside it: ``wanted`` names computed here (the
+    ``metric_for_best_model``), and macro-F1 beside accuracy when the true labels are skewed (accuracy alone then
+    hides how the small classes fare)."""
+    names = [name for name in wanted if name in _METRICS]
+    if metric == "accuracy" and is_skewed(y_true):
+        names.append("f1_macro")
+    return result | {name: float(_METRICS[name](y_true, y_pred)) for name in names if name not in result}
 
 
 MetricInputs = Callable[[np.ndarray, np.ndarray], tuple[Any, Any]]

@@ -182,21 +182,28 @@ def _pairs_to_batch(batch: list[tuple[int, int, float]]) -> dict[str, np.ndarray
 
 
 class SentenceBatchSampler:
-    """Label-balanced batches of sentence indices, each class present in a batch where it fits.
+    """Class-balanced batches of sentence indices, each class present in a batch where it fits.
 
-    Each class keeps a shuffled queue of its examples (refilled when empty): memory is linear in the
-    data. With ``K`` groups and batch size ``B``: when ``2K <= B`` every batch holds every group,
-    otherwise each batch holds ``B // 2`` groups (two examples each), rotating through all groups.
+    Each class keeps a shuffled queue of its examples (refilled, reshuffled, when empty): memory is linear in
+    the data. With ``K`` groups and batch size ``B``: when ``2K <= B`` every batch holds every group, ``B // K``
+    rows each (the remainder to groups drawn at random), otherwise each batch holds ``B // 2`` groups (two
+    rows each), rotating through all groups. Every batch is full and holds its groups equally however skewed
+    the data: a group smaller than its share (2 examples for a share of 5) is drawn with replacement, its
+    examples repeated in the batch (each about ``share / size`` times), so a 32 / 8 / 2 set trains
+    on as many same-class pairs of its 2-example class as of its 32-example class. An epoch is
+    ``batches_per_epoch`` batches (default: one pass's worth, ``ceil(N / B)``); a small group is thus seen
+    many times an epoch, a large one once at most. Deterministic in ``seed`` and the epoch.
+    ``replacement=False`` caps a group at its size in each batch (batches are then short of small groups).
     """
 
     def __init__(self, labels: np.ndarray, batch_size: int, seed: int, rank: int = 0, world_size: int = 1,
-                 batches_per_epoch: int | None = None) -> None:
+                 batches_per_epoch: int | None = None, replacement: bool = True) -> None:
         if batch_size < 2:
             raise ValueError("the sentence-batch objective needs batch_size >= 2")
         self.keys = group_keys(np.asarray(labels))
         self.groups = [np.flatnonzero(self.keys == k) for k in np.unique(self.keys)]
         self.batch_size = min(batch_size, len(self.keys))
-        self.seed = seed
+        self.seed, self.replacement = seed, replacement
         self.rank, self.world_size = rank, world_size
         total = batches_per_epoch or math.ceil(len(self.keys) / self.batch_size)
         self.batches_per_rank = math.ceil(total / world_size)
@@ -227,8 +234,7 @@ class SentenceBatchSampler:
                 per_group[0] += self.batch_size - 2 * n_groups
             indices: list[int] = []
             for group, count in zip(chosen, per_group):
-                take = min(count, len(self.groups[group]))
-                for _ in range(take):
+                for _ in range(count if self.replacement else min(count, len(self.groups[group]))):
                     if not queues[group]:
                         queues[group] = list(rng.permutation(self.groups[group]))
                     indices.append(int(queues[group].pop()))

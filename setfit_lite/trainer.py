@@ -34,7 +34,14 @@ from .reporting import reporting_callbacks
 from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
 from .serialization import check_output_path
-from .training.head_fit import add_label_prior, fit_head, fit_prototypes, gather_embeddings, single_text_classes
+from .training.head_fit import (
+    add_label_prior,
+    fit_head,
+    fit_prototypes,
+    gather_embeddings,
+    single_text_classes,
+    weigh_classes,
+)
 from .training.head_phase import HeadEpochs, log_estimator_fit
 from .training.interim_eval import HeadEvaluator, InterimEvaluator
 from .training.loop import Phase, run_phase
@@ -433,6 +440,8 @@ class Trainer:
                                            rank=backend.rank, world_size=backend.world_size)
             evaluator = self._head_evaluator(args, head, ids, fixed_body=False) \
                 if args.eval_strategy != "no" else None
+            class_weight = weigh_classes(head, ids, args)
+            head.fit_class_weight(ids)
             run_phase(self.session, Phase(
                 "classifier", module, end_to_end_optimizer(backend, model.model_body, head, args), sampler, tokens,
                 self._batch_labels(ids), args.classifier_num_epochs, evaluate=evaluator, stage="head",
@@ -441,16 +450,17 @@ class Trainer:
             head.fitted = True
             self._not_calibrated("an end-to-end torch head is not calibrated")
         else:
-            embeddings = gather_embeddings(model, tokens, backend)
+            embeddings, class_weight = gather_embeddings(model, tokens, backend), None
             if backend.is_main_process and self._prototypes:
                 fit_prototypes(head, embeddings, ids, args.anchor_temperature)
                 self._not_calibrated("zero-shot prototypes are not calibrated (one text per class)")
             elif backend.is_main_process:
-                self._fit_head(args, head, embeddings, ids)
+                class_weight = self._fit_head(args, head, embeddings, ids)
                 self._label_prior(args, head, embeddings)
                 self.calibrate(args, head, embeddings, ids)
             head = backend.broadcast_object(head)
         model.model_head = head
+        model.training_info["class_weight"] = {"setting": args.head_class_weight, "used": class_weight}
 
     def _head_evaluator(self, args: TrainingArguments, head: Any, ids: np.ndarray,
                         fixed_body: bool) -> HeadEvaluator | None:
@@ -461,18 +471,19 @@ class Trainer:
         return HeadEvaluator(self._eval_data, self.metric, self.metric_kwargs, ids, head, fixed_body,
                              metric_inputs=self._metric_inputs())
 
-    def _fit_head(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
+    def _fit_head(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> Any:
         """Fit the head on the training embeddings, its epochs (torch) or its fit (scikit-learn) reported to the
-        callbacks (:mod:`setfit_lite.training.head_phase`)."""
+        callbacks (:mod:`setfit_lite.training.head_phase`); returns the class weight it was fitted with."""
         assert self.session is not None
         if not isinstance(head, torch.nn.Module):
-            fit_head(head, embeddings, ids, args)
+            class_weight = fit_head(head, embeddings, ids, args)
             log_estimator_fit(self.session, head)
-            return
+            return class_weight
         epochs = HeadEpochs(self.session, head, len(embeddings), args.classifier_batch_size,
                             args.classifier_num_epochs, self._head_evaluator(args, head, ids, fixed_body=True))
-        fit_head(head, embeddings, ids, args, hook=epochs)
+        class_weight = fit_head(head, embeddings, ids, args, hook=epochs)
         epochs.finish()
+        return class_weight
 
     def calibrate(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
         """With ``calibration="temperature"``, set ``head.calibration_temperature`` from heads refitted on folds of

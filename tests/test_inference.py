@@ -88,7 +88,9 @@ def test_evaluate_model_with_groups() -> None:
                        {"lang": ["en", "en", "fr", "fr"]})
     result = evaluate_model(LengthModel(), data, "accuracy", group_by="lang")
     assert set(result.pop("calibration")) == {"expected_calibration_error", "brier_score"}
-    assert result == {"accuracy": 0.75, "groups": {"en": {"accuracy": 1.0, "n": 2}, "fr": {"accuracy": 0.5, "n": 2}}}
+    # 1 "short" against 3 "long" is skewed: macro-F1 ((2/3 + 0.8) / 2) is reported beside accuracy
+    assert result == {"accuracy": 0.75, "f1_macro": pytest.approx(11 / 15),
+                      "groups": {"en": {"accuracy": 1.0, "n": 2}, "fr": {"accuracy": 0.5, "n": 2}}}
     with pytest.raises(ValueError, match="group_by column 'source' not in the dataset; columns: \\['lang'\\]"):
         evaluate_model(LengthModel(), data, group_by="source")
     with pytest.raises(ValueError, match="the dataset has no labels"):

@@ -144,6 +144,8 @@ BAD_ARGUMENTS = [
     ({"zero_shot": "skip"}, ValueError, "zero_shot"),
     ({"calibration": "platt"}, ValueError, "calibration"),
     ({"calibration": None}, TypeError, "calibration"),
+    ({"head_class_weight": "always"}, ValueError, "head_class_weight"),
+    ({"head_class_weight": {0: 2.0}}, TypeError, "head_class_weight"),
 ]
 
 

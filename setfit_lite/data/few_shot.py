@@ -15,12 +15,13 @@ from .readers import as_table
 __all__ = ["sample_dataset"]
 
 
-def _sample_indices(labels: list, num_samples: int, seed: int) -> list[int]:
+def _sample_indices(labels: list, num_samples: int | Mapping[Any, int], seed: int) -> list[int]:
     """setfit's ``sample_dataset`` selection, as indices into the original rows.
 
     setfit shuffles (``Dataset.shuffle(seed)``: ``default_rng(seed).permutation``), groups by label in sorted
     label order, draws ``min(num_samples, size)`` rows per group with ``DataFrame.sample(random_state=seed)``
     (``RandomState(seed).choice`` without replacement), concatenates, and shuffles again with the same seed.
+    A mapping ``num_samples`` gives each label its own count.
     """
     values, kind = normalize_labels(labels)
     keys = [tuple(v) for v in values] if kind == "multi" else values
@@ -28,23 +29,42 @@ def _sample_indices(labels: list, num_samples: int, seed: int) -> list[int]:
     groups: dict[Any, list[int]] = {}
     for index in order.tolist():
         groups.setdefault(keys[index], []).append(index)
+    counts = _counts_per_label(num_samples, sorted(groups))
     chosen: list[int] = []
     for key in sorted(groups):
         members = groups[key]
-        picks = np.random.RandomState(seed).choice(len(members), size=min(num_samples, len(members)), replace=False)
+        picks = np.random.RandomState(seed).choice(len(members), size=min(counts[key], len(members)), replace=False)
         chosen.extend(members[p] for p in picks.tolist())
     final = np.random.default_rng(seed).permutation(len(chosen))
     return [chosen[p] for p in final.tolist()]
 
 
-def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int = 8, seed: int = 42) -> Any:
+def _counts_per_label(num_samples: int | Mapping[Any, int], labels: list) -> dict[Any, int]:
+    """The number of rows to draw for each label: ``num_samples`` for all, or a mapping's count per label (every
+    label of the data needs one; list labels of multi-label rows are keyed as tuples)."""
+    if not isinstance(num_samples, Mapping):
+        return dict.fromkeys(labels, num_samples)
+    given = {tuple(k) if isinstance(k, list) else k: v for k, v in num_samples.items()}
+    missing, unknown = [k for k in labels if k not in given], [k for k in given if k not in labels]
+    if missing or unknown:
+        problems = [f"no count for label {', '.join(map(repr, missing))}"] * bool(missing)
+        problems += [f"label {', '.join(map(repr, unknown))} not in the data"] * bool(unknown)
+        raise ValueError(f"num_samples: {'; '.join(problems)} (labels: {labels})")
+    return {k: check_param("num_samples", given[k]) for k in labels}
+
+
+def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int | Mapping[Any, int] = 8,
+                   seed: int = 42) -> Any:
     """Take up to ``num_samples`` random rows per label, like ``setfit.sample_dataset``.
 
     Returns the input's type: ``datasets.Dataset`` (same rows as setfit picks for the same seed), pandas
     DataFrame, list of dicts, or dict of lists. Classes with fewer rows keep all of them. Deterministic for a
-    ``seed``.
+    ``seed``. ``num_samples`` may be a mapping ``{label: count}`` (every label of the data) to draw a skewed
+    few-shot set, e.g. ``{0: 32, 1: 8, 2: 2}``; each label's rows are those a uniform ``num_samples`` of that
+    count draws for it.
     """
-    num_samples = check_param("num_samples", num_samples)
+    if not isinstance(num_samples, Mapping):
+        num_samples = check_param("num_samples", num_samples)
     if is_dataset_dict(dataset):
         raise pick_split_error(list(dataset.keys()))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,7 +25,7 @@ from .common import (
     corrupt_head_error,
     read_head_config,
 )
-from .validation import as_features, check_labels, check_positive_int
+from .validation import as_features, check_class_weight, check_labels, check_positive_int, class_weight_vector
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,10 @@ class SetFitHead(nn.Module):
 
     setfit's ``SetFitHead`` arguments are accepted by name: ``out_features`` (= ``num_classes``, default 2; 1 becomes
     2 as in setfit), ``multitarget`` (= ``multi_label``), ``temperature`` (logits are divided by it), ``bias``,
-    ``device``; ``eps`` is accepted and unused (``temperature`` must be > 0). Differences from setfit's:
+    ``device``; ``eps`` is accepted and unused (``temperature`` must be > 0). ``class_weight`` (single-label) weighs
+    each example's cross-entropy by its class, as scikit-learn's: None, ``"balanced"`` (``n / (K * count)``, from
+    the labels it is trained on), one weight per class or a ``{class id: weight}`` dict; it is saved in the config
+    and only changes training. Differences from setfit's:
     ``in_features`` is required (no lazy layer); called on a tensor it returns the logits (setfit: ``(logits,
     probs)``; on a dict both add ``"logits"`` and ``"probs"``); ``predict``/``predict_proba`` return numpy arrays;
     it is created on the CPU unless ``device`` is given.
@@ -84,6 +87,7 @@ class SetFitHead(nn.Module):
         eps: float = 1e-5,
         bias: bool = True,
         device: str | torch.device | None = None,
+        class_weight: str | Sequence[float] | Mapping[int, float] | None = None,
     ) -> None:
         super().__init__()
         num_classes = _one_of("num_classes", num_classes, "out_features", out_features, 2)
@@ -99,6 +103,11 @@ class SetFitHead(nn.Module):
                            "classification.")
             num_classes = 2
         in_features, num_classes = int(in_features), int(num_classes)
+        self.class_weight = check_class_weight(class_weight, num_classes)
+        if self.class_weight is not None and multi_label:
+            raise ValueError("class_weight applies to single-label heads; a multi-label head's sigmoids are "
+                             "trained per label")
+        self._loss_weight: torch.Tensor | None = None  # class_weight as a vector, set by fit_class_weight
         hidden_size = int(hidden_size) if hidden_size else None
         self.in_features, self.num_classes, self.multi_label = in_features, num_classes, bool(multi_label)
         self.hidden_size, self.dropout_p = hidden_size, float(dropout)
@@ -178,7 +187,20 @@ class SetFitHead(nn.Module):
             return F.binary_cross_entropy_with_logits(logits, y.to(logits.dtype))
         if y.ndim != 1 or y.shape[0] != logits.shape[0]:
             raise ValueError(f"class-id targets must have shape ({logits.shape[0]},), got {tuple(y.shape)}")
-        return F.cross_entropy(logits, y.long())
+        if self._loss_weight is None:
+            return F.cross_entropy(logits, y.long())
+        # each example's loss times its class's weight, averaged over the examples (scikit-learn's sample
+        # weighting); cross_entropy's own weighted mean divides by the weights and undoes it in one-class batches
+        weight = self._loss_weight.to(device=logits.device, dtype=logits.dtype)
+        return F.cross_entropy(logits, y.long(), weight=weight, reduction="none").mean()
+
+    def fit_class_weight(self, y: np.ndarray | torch.Tensor) -> None:
+        """Resolve ``class_weight`` against the training class ids ``y`` for :meth:`loss` (``fit`` calls it;
+        end-to-end training calls it before its loop)."""
+        if isinstance(y, torch.Tensor):
+            y = y.detach().cpu().numpy()
+        weights = class_weight_vector(self.class_weight, np.asarray(y), self.num_classes)
+        self._loss_weight = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)
 
     def predict_proba(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
         """Softmax (or sigmoid for multi-label) probabilities as a numpy array (n, K), in eval mode (a head in
@@ -216,6 +238,7 @@ class SetFitHead(nn.Module):
             raise ValueError("cannot fit on zero samples")
         y_np = check_labels(y, self.num_classes, self.multi_label, X_t.shape[0])
         y_t = torch.as_tensor(y_np, device=X_t.device)
+        self.fit_class_weight(y_np)
         device = X_t.device
         # seeding restores the CPU generator (randperm) afterwards, whatever the device: the trainer fits heads on
         # the host; a head its user placed on an accelerator is seeded there too, that generator is not restored
@@ -260,6 +283,7 @@ class SetFitHead(nn.Module):
             **({"temperature": self.temperature} if self.temperature != 1.0 else {}),
             **({"bias": False} if not self.bias else {}),
             **temperature_field(self.calibration_temperature),
+            **({"class_weight": self.class_weight} if self.class_weight is not None else {}),
         }
 
     def save(self, folder: str | Path) -> None:
@@ -285,6 +309,7 @@ class SetFitHead(nn.Module):
                 dropout=cfg.get("dropout", 0.0),
                 temperature=cfg.get("temperature", 1.0),
                 bias=cfg.get("bias", True),
+                class_weight=cfg.get("class_weight"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"head config file {config_path} is invalid: {exc}") from exc

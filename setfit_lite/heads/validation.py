@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -59,3 +61,36 @@ def check_positive_int(name: str, value: Any) -> None:
     """Raise unless ``value`` (the argument ``name``) is None or a positive int."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def check_class_weight(class_weight: Any, num_classes: int) -> str | list[float] | None:
+    """``class_weight`` as a head keeps it: None, ``"balanced"``, or one positive weight per class id (from a
+    sequence of ``num_classes`` weights, or a ``{class id: weight}`` dict whose missing ids weigh 1, as in
+    scikit-learn)."""
+    if class_weight is None or class_weight == "balanced":
+        return class_weight
+    problem = f"class_weight must be None, 'balanced', {num_classes} weights or a dict of class id -> weight"
+    if isinstance(class_weight, Mapping):
+        if not all(isinstance(k, numbers.Integral) and 0 <= k < num_classes for k in class_weight):
+            raise ValueError(f"{problem}; got ids {sorted(class_weight, key=str)} for {num_classes} classes")
+        class_weight = [class_weight.get(k, 1.0) for k in range(num_classes)]
+    if isinstance(class_weight, str) or not hasattr(class_weight, "__len__") or len(class_weight) != num_classes:
+        raise ValueError(f"{problem}, got {class_weight!r}")
+    weights = [float(w) for w in class_weight]
+    if not all(math.isfinite(w) and w > 0 for w in weights):
+        raise ValueError(f"class_weight weights must be finite and > 0, got {weights}")
+    return weights
+
+
+def class_weight_vector(class_weight: str | list[float] | None, y: np.ndarray, num_classes: int) -> np.ndarray | None:
+    """The weight of each class id (``check_class_weight``'s forms): ``"balanced"`` gives a class of the
+    single-label ids ``y`` ``n / (C * count)`` (C classes present; scikit-learn's formula), a class absent from
+    ``y`` weight 1."""
+    if class_weight is None:
+        return None
+    if class_weight != "balanced":
+        return np.asarray(class_weight, dtype=np.float64)
+    ids, counts = np.unique(y, return_counts=True)
+    weights = np.ones(num_classes, dtype=np.float64)
+    weights[ids] = len(y) / (len(ids) * counts)
+    return weights

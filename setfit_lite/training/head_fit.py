@@ -18,6 +18,7 @@ from trainers import Backend
 
 from ..heads.linear import is_lr
 from ..heads.torch_head import EpochHook
+from ..metrics import is_skewed
 from ..training_args import TrainingArguments
 
 
@@ -38,16 +39,44 @@ def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> 
     return out
 
 
+def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
+    """Give ``head`` the class weights ``args.head_class_weight`` asks for on the training ids ``ids``; returns the
+    head's class weight (one it already has, e.g. from ``head_params``, is kept).
+
+    ``"auto"`` means ``"balanced"`` for skewed single-label ids (:func:`is_skewed`), else none. Heads without a
+    ``class_weight`` (an sklearn estimator that takes none) and multi-label ids are left as they are.
+    """
+    if isinstance(head, torch.nn.Module):
+        own, params = getattr(head, "class_weight", None), None
+    else:
+        params = head.estimator.get_params(deep=False)
+        if "class_weight" not in params:
+            return None
+        own = params["class_weight"]
+    wish = args.head_class_weight
+    if wish == "auto":
+        wish = "balanced" if is_skewed(ids) else None
+    if own is not None or wish is None or ids.ndim > 1:
+        return own
+    if params is None:
+        head.class_weight = wish
+    else:
+        head.estimator.set_params(class_weight=wish)
+    return wish
+
+
 def fit_head(head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingArguments,
-             hook: EpochHook | None = None) -> None:
-    """Fit ``head`` on fixed embeddings: a torch head with the classifier-phase arguments (``hook`` told of its
-    epochs), others as estimators."""
+             hook: EpochHook | None = None) -> Any:
+    """Fit ``head`` on fixed embeddings (with the class weights of :func:`weigh_classes`, which it returns): a
+    torch head with the classifier-phase arguments (``hook`` told of its epochs), others as estimators."""
+    class_weight = weigh_classes(head, ids, args)
     if isinstance(head, torch.nn.Module):
         head.fit(embeddings, ids, epochs=args.classifier_num_epochs, lr=args.head_learning_rate,
                  batch_size=args.classifier_batch_size, weight_decay=args.l2_weight or 0.0, seed=args.seed,
                  hook=hook)
     else:
         head.fit(embeddings, ids)
+    return class_weight
 
 
 def add_label_prior(head: Any, embeddings: np.ndarray, anchors: np.ndarray, temperature: float) -> str | None:

@@ -13,7 +13,7 @@ import torch
 from ..callbacks import EarlyStopping
 from ..data import LabeledData, encode_labels
 from ..inference import predict_ids
-from ..metrics import MetricInputs, compute_metric
+from ..metrics import MetricInputs, add_reported_metrics, compute_metric
 from ..training_args import TrainingArguments
 from .checkpoints import Progress
 from .head_fit import embed, fit_head
@@ -47,6 +47,8 @@ class InterimEvaluator:
         pred = self.predict(session, eval_tokens)
         metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels),
                                  metric_inputs=self.metric_inputs)
+        best = (args.metric_for_best_model or "").removeprefix("eval_")
+        metrics = add_reported_metrics(metrics, self.metric, pred, eval_ids, wanted=[best])
         return {f"eval_{k}": v for k, v in metrics.items()}
 
     def predict(self, session: Session, eval_tokens: list[list[int]]) -> np.ndarray:
