@@ -229,11 +229,22 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     folders["static"] = model.export_static(folder / "static", task["texts"], task["labels"],
                                             unlabeled_texts=pool[:args.static_unlabeled])
     export_s["static"] = time.perf_counter() - start
+    for student_spec in args.student:
+        layers, _, keep = student_spec.partition(":")
+        variant = f"student{layers}_int8"
+        start = time.perf_counter()
+        folders[variant] = distil_student(model, int(layers), keep or "first",
+                                          task["texts"] + pool[:args.student_unlabeled], folder / variant)
+        export_s[variant] = time.perf_counter() - start
 
     runners: dict[str, tuple[object, Path, str]] = {"torch": (model, folders["torch"], "onnxruntime")}
     for variant in ("onnx_fp32", "onnx_int8", "onnx_int8_static"):
         runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads), folders[variant],
                             "onnxruntime")
+    for variant in folders:
+        if variant.startswith("student"):
+            runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads), folders[variant],
+                                "onnxruntime")
     if importlib.util.find_spec("openvino") is not None:
         for variant in ("onnx_fp32", "onnx_int8_static"):
             ov_name = variant.replace("onnx", "openvino")
@@ -336,6 +347,19 @@ def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, 
             out[name] = {"peak": peak, "peak_gflops": peaks[peak], "fraction": fraction,
                          "achieved_gflops": fraction * peaks[peak], "mflops_per_text": per_text / 1e6}
     return out
+
+
+def distil_student(teacher: object, layers: int, keep: str, texts: list[str], folder: Path) -> Path:
+    """A ``layers``-layer student of the fine-tuned ``teacher`` (``shrink_body``), distilled on ``texts`` (training
+    and unlabeled training-split texts, never test texts) with ``DistillationTrainer``'s defaults, exported int8."""
+    from setfit_lite import DistillationTrainer, TrainingArguments
+    from setfit_lite.distillation import shrink_body
+
+    student = shrink_body(teacher, layers, keep=keep)
+    DistillationTrainer(teacher_model=teacher, student_model=student,
+                        args=TrainingArguments(seed=0, show_progress_bar=False),
+                        train_dataset={"text": texts}).train()
+    return student.export_onnx(folder, quantize="int8")
 
 
 class Model2VecPeer:
@@ -467,6 +491,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calibration", type=int, default=256, help="training-split texts added for int8-static")
     parser.add_argument("--static-unlabeled", type=int, default=4000,
                         help="training-split texts the fine-tuned model labels for the static head")
+    parser.add_argument("--student", nargs="*", default=[], metavar="LAYERS[:KEEP]",
+                        help="also distil a student of LAYERS layers (shrink_body keep=KEEP, default 'first': chosen "
+                             "on SST-2 validation by student_tier.py) and run its int8 ONNX export")
+    parser.add_argument("--student-unlabeled", type=int, default=2000,
+                        help="training-split texts (beside the training texts) the student is distilled on")
     parser.add_argument("--stream", type=int, default=0, help="texts streamed through the static predict_iter")
     parser.add_argument("--setfit-python", default=None, help="Python of a virtual environment with setfit 1.2")
     parser.add_argument("--threads", type=int, default=None,
