@@ -1,7 +1,7 @@
 """Calibration: expected calibration error (ECE, 15 bins) and Brier score on the six suite tasks, setfit_lite against
 setfit 1.2, same samples, seeds and body, one run.
 
-    python benchmarks/calibration.py --seeds 0 1 2 3 4 --setfit-python /work/venv-setfit/bin/python
+    python benchmarks/calibration.py --seeds 0 1 2 3 4 --setfit-python SETFIT_VENV/bin/python
 
 Runs go through ``compare_setfit.py`` with ``--proba`` (its workers return the test probabilities, scored by
 ``setfit_lite.metrics``), over the tasks of ``accuracy_suite.py``; setfit_lite runs with its defaults and, as the

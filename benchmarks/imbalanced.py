@@ -1,6 +1,6 @@
 """Imbalanced few-shot sets: setfit_lite against setfit 1.2 on a fixed skewed sample, macro-F1 and accuracy.
 
-    python benchmarks/imbalanced.py --seeds 0 1 2 3 4 --setfit-python /work/venv-setfit/bin/python
+    python benchmarks/imbalanced.py --seeds 0 1 2 3 4 --setfit-python SETFIT_VENV/bin/python
 
 The skewed sample (``--counts``, default 32/16/8/4/2 and a 2 for a sixth class): label ``i`` gets ``counts[i]``
 training rows, drawn from the training split with ``sample_dataset(num_samples={label: count})`` for the seed
