@@ -32,7 +32,7 @@ LABELS = ["sadness", "joy", "love", "anger", "fear", "surprise"]  # dair-ai Emot
 
 ROWS = (("zero_shot", "setfit_lite zero-shot, defaults (zero_shot='prototypes')"),
         ("zero_shot_train", "setfit_lite, zero_shot='train' (body + logistic regression on the templates)"),
-        ("zero_shot_train_no_anchors", "setfit_lite, zero_shot='train', label_anchors='off' (before issue 20)"),
+        ("zero_shot_train_no_anchors", "setfit_lite, zero_shot='train', label_anchors='off'"),
         ("setfit", "setfit 1.2 zero-shot, defaults"),
         ("eight_shot", "setfit_lite, 8 real examples per class"))
 
