@@ -5,8 +5,8 @@
 Three ways of computing the pair losses' row gather, alternated run by run in one process (MiniLM-L6, the
 library's defaults, default thread count):
 
-- ``index_select`` (the library since issue 17): ``torch.index_select``, whose backward adds rows in index order;
-- ``getitem`` (before): ``x[idx]``, whose CPU backward (``index_put_(accumulate=True)``) adds repeated rows from
+- ``index_select`` (what the library uses): ``torch.index_select``, whose backward adds rows in index order;
+- ``getitem``: ``x[idx]``, whose CPU backward (``index_put_(accumulate=True)``) adds repeated rows from
   several threads in any order;
 - ``deterministic_algorithms``: ``getitem`` under ``torch.use_deterministic_algorithms(True)`` (every op).
 

@@ -1,4 +1,4 @@
-"""Where the time of an exported model's ``predict_proba`` goes (issue 22): tokenisation, padding, the graph's
+"""Where the time of an exported model's ``predict_proba`` goes: tokenisation, padding, the graph's
 operators (attention, matmuls, layer norms, the head), Python overhead.
 
     python benchmarks/inference_profile.py ONNX_DIR [ONNX_DIR ...] [--texts sst2] [--threads 1] [--batch-size 32]
