@@ -26,12 +26,6 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _default(value: Any) -> str:
-    if isinstance(value, str):
-        return f"`{value!r}`"
-    return f"`{value!r}`" if value is not None else "`None`"
-
-
 def training_arguments_table() -> str:
     """A Markdown table: each ``TrainingArguments`` field, its default and the values its rule allows."""
     from setfit_lite.params import TRAINING_RULES
@@ -43,7 +37,7 @@ def training_arguments_table() -> str:
             continue
         rule = TRAINING_RULES.get(field.name)
         allowed = rule.allowed if rule is not None else "any value (not checked)"
-        rows.append(f"| `{field.name}` | {_cell(_default(field.default))} | {_cell(allowed)} |")
+        rows.append(f"| `{field.name}` | {_cell(f"`{field.default!r}`")} | {_cell(allowed)} |")
     return "\n".join(rows)
 
 
