@@ -37,7 +37,8 @@ def training_arguments_table() -> str:
             continue
         rule = TRAINING_RULES.get(field.name)
         allowed = rule.allowed if rule is not None else "any value (not checked)"
-        rows.append(f"| `{field.name}` | {_cell(f"`{field.default!r}`")} | {_cell(allowed)} |")
+        default = _cell(f"`{field.default!r}`")
+        rows.append(f"| `{field.name}` | {default} | {_cell(allowed)} |")
     return "\n".join(rows)
 
 
