@@ -3,9 +3,9 @@
 A body reads at most ``max_length`` tokens. With ``long_text="truncate"`` a longer text is cut to its first
 ``max_length`` tokens (what sentence-transformers and setfit do). With ``long_text="chunk"`` the text's tokens are
 split into windows of ``max_length`` tokens (special tokens and prompt included in each window) where consecutive
-windows share ``chunk_overlap`` tokens (at most half the window's text tokens: a larger setting is capped there, so that windows
-always advance), every window is embedded, and the window embeddings are pooled into the
-text's embedding (``chunk_pooling``): ``"mean"``, ``"max"`` (per dimension) or ``"weighted"`` (mean weighted by
+windows share ``chunk_overlap`` tokens (at most half the window's text tokens: a larger setting is capped there,
+so that windows always advance), every window is embedded, and the window embeddings are pooled into the text's
+embedding (``chunk_pooling``): ``"mean"``, ``"max"`` (per dimension) or ``"weighted"`` (mean weighted by
 each window's count of text tokens, so a short last window counts less). A text that fits one window gets its
 window's embedding, bit for bit the truncated one.
 
