@@ -55,11 +55,14 @@ def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
     return [prompt + t for t in texts] if prompt else texts
 
 
-def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None) -> list[list[int]]:
-    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended; thread-safe."""
+def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None,
+                   truncate: bool = True) -> list[list[int]]:
+    """Token ids (unpadded, truncated to ``max_length`` unless not ``truncate``) of ``texts`` with ``prompt``
+    prepended; thread-safe."""
     with _TOKENIZE_LOCK:
-        out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
-                        return_attention_mask=False, return_token_type_ids=False)
+        out = tokenizer(with_prompt(texts, prompt), truncation=truncate, max_length=max_length if truncate else None,
+                        padding=False, return_attention_mask=False, return_token_type_ids=False,
+                        verbose=truncate)  # untruncated ids longer than the model's limit are meant: no warning
     return out["input_ids"]
 
 
