@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
 from .parallel import default_workers, run_pieces
 from .params import check_param
@@ -50,6 +49,7 @@ from .serialization.validate import (
     temperature_field,
 )
 from .verbosity import filter_log_records
+from .version import __version__
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
 

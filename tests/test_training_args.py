@@ -221,13 +221,19 @@ def test_transformers_interval_strategy_enums_are_accepted() -> None:
     assert type(args.eval_strategy) is str and args.eval_steps == args.logging_steps
 
 
-def test_backend_and_precision_names_are_the_trainers_registry() -> None:
-    from setfit_lite.training_args import BACKENDS, PRECISIONS
-    from trainers import base, registry
+def test_backend_and_precision_names_are_the_trainers_names() -> None:
+    from trainers import names
     from trainers.cpu import CpuBackend
 
-    assert BACKENDS == registry.NAMES
-    assert PRECISIONS == (base.AUTO_PRECISION, *base.PRECISIONS)
+    for name in names.NAMES:
+        assert TrainingArguments(backend=f" {name.upper()}").backend == name
+    for precision in names.PRECISION_NAMES:
+        assert TrainingArguments(precision=precision).precision == precision
+    with pytest.raises(ValueError, match=r"backend must be one of 'auto', 'cpu', 'cuda', 'hpu', 'ipu' \(any case\) "
+                                         r"or a trainers.Backend, got 'tpu'"):
+        TrainingArguments(backend="tpu")
+    with pytest.raises(TypeError, match="backend must be one of .* or a trainers.Backend, got <object"):
+        TrainingArguments(backend=object())
     backend = CpuBackend(precision="fp32")
     assert TrainingArguments(backend=backend).backend is backend
 

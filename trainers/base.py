@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
+from .names import AUTO_PRECISION, PRECISIONS
+
 logger = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16", "fp16")
-AUTO_PRECISION = "auto"  # each backend's choice: see ``Backend.auto_precision``
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 _WARNED: set[str] = set()
 
