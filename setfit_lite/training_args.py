@@ -50,7 +50,8 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
 
 
-def _is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
+    """An int or numpy integer, not a bool (Python's or numpy's)."""
     return isinstance(value, numbers.Integral) and not _is_bool(value)
 
 
@@ -75,7 +76,7 @@ def _optional(rule: _Rule, meaning: str = "") -> _Rule:
 
 def _integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int, ...] = ()) -> _Rule:
     def check(value: Any) -> int:
-        if not _is_integer(value):
+        if not is_integer(value):
             raise TypeError
         if value not in also and not low <= value <= high:
             raise ValueError

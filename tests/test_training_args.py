@@ -351,3 +351,11 @@ def test_body_learning_rate_zero_freezes_the_body(tiny_body_path: str, toy_data:
     frozen = all(torch.equal(before[k], after[k]) for k in before)
     assert frozen is (args.body_embedding_learning_rate == 0), kwargs  # a positive rate does change the body
     assert set(model.predict(toy_data["text"][:4])) <= {"positive", "negative"}  # the head was trained
+
+
+@pytest.mark.parametrize(("value", "expected"), [(1, True), (np.int64(2), True), (np.uint8(0), True), (True, False),
+                                                 (np.bool_(False), False), (1.0, False), ("1", False)])
+def test_is_integer_takes_numpy_integers_but_no_bool(value: Any, expected: bool) -> None:
+    from setfit_lite.training_args import is_integer
+
+    assert is_integer(value) is expected
