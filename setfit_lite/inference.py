@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from .data import check_text_collection, encode_labels, validate_texts
-from .params import check_param
-from .training_args import is_integer
+from .params import check_param, is_integer
 
 __all__ = [
     "MULTI_LABEL_THRESHOLD",
