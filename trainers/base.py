@@ -156,7 +156,8 @@ class Backend:
         return _DTYPES[self.precision]
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """Mixed-precision context for forward passes (training and inference)."""
+        """Mixed-precision context of the training forward pass (:meth:`training_step`); prediction does not use
+        it: embeddings for the head and for ``predict`` are computed in fp32 (see ``setfit_lite.training.head_fit``)."""
         dtype = self.autocast_dtype
         if dtype is None:
             return contextlib.nullcontext()
