@@ -1,6 +1,6 @@
 """Determinism with the default number of threads: what it costs in training time, and that it holds.
 
-    python benchmarks/determinism.py --task emotion:16 --seeds 0 1 --repeats 2
+    python -m benchmarks.determinism --task emotion:16 --seeds 0 1 --repeats 2
 
 Three ways of computing the pair losses' row gather, alternated run by run in one process (MiniLM-L6, the
 library's defaults, default thread count):
@@ -22,16 +22,13 @@ import argparse
 import hashlib
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from benchmarks.compare_setfit import load_task
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import load_task  # noqa: E402
 
 VARIANTS = ("index_select", "getitem", "deterministic_algorithms")
 

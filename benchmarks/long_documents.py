@@ -1,6 +1,6 @@
 """Long documents (bbc_news): truncation against chunking with each pooling, against setfit 1.2, one run.
 
-    python benchmarks/long_documents.py --seeds 0 --setfit-python SETFIT_VENV/bin/python
+    python -m benchmarks.long_documents --seeds 0 --setfit-python SETFIT_VENV/bin/python
 
 Per seed, 8 texts per class are drawn with setfit's ``sample_dataset`` (``compare_setfit.load_task``), and both
 frameworks train on them with the same body (MiniLM-L6, max length 256). setfit_lite trains once with its defaults:

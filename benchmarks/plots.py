@@ -1,6 +1,6 @@
 """The plots of the benchmark pages, drawn from the recorded results (no benchmark is run).
 
-    python benchmarks/plots.py                      # reads benchmarks/results/*.json, writes docs/benchmarks/img/*.png
+    python -m benchmarks.plots                      # reads benchmarks/results/*.json, writes docs/benchmarks/img/*.png
 
 - ``accuracy.png``: accuracy per task at 8 examples per class, setfit_lite against setfit 1.2
   (``accuracy_suite.json``), and accuracy against examples per class for the tasks measured at several

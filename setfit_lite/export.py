@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .chunking import Chunking, affixes, pool, split_windows
 from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
 from .parallel import default_workers, run_pieces
@@ -57,6 +56,7 @@ from .serialization.validate import (
     temperature_field,
 )
 from .verbosity import filter_log_records
+from .version import __version__
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
 

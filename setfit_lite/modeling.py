@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import __version__
 from .chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .data import check_label_names, validate_texts
-from .inference import Predictor, length_sorted_batches, tokenize_texts, with_prompt
+from .inference import Predictor, length_sorted_batches, tokenize_texts
 from .params import check_param
 from .serialization import (
     MANIFEST_NAME,
@@ -38,6 +37,7 @@ from .serialization.validate import (
     same_labels,
 )
 from .verbosity import quiet_dependencies, show_progress
+from .version import __version__
 from .zoo import resolve_model_path
 
 if TYPE_CHECKING:
@@ -251,9 +251,6 @@ class SetFitModel(Predictor):
         settle_eval(self.model_body, self.model_head)
 
     # ---- encoding -----------------------------------------------------------------------------
-    def with_prompt(self, texts: list[str]) -> list[str]:
-        return with_prompt(texts, self.prompt)
-
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids (unpadded) of prompted texts: truncated to the body's max length, or whole when long texts
         are chunked (``embed_tokens`` then splits them into windows)."""

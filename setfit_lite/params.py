@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .training_args import _RULES as TRAINING_RULES
-from .training_args import _integer, _number, _option, _optional, _Rule, check_rule, rule_message
+from .training_args import _integer, _number, _option, _optional, _Rule, check_rule, is_integer, rule_message
 
-__all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params"]
+__all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params", "is_integer"]
 
 _POSITIVE = _integer("a positive integer")
 LONG_TEXT_MODES = ("truncate", "chunk")

@@ -3,8 +3,7 @@ the names optimum-habana and optimum-graphcore users know.
 
 Each is :class:`setfit_lite.Trainer` with ``backend`` set to its device and the config passed as the backend
 option (``TrainingArguments(backend="hpu", backend_options={"gaudi_config": ...})``): nothing else differs.
-This module sits above ``setfit_lite.trainer`` (which imports ``trainers``), so ``trainers`` loads it only when
-one of these names is first used.
+``from setfit_lite import GaudiTrainer, IPUTrainer``.
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from setfit_lite.trainer import Trainer
-from setfit_lite.training_args import TrainingArguments
+from .trainer import Trainer
+from .training_args import TrainingArguments
 
 __all__ = ["GaudiTrainer", "IPUTrainer"]
 
