@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -66,49 +67,51 @@ def _tensors(folder: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.fixture(scope="module")
-def ray_run(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str) -> dict:
-    """One local Ray cluster (2 CPUs), one TorchTrainer run of 2 workers."""
+def runs(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str) -> dict:
+    """One TorchTrainer run of 2 workers on a local Ray cluster (2 CPUs) started here, and meanwhile the Trainer of
+    tests/test_distributed.py on 2 processes with torchrun's environment."""
+    from ray.cluster_utils import Cluster
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    out = tmp_path_factory.mktemp("ray_train")
+    out, torchrun_out = tmp_path_factory.mktemp("ray_train"), tmp_path_factory.mktemp("torchrun")
     (out / "records").mkdir()
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), str(HERE), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    ray.init(num_cpus=NUM_WORKERS, object_store_memory=80 * 2**20, include_dashboard=False,
-             runtime_env={"env_vars": env})
-    try:
-        texts, labels = make_sentences(12, seed=0)
-        config = {"model": tiny_body_path, "train_dataset": {"text": texts, "label": labels},
-                  "args": {**TRAINER_ARGS, "save_strategy": "steps", "save_steps": 8, "save_total_limit": None,
-                           "output_dir": str(out / "ckpt")},
-                  "save_to": str(out / "model"), "record": str(out / "records")}
-        result = TorchTrainer(ray_worker, train_loop_config=config,
-                              scaling_config=ScalingConfig(num_workers=NUM_WORKERS, use_gpu=False),
-                              run_config=RunConfig(name="setfit", storage_path=str(out / "storage"))).fit()
-    finally:
-        ray.shutdown()
-    return {"out": out, "result": result}
+    texts, labels = make_sentences(12, seed=0)
+    config = {"model": tiny_body_path, "train_dataset": {"text": texts, "label": labels},
+              "args": {**TRAINER_ARGS, "save_strategy": "steps", "save_steps": 8, "save_total_limit": None,
+                       "output_dir": str(out / "ckpt")},
+              "save_to": str(out / "model"), "record": str(out / "records")}
+    with ThreadPoolExecutor(1) as pool:  # the torchrun processes fill the CPUs while Ray starts
+        torchrun = pool.submit(launch, str(HERE / "test_distributed.py"), str(torchrun_out), tiny_body_path,
+                               "--trainer-only")
+        # a cluster of its own (never one already running here), which Ray Train's helpers also find (RAY_ADDRESS)
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": NUM_WORKERS, "object_store_memory": 80 * 2**20, "include_dashboard": False})
+        env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), str(HERE), os.environ.get("PYTHONPATH")])),
+               "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+               "RAY_ADDRESS": cluster.address}
+        try:
+            ray.init(address=cluster.address, runtime_env={"env_vars": env})
+            result = TorchTrainer(ray_worker, train_loop_config=config,
+                                  scaling_config=ScalingConfig(num_workers=NUM_WORKERS, use_gpu=False),
+                                  run_config=RunConfig(name="setfit", storage_path=str(out / "storage"))).fit()
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+        torchrun.result()
+    return {"out": out, "result": result, "torchrun": torchrun_out}
 
 
-@pytest.fixture(scope="module")
-def torchrun_run(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str) -> Path:
-    """The Trainer of tests/test_distributed.py on 2 processes with torchrun's environment."""
-    out = tmp_path_factory.mktemp("torchrun")
-    launch(str(HERE / "test_distributed.py"), str(out), tiny_body_path, "--trainer-only")
-    return out
-
-
-def test_ray_workers_train_bit_identical_to_torchrun(ray_run: dict, torchrun_run: Path) -> None:
-    out = ray_run["out"]
+def test_ray_workers_train_bit_identical_to_torchrun(runs: dict) -> None:
+    out = runs["out"]
     records = [json.loads((out / "records" / f"rank{r}.json").read_text()) for r in range(NUM_WORKERS)]
     for rank, record in enumerate(records):  # the backend took Ray's group: its rank and size
         assert record["ray"][:2] == record["backend"][:2] == [rank, NUM_WORKERS], record
         assert record["backend"][2] == record["ray"][2]
         assert f"gloo rank {rank}/{NUM_WORKERS}" in record["describe"]
-    expected = _tensors(torchrun_run / "model")
+    expected = _tensors(runs["torchrun"] / "model")
     assert expected and any(k.startswith("model.safetensors:") for k in expected)
-    for folder in (out / "model", Path(ray_run["result"].checkpoint.path)):  # the saved model, Ray's copy of it
+    for folder in (out / "model", Path(runs["result"].checkpoint.path)):  # the saved model, Ray's copy of it
         got = _tensors(folder)
         assert got.keys() == expected.keys()
         for key, tensor in expected.items():
@@ -120,10 +123,10 @@ def test_ray_workers_train_bit_identical_to_torchrun(ray_run: dict, torchrun_run
     for name, tensor in bodies[0].items():  # every worker ends with the model rank 0 saved
         assert torch.equal(tensor, bodies[1][name]), name
 
-def test_only_rank0_writes_and_ray_group_survives(ray_run: dict) -> None:
+def test_only_rank0_writes_and_ray_group_survives(runs: dict) -> None:
     from setfit_lite import SetFitModel
 
-    out, result = ray_run["out"], ray_run["result"]
+    out, result = runs["out"], runs["result"]
     records = [json.loads((out / "records" / f"rank{r}.json").read_text()) for r in range(NUM_WORKERS)]
     assert [r["writer"] for r in records] == [True, False]  # save_model writes on rank 0 only
     assert all(r["group_alive"] for r in records)  # the Trainer never destroyed the group Ray made
