@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 ray = pytest.importorskip("ray", reason="ray is not installed: pip install 'setfit-lite[ray]'")
 pytest.importorskip("ray.train.torch", reason="Ray Train is not installed: pip install 'ray[train]'")
@@ -60,8 +61,6 @@ def ray_worker(config: dict) -> None:
 
 def _tensors(folder: Path) -> dict[str, torch.Tensor]:
     """Every tensor of every safetensors file under ``folder``, keyed by file and tensor name."""
-    from safetensors.torch import load_file
-
     return {f"{path.relative_to(folder)}:{name}": tensor for path in sorted(folder.rglob("*.safetensors"))
             for name, tensor in load_file(str(path)).items()}
 
@@ -116,12 +115,11 @@ def test_ray_workers_train_bit_identical_to_torchrun(runs: dict) -> None:
         assert got.keys() == expected.keys()
         for key, tensor in expected.items():
             assert torch.equal(got[key], tensor), key
-    from safetensors.torch import load_file
-
     bodies = [load_file(str(out / "records" / f"body_rank{r}.safetensors")) for r in range(NUM_WORKERS)]
     assert bodies[0].keys() == bodies[1].keys()
     for name, tensor in bodies[0].items():  # every worker ends with the model rank 0 saved
         assert torch.equal(tensor, bodies[1][name]), name
+
 
 def test_only_rank0_writes_and_ray_group_survives(runs: dict) -> None:
     from setfit_lite import SetFitModel
