@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from trainers import Backend, get_backend
-from trainers.distributed import detect_env
+from trainers.distributed import current_env
 
 from .calibration import cv_temperature
 from .callbacks import CallbackHandler, TrainerControl, TrainerState
@@ -308,7 +308,7 @@ class Trainer:
         """Whether this process is the one that logs and saves (rank 0, or the only process)."""
         if self.backend is not None:
             return self.backend.is_main_process
-        return detect_env().rank == 0
+        return current_env().rank == 0  # the process group already initialised (Ray Train), else torchrun's RANK
 
     def save_model(self, output_dir: str | os.PathLike) -> bool:
         """Save the model on rank 0 only (other ranks hold the same model); returns whether this process saved."""

@@ -300,3 +300,33 @@ def test_single_process_collectives_are_noops() -> None:
     assert list(backend.iter_shard([1, 2, 3])) == [1, 2, 3]
     assert backend.state_dict() == {}
     backend.teardown()
+
+
+def test_existing_process_group_is_taken_as_is(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group someone else initialised (Ray Train, a user's script): rank, size and backend come from it, a
+    different dist_backend is refused, and teardown leaves the group to its creator."""
+    import torch.distributed as dist
+
+    monkeypatch.setenv("WORLD_SIZE", "4")  # stale launcher variables: the group is the truth
+    monkeypatch.setenv("RANK", "3")
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        backend = CpuBackend()
+        assert (backend.rank, backend.world_size, backend.dist_backend) == (0, 1, "gloo")
+        backend.setup()
+        backend.teardown()
+        assert dist.is_initialized()
+        with pytest.raises(ValueError, match="process group already initialised in this process uses 'gloo'"):
+            CpuBackend(dist_backend="ccl")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_cuda_takes_ray_train_device(fake_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under Ray Train the GPU is the one Ray assigned (``ray.train.torch.get_device()``), not cuda:LOCAL_RANK."""
+    import trainers.cuda
+
+    monkeypatch.setattr(trainers.cuda, "ray_train_device", lambda: torch.device("cuda", 1))
+    backend = get_backend("cuda")
+    assert backend.local_rank == 0 and backend.device == torch.device("cuda", 1)
+    assert backend.ddp_device_ids() == [1]

@@ -1,4 +1,4 @@
-"""CUDA backend: cuda:LOCAL_RANK, fp16 (with GradScaler) or bf16 autocast, nccl + DDP for several GPUs."""
+"""CUDA backend: cuda:LOCAL_RANK (or Ray Train's GPU), fp16 (with GradScaler) or bf16 autocast, nccl + DDP."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 from .base import Backend
-from .distributed import DistOptions, DistributedMixin
+from .distributed import DistOptions, DistributedMixin, ray_train_device
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +45,14 @@ class CudaBackend(DistributedMixin, Backend):
             )
         super().__init__(precision, compile, device="cpu", compile_options=compile_options)
         self._init_distributed(**dist_options)
-        count = torch.cuda.device_count()
-        if self.local_rank >= count:
-            raise RuntimeError(f"LOCAL_RANK={self.local_rank} but only {count} CUDA device(s) are visible")
-        self.device = torch.device("cuda", self.local_rank)
+        given = ray_train_device()  # a Ray Train worker's GPU, as Ray assigned it
+        if given is not None and given.type == "cuda":
+            self.device = given
+        else:
+            count = torch.cuda.device_count()
+            if self.local_rank >= count:
+                raise RuntimeError(f"LOCAL_RANK={self.local_rank} but only {count} CUDA device(s) are visible")
+            self.device = torch.device("cuda", self.local_rank)
         if self.precision == "bf16" and not torch.cuda.is_bf16_supported():
             raise ValueError(
                 f"precision 'bf16' is not supported on {torch.cuda.get_device_name(self.local_rank)} "
@@ -79,10 +83,10 @@ class CudaBackend(DistributedMixin, Backend):
             torch.cuda.set_rng_state_all(state["cuda"])
 
     def ddp_device_ids(self) -> list[int] | None:
-        return [self.local_rank]
+        return [self.device.index]
 
     def barrier_kwargs(self) -> dict[str, Any]:
-        return {"device_ids": [self.local_rank]} if self.dist_backend == "nccl" else {}
+        return {"device_ids": [self.device.index]} if self.dist_backend == "nccl" else {}
 
     def describe(self) -> str:
         try:

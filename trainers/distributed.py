@@ -2,7 +2,9 @@
 
 torchrun environment detection, process-group creation (gloo / nccl / hccl / ccl), DDP wrapping
 and object collectives. Backends get all of it through :class:`DistributedMixin`; in a single
-process (no ``WORLD_SIZE`` > 1) every collective is a no-op.
+process (no ``WORLD_SIZE`` > 1) every collective is a no-op. A process group that a launcher has already
+initialised (Ray Train's ``TorchTrainer`` workers, a user's script) is joined as it is: its rank and size are
+taken from it, and it is left for its creator to destroy.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import datetime
 import importlib
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -58,6 +61,65 @@ def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"inconsistent torchrun environment: RANK={rank}, WORLD_SIZE={world_size}")
     return DistEnv(rank, local_rank, world_size, env.get("MASTER_ADDR"), env.get("MASTER_PORT"))
+
+
+def ray_train_context() -> Any:
+    """Ray Train's ``TrainContext`` when this process is a Ray Train worker, else None.
+
+    Ray is never imported here: a Ray Train worker has imported it before it runs the training function.
+    """
+    if "ray.train" not in sys.modules:
+        return None
+    import ray.train
+
+    try:
+        return ray.train.get_context()
+    except RuntimeError:  # "get_context cannot be used outside of a Ray Train training function"
+        return None
+
+
+def ray_train_device() -> torch.device | None:
+    """The device Ray Train gave this worker (``ray.train.torch.get_device()``), or None outside Ray Train."""
+    if ray_train_context() is None:
+        return None
+    from ray.train.torch import get_device
+
+    return get_device()
+
+
+def group_env(env: DistEnv) -> DistEnv:
+    """The coordinates of the process group already initialised in this process: its rank and world size; the
+    local rank from Ray Train's context, else from ``env`` (torchrun's variables) when they describe this group,
+    else 0."""
+    import torch.distributed as dist
+
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    ray_context = ray_train_context()
+    if ray_context is not None:
+        local_rank, local_world_size = ray_context.get_local_rank(), ray_context.get_local_world_size()
+    elif (env.rank, env.world_size) == (rank, world_size):
+        local_rank, local_world_size = env.local_rank, env.local_world_size
+    else:
+        local_rank, local_world_size = 0, 1
+    return DistEnv(rank, local_rank, world_size, local_world_size, env.master_addr, env.master_port)
+
+
+def existing_group_backend() -> str | None:
+    """The backend name ("gloo", "nccl"...) of the process group already initialised in this process; None when
+    there is none, or when it mixes backends per device (then the backend's own choice stands)."""
+    if not is_initialized():
+        return None
+    import torch.distributed as dist
+
+    name = str(dist.get_backend())
+    return name if name in PROCESS_GROUP_BACKENDS else None
+
+
+def current_env() -> DistEnv:
+    """This process's coordinates: those of the process group already initialised (by Ray Train, a user's script,
+    another backend), else torchrun's variables."""
+    env = detect_env()
+    return group_env(env) if is_initialized() else env
 
 
 def load_process_group_backend(name: str) -> str:
@@ -187,15 +249,20 @@ class DistributedMixin:
         if unknown:
             raise TypeError(f"the {getattr(self, 'name', '?')!r} backend has no option(s) {', '.join(unknown)}")
         dist_backend = options.get("dist_backend")
-        self.dist_env = detect_env()
+        self.dist_env = current_env()
         self.rank = self.dist_env.rank
         self.local_rank = self.dist_env.local_rank
         self.world_size = self.dist_env.world_size
-        dist_backend = dist_backend or self.default_dist_backend
+        in_use = existing_group_backend()
+        if in_use is not None and dist_backend not in (None, in_use):
+            raise ValueError(f"dist_backend={dist_backend!r}, but the process group already initialised in this "
+                             f"process uses {in_use!r}")
+        dist_backend = in_use or dist_backend or self.default_dist_backend
         if dist_backend not in self.allowed_dist_backends:
+            already = " (the process group already initialised in this process)" if dist_backend == in_use else ""
             raise ValueError(
-                f"dist_backend {dist_backend!r} is not supported by the {getattr(self, 'name', '?')!r} backend "
-                f"(supported: {', '.join(self.allowed_dist_backends)})"
+                f"dist_backend {dist_backend!r}{already} is not supported by the {getattr(self, 'name', '?')!r} "
+                f"backend (supported: {', '.join(self.allowed_dist_backends)})"
             )
         if dist_backend == "ccl":
             load_process_group_backend("ccl")  # fail before any work when asked but missing
