@@ -96,12 +96,12 @@ def group_env(env: DistEnv) -> DistEnv:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     ray_context = ray_train_context()
     if ray_context is not None:
-        local_rank, local_world_size = ray_context.get_local_rank(), ray_context.get_local_world_size()
+        local_rank = ray_context.get_local_rank()
     elif (env.rank, env.world_size) == (rank, world_size):
-        local_rank, local_world_size = env.local_rank, env.local_world_size
+        local_rank = env.local_rank
     else:
-        local_rank, local_world_size = 0, 1
-    return DistEnv(rank, local_rank, world_size, local_world_size, env.master_addr, env.master_port)
+        local_rank = 0
+    return DistEnv(rank, local_rank, world_size, env.master_addr, env.master_port)
 
 
 def existing_group_backend() -> str | None:
