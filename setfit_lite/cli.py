@@ -195,7 +195,7 @@ def _train_eval_rows(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], dict
 
 
 def cmd_train(ns: argparse.Namespace) -> dict[str, Any]:
-    from .checkpoint import latest_checkpoint
+    from .checkpoint_files import latest_checkpoint
     from .modeling import SetFitModel
     from .trainer import Trainer
 
@@ -510,7 +510,7 @@ def _signal_number(interrupt: KeyboardInterrupt) -> int:
 
 def _interrupted_line(ns: argparse.Namespace, signum: int, argv: list[str]) -> str:
     """One line: where the checkpoint is and the command that resumes from it, or that nothing was saved."""
-    from .checkpoint import latest_checkpoint
+    from .checkpoint_files import latest_checkpoint
 
     head = f"setfit-lite {ns.command}: interrupted by {signal.Signals(signum).name}"
     if ns.command != "train":

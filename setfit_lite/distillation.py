@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from .batch_samplers import SentenceBatchSampler
 from .data import LabeledData, to_labeled_data
 from .losses import SimilarityDistillationLoss
 from .modeling import SetFitModel
-from .sampling import SentenceBatchSampler
 from .trainer import Trainer
 from .training_args import TrainingArguments
 

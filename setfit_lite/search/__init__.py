@@ -4,7 +4,10 @@ One module per stage, imports pointing down (none imports the trainer; the train
 
 - :mod:`~setfit_lite.search.spaces`: SigOpt-style spaces parsed and checked, Optuna distributions sampled;
 - :mod:`~setfit_lite.search.routing`: which receiver (training arguments, head, ``model_init``) takes each
-  parameter, and the type its values take there;
+  parameter;
+- :mod:`~setfit_lite.search.values`: the type each value takes at its receiver, checked before the first trial;
+- :mod:`~setfit_lite.search.seeding`: the generators seeded before a model is built;
+- :mod:`~setfit_lite.search.storages`: Optuna storages (database URL, SQLite or journal path) opened and checked;
 - :mod:`~setfit_lite.search.study`: trials run on the trainer in an Optuna study (or SigOpt's offline driver);
 - :mod:`~setfit_lite.search.pruning`: the callback that reports evaluations during training to Optuna.
 
@@ -22,12 +25,12 @@ from .routing import (
     split_hyperparameters,
 )
 from .spaces import DEFAULT_HP_SPACE, default_hp_space, load_space, sigopt_to_optuna, suggest_hyperparameters
+from .storages import open_storage
 from .study import (
     BestRun,
     NoCompletedTrialError,
     create_study,
     default_compute_objective,
-    open_storage,
     run_hyperparameter_search,
 )
 

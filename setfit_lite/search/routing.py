@@ -1,4 +1,4 @@
-"""Parameter routing: which receiver takes each hyperparameter, and the type its values take there.
+"""Parameter routing: which receiver takes each hyperparameter.
 
 A parameter is routed by name (:func:`apply_hyperparameters`, each search trial, ``Trainer.train(trial=...)``):
 
@@ -15,12 +15,7 @@ A parameter is routed by name (:func:`apply_hyperparameters`, each search trial,
 - any other name is a ``TypeError`` listing what accepts names (setfit silently drops it, or hands it to
   ``model_init``, so a typo searched nothing).
 
-SigOpt categorical values are strings; before the first trial :func:`check_space` converts each to the type its
-receiver takes (the ``TrainingArguments`` field's annotation: ``"0"`` -> ``0`` for ``seed``, ``"1e-4"`` -> ``1e-4``
-for rates, ``"true"`` -> ``True``, ``"none"`` -> ``None`` where allowed; a head parameter's sklearn constraints or
-default; a ``model_init`` keyword's annotation or default) and checks every categorical value and bound a field
-would get: a value that does not convert or is out of range is an error naming the parameter. The dict of a
-one-argument ``model_init`` gets values as given.
+The type each value takes at its receiver, and the checks before the first trial: :mod:`setfit_lite.search.values`.
 
 Below the trainer: it never imports it, and reaches a trainer only through its ``args``, ``model``,
 ``model_init`` and ``call_model_init``. Torch is imported only when a model is built or a head inspected.
@@ -32,35 +27,16 @@ import dataclasses
 import difflib
 import functools
 import inspect
-import numbers
-import types
-import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
-
-from ..training_args import TrainingArguments, check_argument
+from ..training_args import TrainingArguments
+from .seeding import seed_everything
 
 __all__ = ["MODEL_INIT_PREFIX", "apply_head_params", "apply_hyperparameters", "build_model", "call_model_init",
-           "check_space", "convert", "head_param_names", "seed_everything", "split_hyperparameters",
-           "takes_params", "trial_params"]
+           "head_param_names", "head_spec", "route", "split_hyperparameters", "takes_params", "trial_params"]
 
 MODEL_INIT_PREFIX = "model_init__"
-
-_SCALARS = (type(None), bool, int, float, str)
-_KIND_NAMES = {type(None): "none", bool: "true/false", int: "an integer", float: "a number", str: "a string"}
-
-
-def seed_everything(seed: int) -> None:
-    """``transformers.set_seed``: python, numpy, torch and every accelerator's generator.
-
-    numpy takes seeds below 2**32 only and ``TrainingArguments`` allows up to 2**63 - 1, so the seed is taken
-    mod 2**32 (unchanged for every seed below 2**32; the samplers take the whole seed).
-    """
-    from transformers import set_seed
-
-    set_seed(seed % 2**32)
 
 
 def takes_params(model_init: Callable[..., Any] | None) -> bool:
@@ -105,7 +81,8 @@ def _model_init_keywords(model_init: Callable[..., Any] | None) -> set[str]:
     return {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def _head_spec(model: Any) -> Any:
+def head_spec(model: Any) -> Any:
+    """The head ``model`` trains next: its ``head_spec``, or the default head's name."""
     from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES
 
     spec = model.head_spec
@@ -126,7 +103,7 @@ def head_param_names(model: Any) -> tuple[str, set[str]]:
     """``(description, names)``: the parameters the head of ``model`` accepts, as trained next."""
     from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES, SklearnHead, TorchHead
 
-    spec = _head_spec(model)
+    spec = head_spec(model)
     if isinstance(spec, str) and spec in TORCH_HEAD_NAMES:
         fixed = {"self", "in_features", "num_classes", "multi_label"}
         return "TorchHead", set(inspect.signature(TorchHead.__init__).parameters) - fixed
@@ -157,7 +134,7 @@ def apply_head_params(model: Any, params: Mapping[str, Any]) -> None:
         model.head_params = {**model.head_params, **params}
 
 
-def _route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
+def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
     """Each name's receiver and key: ``("args", field)``, ``("head", parameter)`` or ``("model_init", keyword)``.
 
     Names nothing accepts raise ``TypeError`` listing what accepts names (see the module doc for the rule).
@@ -224,7 +201,7 @@ def _partition(trainer: Any, params: Mapping[str, Any]) -> tuple[dict[str, Any],
     if not isinstance(params, Mapping):
         raise TypeError(f"the hyperparameter space must give a dict of parameters, got {type(params).__name__}")
     parts: dict[str, dict[str, Any]] = {"args": {}, "head": {}, "model_init": {}}
-    for name, (receiver, key) in _route(trainer, params).items():
+    for name, (receiver, key) in route(trainer, params).items():
         parts[receiver][key] = params[name]
     return parts["args"], parts["head"], parts["model_init"]
 
@@ -264,132 +241,3 @@ def trial_params(trial: Any) -> dict[str, Any]:
     if not isinstance(params, Mapping):
         raise TypeError(f"trial must be a dict of hyperparameters or an optuna trial, got {type(trial).__name__}")
     return dict(getattr(trial, "user_attrs", {}).get("hyperparameters", params))
-
-
-# ------------------------------------------------------------------------------------------------ value types
-
-
-def _hint_kinds(hint: Any) -> tuple[type, ...] | None:
-    """The scalar types (None, bool, int, float, str) of a type hint; None when any value may do."""
-    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    if hint is None or Any in members:
-        return None
-    return tuple(m for m in members if m in _SCALARS) or None
-
-
-def _constraint_kinds(constraints: Sequence[Any]) -> tuple[type, ...] | None:
-    """The scalar types an sklearn estimator's ``_parameter_constraints`` entry allows (None: unknown)."""
-    kinds: list[type] = []
-    for constraint in constraints:
-        kind = getattr(constraint, "type", constraint)  # sklearn's Interval(type, ...)
-        if constraint is None:
-            kinds.append(type(None))
-        elif isinstance(constraint, str):
-            kinds += {"boolean": [bool], "verbose": [int, bool], "random_state": [type(None), int]}.get(constraint, [])
-        elif isinstance(kind, type) and issubclass(kind, bool):
-            kinds.append(bool)
-        elif isinstance(kind, type) and issubclass(kind, numbers.Integral):
-            kinds.append(int)
-        elif isinstance(kind, type) and issubclass(kind, numbers.Real):
-            kinds.append(float)
-        elif hasattr(constraint, "options") or kind is str:  # StrOptions, Options, str
-            kinds.append(str)
-    return tuple(dict.fromkeys(kinds)) or None
-
-
-def _head_param_kinds(model: Any, name: str) -> tuple[type, ...] | None:
-    """The scalar types the head parameter ``name`` takes (None: unknown), for string categorical values."""
-    from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES, TorchHead
-
-    spec = _head_spec(model)
-    if isinstance(spec, str) and spec in TORCH_HEAD_NAMES:
-        return _hint_kinds(typing.get_type_hints(TorchHead.__init__).get(name))
-    if isinstance(spec, str) and spec in SKLEARN_HEAD_NAMES:
-        from sklearn.linear_model import LogisticRegression
-
-        spec = LogisticRegression()
-    *path, key = name.split("__")
-    try:
-        owner = spec
-        for step in path:  # nested estimators (Pipeline steps): "logisticregression__C"
-            owner = owner.get_params(deep=True)[step]
-        default = owner.get_params(deep=False)[key]
-    except (AttributeError, KeyError, TypeError):
-        return None
-    constraints = getattr(type(owner), "_parameter_constraints", {}).get(key)
-    if constraints is not None:
-        return _constraint_kinds(constraints)
-    return (type(default),) if type(default) in _SCALARS else None
-
-
-def _model_init_kinds(model_init: Callable[..., Any], name: str) -> tuple[type, ...] | None:
-    """The scalar types of ``model_init``'s keyword parameter ``name`` (annotation, else default); None for the
-    one-argument dict convention, whose values are passed as given."""
-    if takes_params(model_init):
-        return None
-    try:
-        hint = typing.get_type_hints(model_init).get(name)
-    except (NameError, TypeError):
-        hint = None
-    if hint is not None:
-        return _hint_kinds(hint)
-    default = inspect.signature(model_init).parameters[name].default
-    return (type(default),) if type(default) in _SCALARS else None
-
-
-def _from_text(text: str, kinds: tuple[type, ...]) -> Any:
-    """``text`` as the first of ``kinds`` that spells it (None, true/false, int, float, str); else ValueError."""
-    word = text.strip().lower()
-    if type(None) in kinds and word in ("none", "null"):
-        return None
-    if bool in kinds and word in ("true", "false"):
-        return word == "true"
-    for kind in (int, float):
-        if kind in kinds:
-            try:
-                return kind(text)
-            except ValueError:
-                pass
-    if str in kinds:
-        return text
-    raise ValueError(f"{text!r} is not {' or '.join(_KIND_NAMES[k] for k in kinds)}")
-
-
-def check_space(trainer: Any, distributions: Mapping[str, BaseDistribution]) -> dict[str, dict[str, Any]]:
-    """Before the first trial: route every parameter (TypeError for a name nothing accepts), convert string
-    categorical values to their receiver's type and check every categorical value and bound a TrainingArguments
-    field would get (ValueError/TypeError naming the parameter). Returns ``{name: {string value: converted}}``."""
-    hints = typing.get_type_hints(TrainingArguments)
-    conversions: dict[str, dict[str, Any]] = {}
-    for name, (receiver, key) in _route(trainer, distributions).items():
-        dist = distributions[name]
-        if isinstance(dist, CategoricalDistribution):
-            values, what = dist.choices, "categorical value"
-        elif isinstance(dist, (IntDistribution, FloatDistribution)):
-            values, what = (dist.low, dist.high), "bound"
-        else:
-            continue
-        if receiver == "args":
-            kinds = _hint_kinds(hints[key])
-        elif receiver == "head":
-            kinds = _head_param_kinds(trainer.model, key)
-        else:
-            kinds = _model_init_kinds(trainer.model_init, key)
-        for value in values:
-            converted = value
-            try:
-                if isinstance(value, str) and kinds is not None:
-                    converted = conversions.setdefault(name, {})[value] = _from_text(value, kinds)
-                if receiver == "args":
-                    check_argument(key, converted)
-            except (TypeError, ValueError) as error:
-                target = {"args": "TrainingArguments field", "head": "head parameter",
-                          "model_init": "model_init parameter"}[receiver]
-                raise type(error)(f"hyperparameter {name!r} ({target} {key!r}), {what} {value!r}: {error}") from None
-    return conversions
-
-
-def convert(params: Mapping[str, Any], conversions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``params`` with string categorical values replaced by their converted values (:func:`check_space`)."""
-    return {name: conversions[name].get(value, value) if name in conversions and isinstance(value, str) else value
-            for name, value in params.items()}

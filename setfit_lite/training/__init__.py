@@ -4,7 +4,7 @@
 - :mod:`.optim`: the optimizers, the LR schedule and word-embedding freezing;
 - :mod:`.modules`: the modules a backend wraps (their forward returns the loss);
 - :mod:`.loop`: THE training loop, run once per phase (body, then an end-to-end head);
-- :mod:`.checkpoints`: saving and resuming the loop;
+- :mod:`.progress`: where the loop stands, saved to a checkpoint and resumed from one;
 - :mod:`.signals`: SIGTERM/SIGINT stop the loop after a checkpoint;
 - :mod:`.interim_eval`: the eval metric during training, with a throwaway head (body) or the head being trained;
 - :mod:`.head_fit`: embeddings for the head (the same path as ``predict``) and fitting it;

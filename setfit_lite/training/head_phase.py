@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..heads.linear import lr_family
-from .checkpoints import Progress
 from .interim_eval import end_phase, evaluate, new_stopper
+from .progress import Progress
 from .session import Session
 
 

@@ -15,8 +15,8 @@ from ..data import LabeledData, encode_labels
 from ..inference import predict_ids
 from ..metrics import MetricInputs, add_reported_metrics, compute_metric
 from ..training_args import TrainingArguments
-from .checkpoints import Progress
 from .head_fit import fit_head
+from .progress import Progress
 from .session import Session
 
 logger = logging.getLogger("setfit_lite.trainer")

@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from ..verbosity import show_progress
-from .checkpoints import Progress, resume, save_checkpoint
 from .interim_eval import end_phase, evaluate, new_stopper
 from .optim import linear_schedule
+from .progress import Progress, resume, save_checkpoint
 from .session import Session
 from .signals import StopSignal
 

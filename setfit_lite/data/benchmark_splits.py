@@ -1,8 +1,9 @@
-"""setfit's benchmark helpers: few-shot training splits over fixed seeds, and ``SetFitDataset``.
+"""setfit's benchmark splits: few-shot training splits for each sample size over fixed seeds.
 
 ``create_fewshot_splits`` draws, for each sample size and each of the 10 :data:`SEEDS`, up to ``sample_size``
 rows per label with pandas' ``DataFrame.sample(random_state=seed)``: the same rows as setfit for the same data.
-pandas and ``datasets`` are imported when a function needs them, torch only by ``SetFitDataset``.
+pandas and ``datasets`` are imported when a function needs them (setfit's ``SetFitDataset``, which needs
+torch, is in :mod:`.torch_dataset`).
 """
 
 from __future__ import annotations

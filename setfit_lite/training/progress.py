@@ -1,4 +1,5 @@
-"""Saving the loop to a checkpoint and resuming it (the files themselves: :mod:`setfit_lite.checkpoint`)."""
+"""Where the loop stands (:class:`Progress`), saved to a checkpoint and resumed from one (the checkpoint folder's
+files: :mod:`setfit_lite.checkpoint_files`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import torch
 
 from ..callbacks import EarlyStopping
-from ..checkpoint import (
+from ..checkpoint_files import (
     CheckpointError,
     finalize_checkpoint,
     load_body_state,

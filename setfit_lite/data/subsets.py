@@ -1,4 +1,4 @@
-"""Few-shot sampling: up to N rows per label, the same rows ``setfit.sample_dataset`` picks for a seed."""
+"""Few-shot subsets: up to N rows per label, the same rows ``setfit.sample_dataset`` picks for a seed."""
 
 from __future__ import annotations
 

