@@ -83,7 +83,8 @@ def test_one_verbosity_api(library_logger: logging.Logger) -> None:
     from setfit_lite import verbosity
 
     assert not hasattr(verbosity, "get_verbosity") and not hasattr(verbosity, "set_verbosity")
-    for setter, level in [(sl_logging.set_verbosity_debug, logging.DEBUG), (sl_logging.set_verbosity_info, logging.INFO),
+    for setter, level in [(sl_logging.set_verbosity_debug, logging.DEBUG),
+                          (sl_logging.set_verbosity_info, logging.INFO),
                           (sl_logging.set_verbosity_warning, logging.WARNING),
                           (sl_logging.set_verbosity_error, logging.ERROR)]:
         setter()

@@ -64,3 +64,17 @@ def test_a_hub_body_is_the_base_model(tiny_body_path: str) -> None:
     data = _front_matter(render_model_card(model))
     assert data["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert "model-index" not in data  # nothing evaluated: no results to report
+
+
+def test_numpy_labels_and_scores_are_plain_yaml(tiny_body_path: str) -> None:
+    """numpy scalars (integer labels, a metric computed by numpy) are written as plain YAML values."""
+    import numpy as np
+
+    from setfit_lite.model_card import render_model_card
+
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=[np.int64(0), np.int64(1)])
+    model.training_info = {"eval_results": {"test": {"accuracy": np.float64(0.75), "n": np.int64(4)}}}
+    data = _front_matter(render_model_card(model))  # safe_load refuses !!python/object tags
+    assert data["labels"] == [0, 1]
+    scores = {m["type"]: m["value"] for r in data["model-index"][0]["results"] for m in r["metrics"]}
+    assert scores == {"accuracy": 0.75, "n": 4}

@@ -22,7 +22,7 @@ from ..checkpoint import (
 )
 from .session import Session
 
-logger = logging.getLogger("setfit_lite.trainer")
+logger = logging.getLogger(__name__)
 
 
 @dataclass
