@@ -31,8 +31,10 @@ class Collect(logging.Handler):
 
 
 @pytest.fixture()
-def library_logger() -> Iterator[logging.Logger]:
-    """The ``setfit_lite`` logger, its level, handlers, propagation and the progress-bar switch restored after."""
+def library_logger(monkeypatch: pytest.MonkeyPatch) -> Iterator[logging.Logger]:
+    """The ``setfit_lite`` logger, its level, handlers, propagation, ``setfit_lite.logging``'s one-time setup and
+    the progress-bar switch restored after."""
+    monkeypatch.setattr(sl_logging, "_default_handler", sl_logging._default_handler)
     library = logging.getLogger("setfit_lite")
     saved = (library.level, library.propagate, list(library.handlers), sl_logging.is_progress_bar_enabled())
     try:
