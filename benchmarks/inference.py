@@ -117,9 +117,9 @@ class SetfitWorker:
 # a fresh process that loads a folder as `setfit-lite predict` does and predicts the test file (peak RSS)
 LOAD_PREDICT = r"""
 import sys
-from setfit_lite.cli import _load_model
+from setfit_lite.cli.inputs import load_model
 from setfit_lite.inference import iter_text_file
-model = _load_model(sys.argv[1], sys.argv[2])
+model = load_model(sys.argv[1], sys.argv[2])
 for _ in model.iter_proba(iter_text_file(sys.argv[3]), batch_size=32):
     pass
 """

@@ -4,7 +4,13 @@ The library's loggers live under ``"setfit_lite"``. Until a function of this mod
 of their own and propagate to the root logger, so setfit_lite stays quiet unless the application configures
 logging. The first call here does what setfit does on import: it gives the ``"setfit_lite"`` logger a stderr
 handler and stops propagation (``enable_propagation()`` turns it back on; ``disable_default_handler()`` removes the
-handler). Progress bars follow :mod:`setfit_lite.verbosity` (``disable_progress_bar()`` is its ``"quiet"``).
+handler).
+
+This is setfit_lite's one verbosity API. At ``INFO`` or below (``set_verbosity_info()``, the command line's
+``--verbose``) dependencies speak too: transformers' and the hub's progress bars, Optuna's line per trial
+(:mod:`setfit_lite.verbosity` keeps them quiet otherwise). ``disable_progress_bar()`` turns off every progress bar,
+including those a caller asks for; otherwise a requested bar is drawn when stderr is a terminal (tqdm's own rule,
+``tqdm(disable=None)``).
 """
 
 from __future__ import annotations
@@ -14,19 +20,18 @@ import sys
 import threading
 from logging import CRITICAL, DEBUG, ERROR, FATAL, INFO, NOTSET, WARN, WARNING  # noqa: F401 (setfit's names)
 
-from . import verbosity
-
 __all__ = ["CRITICAL", "DEBUG", "ERROR", "FATAL", "INFO", "NOTSET", "WARN", "WARNING", "add_handler",
            "disable_default_handler", "disable_progress_bar", "disable_propagation", "enable_default_handler",
            "enable_explicit_format", "enable_progress_bar", "enable_propagation", "get_log_levels_dict",
-           "get_logger", "get_verbosity", "is_progress_bar_enabled", "remove_handler", "reset_format",
-           "set_verbosity", "set_verbosity_debug", "set_verbosity_error", "set_verbosity_info",
-           "set_verbosity_warning"]
+           "get_logger", "get_verbosity", "is_progress_bar_enabled", "is_verbose", "remove_handler",
+           "reset_format", "set_verbosity", "set_verbosity_debug", "set_verbosity_error", "set_verbosity_info",
+           "set_verbosity_warning", "tqdm_disable"]
 
 _LIBRARY = __name__.split(".")[0]
 _LEVELS = {"debug": DEBUG, "info": INFO, "warning": WARNING, "error": ERROR, "critical": CRITICAL}
 _lock = threading.Lock()
 _default_handler: logging.Handler | None = None
+_progress_bars = True
 
 
 def _root() -> logging.Logger:
@@ -141,17 +146,31 @@ def reset_format() -> None:
         handler.setFormatter(None)
 
 
+def is_verbose() -> bool:
+    """Whether setfit_lite's logger was set to ``INFO`` or below: then dependencies' progress bars and log lines
+    are let through too."""
+    level = _root().level
+    return level != NOTSET and level <= INFO
+
+
 def is_progress_bar_enabled() -> bool:
-    """Whether progress bars may be drawn (:mod:`setfit_lite.verbosity` is not ``"quiet"``)."""
-    return verbosity.get_verbosity() != "quiet"
+    """Whether progress bars may be drawn (not after :func:`disable_progress_bar`)."""
+    return _progress_bars
 
 
 def enable_progress_bar() -> None:
-    """Allow progress bars again (verbosity ``"default"`` unless it is ``"verbose"``)."""
-    if verbosity.get_verbosity() == "quiet":
-        verbosity.set_verbosity("default")
+    """Allow progress bars again: a requested bar is drawn when stderr is a terminal."""
+    global _progress_bars
+    _progress_bars = True
 
 
 def disable_progress_bar() -> None:
-    """No progress bars at all (verbosity ``"quiet"``)."""
-    verbosity.set_verbosity("quiet")
+    """No progress bars at all, even those a caller asks for."""
+    global _progress_bars
+    _progress_bars = False
+
+
+def tqdm_disable(requested: bool | None = True) -> bool | None:
+    """tqdm's ``disable=`` for a bar the caller ``requested``: ``True`` when not requested or progress bars are
+    off, else ``None`` (tqdm draws the bar only when its stream, stderr, is a terminal)."""
+    return None if requested and _progress_bars else True

@@ -1,11 +1,53 @@
-"""A short model card (README.md) written beside every saved model."""
+"""A short model card (README.md) written beside every saved model: YAML metadata the Hugging Face Hub reads
+(written by ``huggingface_hub.ModelCardData``), then a Markdown summary."""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
+import numpy as np
+
 from .version import __version__
+
+TAGS = ["setfit", "sentence-transformers", "text-classification"]
+
+
+def card_data(model: Any) -> Any:
+    """``huggingface_hub.ModelCardData`` for ``model``: library, tags, labels, the Hub body it started from and its
+    evaluation results (``model-index``, one entry per split and metric)."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    info = model.training_info or {}
+    results = [EvalResult(task_type="text-classification", dataset_type="unknown", dataset_name="Unknown",
+                          dataset_split=split, metric_type=name, metric_value=_plain(value))
+               for split, result in (info.get("eval_results") or {}).items()
+               for name, value in result.items() if isinstance(value, (int, float, np.number))
+               and not isinstance(value, bool)]
+    return ModelCardData(library_name="setfit_lite", tags=TAGS, pipeline_tag="text-classification",
+                         base_model=_hub_id(model.source),
+                         metrics=sorted({r.metric_type for r in results}) or None,
+                         eval_results=results or None, model_name="setfit_lite model" if results else None,
+                         labels=[_plain(label) for label in model.labels] if model.labels is not None else None)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value YAML writes plainly (``0.5``, not a ``!!python/object`` tag)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _hub_id(source: str | None) -> str | None:
+    """``source`` when it names a Hub model (``org/name``, not a local folder), else None."""
+    if not source or os.path.exists(source):
+        return None
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(source)
+    except HFValidationError:
+        return None
+    return source
 
 
 def render_model_card(model: Any) -> str:
@@ -13,8 +55,7 @@ def render_model_card(model: Any) -> str:
     info = model.training_info or {}
     lines = [
         "---",
-        "library_name: setfit_lite",
-        "tags: [setfit, sentence-transformers, text-classification]",
+        card_data(model).to_yaml(),
         "---",
         "",
         "# setfit_lite model",

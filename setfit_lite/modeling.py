@@ -17,6 +17,7 @@ import numpy as np
 from .chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .data import check_label_names, validate_texts
 from .inference import Predictor, length_sorted_batches, tokenize_texts
+from .logging import tqdm_disable
 from .params import check_param
 from .serialization import (
     MANIFEST_NAME,
@@ -36,7 +37,7 @@ from .serialization.validate import (
     check_version,
     same_labels,
 )
-from .verbosity import quiet_dependencies, show_progress
+from .verbosity import quiet_dependencies
 from .version import __version__
 from .zoo import resolve_model_path
 
@@ -301,7 +302,7 @@ class SetFitModel(Predictor):
         out = np.empty((len(token_ids), self.embedding_dim), dtype=np.float32)
         settle_eval(body)
         batches = length_sorted_batches(token_ids, batch_size)
-        bar = tqdm(batches, desc="Encoding", disable=not _show(show_progress_bar, len(token_ids)))
+        bar = tqdm(batches, desc="Encoding", disable=_bar_disable(show_progress_bar, len(token_ids)))
         with torch.inference_mode():
             for idx in bar:
                 features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
@@ -456,18 +457,26 @@ def _is_saved_model(folder: Path) -> bool:
     return (folder / CONFIG_NAME).is_file() and (folder / MANIFEST_NAME).is_file()
 
 
-def _check_model_folder(folder: Path) -> None:
-    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX and static exports, folders with no
-    model."""
+def exported_format(folder: str | os.PathLike) -> Literal["onnx", "static"] | None:
+    """``"onnx"`` or ``"static"`` for a folder written by ``export_onnx`` or ``export_static`` (read from its config
+    file's name: nothing heavy is imported), else None."""
     from .export import ONNX_CONFIG_NAME
     from .static import STATIC_CONFIG_NAME
 
-    if (folder / ONNX_CONFIG_NAME).is_file():
-        raise ValueError(f"{folder} is a folder exported with export_onnx ({ONNX_CONFIG_NAME}), not a saved model: "
-                         f"load it with SetFitModel.from_onnx({str(folder)!r})")
-    if (folder / STATIC_CONFIG_NAME).is_file():
-        raise ValueError(f"{folder} is a folder exported with export_static ({STATIC_CONFIG_NAME}), not a saved "
-                         f"model: load it with SetFitModel.from_static({str(folder)!r})")
+    if (Path(folder) / ONNX_CONFIG_NAME).is_file():
+        return "onnx"
+    if (Path(folder) / STATIC_CONFIG_NAME).is_file():
+        return "static"
+    return None
+
+
+def _check_model_folder(folder: Path) -> None:
+    """ValueError for folders ``from_pretrained`` cannot load, saying why: ONNX and static exports, folders with no
+    model."""
+    kind = exported_format(folder)
+    if kind is not None:
+        raise ValueError(f"{folder} is a folder exported with export_{kind}, not a saved model: load it with "
+                         f"SetFitModel.from_{kind}({str(folder)!r})")
     if not any((folder / name).is_file() for name in (CONFIG_NAME, "modules.json", "config.json")):
         raise ValueError(f"{folder} holds no model: it has no {CONFIG_NAME} (a setfit_lite model), no modules.json "
                          "(a sentence-transformers model) and no config.json (a transformers model)")
@@ -557,6 +566,7 @@ def _as_tensor(array: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(array)
 
 
-def _show(flag: bool | None, n: int) -> bool:
-    return show_progress(flag if flag is not None else n >= 10_000)
+def _bar_disable(flag: bool | None, n: int) -> bool | None:
+    """tqdm's ``disable=`` for encoding ``n`` texts: a bar when asked (``flag``), or by default for 10,000 or more."""
+    return tqdm_disable(flag if flag is not None else n >= 10_000)
 

@@ -1,58 +1,31 @@
-"""How much setfit_lite prints: nothing unless asked.
+"""Dependencies kept quiet at setfit_lite's call sites unless setfit_lite's verbosity is ``INFO`` or below.
 
-Library calls are quiet by default: a progress bar is drawn only when the caller asks for it *and* stderr is a
-terminal (a bar redrawn with ``\\r`` becomes one endless line in a log file); the progress bars and non-actionable
-warnings of dependencies (transformers' "Loading weights"/"Writing model shards", onnxruntime's quantisation
-advice, Optuna's line per trial) are silenced at our call sites. ``set_verbosity("verbose")`` lets them through;
-``set_verbosity("quiet")`` also turns off the bars callers ask for. The command line sets it from
-``--quiet``/``--verbose``.
+transformers' and the hub's progress bars ("Loading weights", "Writing model shards"), onnxruntime's quantisation
+advice and Optuna's line per trial are not actionable for a user of setfit_lite: they are silenced where setfit_lite
+calls those libraries. ``setfit_lite.logging.set_verbosity_info()`` (the command line's ``--verbose``) lets them
+through. The verbosity itself is set and read with :mod:`setfit_lite.logging`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import warnings
 from collections.abc import Iterator
 
-__all__ = ["VERBOSITY_LEVELS", "filter_log_records", "get_verbosity", "quiet_dependencies", "quiet_optuna",
-           "set_verbosity", "show_progress"]
+from .logging import is_progress_bar_enabled, is_verbose
 
-VERBOSITY_LEVELS = ("quiet", "default", "verbose")
-_verbosity = "default"
-
-
-def set_verbosity(level: str) -> None:
-    """``"quiet"`` (no progress bars at all), ``"default"`` or ``"verbose"`` (dependencies' bars and logs too)."""
-    global _verbosity
-    if level not in VERBOSITY_LEVELS:
-        raise ValueError(f"verbosity must be one of {VERBOSITY_LEVELS}, got {level!r}")
-    _verbosity = level
-
-
-def get_verbosity() -> str:
-    """The current level set by :func:`set_verbosity` (``"default"`` unless changed)."""
-    return _verbosity
-
-
-def show_progress(requested: bool | None = True) -> bool:
-    """Whether to draw a progress bar the caller ``requested``: not with verbosity ``"quiet"``, and only when
-    stderr is a terminal."""
-    if not requested or _verbosity == "quiet":
-        return False
-    isatty = getattr(sys.stderr, "isatty", None)
-    return bool(isatty and isatty())
+__all__ = ["filter_log_records", "quiet_dependencies", "quiet_optuna"]
 
 
 @contextlib.contextmanager
 def quiet_dependencies() -> Iterator[None]:
     """Turn off transformers' progress bars ("Loading weights", "Writing model shards") inside the block.
 
-    The previous transformers and huggingface_hub settings are restored afterwards. With verbosity ``"verbose"``
-    and a terminal on stderr the bars are left as they are.
+    The previous transformers and huggingface_hub settings are restored afterwards. At verbosity ``INFO`` with
+    progress bars enabled the bars are left as they are.
     """
-    if _verbosity == "verbose" and show_progress():
+    if is_verbose() and is_progress_bar_enabled():
         yield
         return
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
@@ -108,13 +81,14 @@ def filter_log_records(logger_name: str, *prefixes: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_optuna() -> Iterator[None]:
-    """Optuna's INFO lines ("Trial 3 finished with value ...") off inside the block, unless verbosity is
-    ``"verbose"``; Optuna's previous verbosity is restored afterwards."""
+    """Optuna's INFO lines ("Trial 3 finished with value ...") off inside the block, unless setfit_lite's verbosity
+    is ``INFO`` or below; Optuna's previous verbosity is restored afterwards."""
     import optuna
 
     previous = optuna.logging.get_verbosity()
-    wanted = optuna.logging.INFO if _verbosity == "verbose" else optuna.logging.WARNING
-    optuna.logging.set_verbosity(min(previous, wanted) if _verbosity == "verbose" else max(previous, wanted))
+    verbose = is_verbose()
+    wanted = optuna.logging.INFO if verbose else optuna.logging.WARNING
+    optuna.logging.set_verbosity(min(previous, wanted) if verbose else max(previous, wanted))
     try:
         yield
     finally:

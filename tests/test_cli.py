@@ -266,22 +266,6 @@ def test_from_pretrained_and_save_pretrained_print_nothing(tmp_path: Path, train
     assert capfd.readouterr() == ("", "")
 
 
-def test_show_progress_needs_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from setfit_lite.verbosity import set_verbosity, show_progress
-
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    assert show_progress(True) is False
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    assert show_progress(True) is True and show_progress(False) is False and show_progress(None) is False
-    set_verbosity("quiet")
-    try:
-        assert show_progress(True) is False
-    finally:
-        set_verbosity("default")
-    with pytest.raises(ValueError, match=r"verbosity must be one of \('quiet', 'default', 'verbose'\), got 'loud'"):
-        set_verbosity("loud")
-
-
 def test_training_bar_follows_the_terminal(toy_data: dict, tiny_body_path: str,
                                            capfd: pytest.CaptureFixture) -> None:
     """Even with show_progress_bar=True, no bar is drawn when stderr is not a terminal (a log file)."""
@@ -311,31 +295,3 @@ def test_verbose_logs_training(tmp_path: Path, tiny_body_path: str, data: tuple[
     assert main(["--quiet", "train", str(data[0]), "--model", tiny_body_path, "--output-dir",
                  str(tmp_path / "m2"), "--max-steps", "3"]) == 0
     assert capsys.readouterr().err == ""
-
-
-def test_quiet_optuna_silences_trial_lines() -> None:
-    import optuna
-
-    from setfit_lite.verbosity import quiet_optuna, set_verbosity
-
-    class Collect(logging.Handler):
-        messages: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.messages.append(record.getMessage())
-
-    handler = Collect()
-    optuna_logger = logging.getLogger("optuna")
-    optuna_logger.addHandler(handler)
-    before = optuna.logging.get_verbosity()
-    try:
-        with quiet_optuna():
-            optuna.create_study().optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
-        assert not [m for m in handler.messages if "Trial" in m] and optuna.logging.get_verbosity() == before
-        set_verbosity("verbose")
-        with quiet_optuna():
-            optuna.create_study().optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=1)
-        assert any(m.startswith("Trial 0 finished") for m in handler.messages)
-    finally:
-        set_verbosity("default")
-        optuna_logger.removeHandler(handler)

@@ -152,13 +152,14 @@ def test_cli_numbers_are_argparse_errors(monkeypatch: pytest.MonkeyPatch, capsys
                                          argv: list[str], option: str, allowed: str) -> None:
     """Exit status 2 with the rule's message, before any data or model is read."""
     import setfit_lite.data as data
-    from setfit_lite import cli
+    from setfit_lite.cli.commands import evaluate, predict
 
     def loaded(*args: object, **kwargs: object) -> None:
         raise AssertionError("data or a model was loaded")
 
     monkeypatch.setattr(SetFitModel, "from_pretrained", loaded)
-    monkeypatch.setattr(cli, "_load_model", loaded)
+    monkeypatch.setattr(evaluate, "load_model", loaded)
+    monkeypatch.setattr(predict, "load_model", loaded)
     monkeypatch.setattr(data, "to_labeled_data", loaded)
     monkeypatch.setattr(data, "demo_dataset", loaded)
     with pytest.raises(SystemExit) as exit_info:

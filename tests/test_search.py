@@ -662,7 +662,7 @@ def test_cli_search(tmp_path: Path, tiny_body_path: str, toy_data: Any, toy_eval
 def test_search_is_quiet_unless_verbose(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
     import logging
 
-    from setfit_lite import verbosity
+    from setfit_lite import logging as sl_logging
 
     class Record(logging.Handler):
         def __init__(self) -> None:
@@ -675,13 +675,16 @@ def test_search_is_quiet_unless_verbose(tiny_body_path: str, toy_data: Any, toy_
     record = Record()
     optuna_logger = logging.getLogger("optuna")
     optuna_logger.addHandler(record)
+    library = logging.getLogger("setfit_lite")
+    level = library.level
     trainer = _trainer(tiny_body_path, toy_data, toy_eval)
     try:
         trainer.hyperparameter_search(hp_space=SEED_SPACE, n_trials=1)
         assert not [line for line in record.lines if "Trial 0 finished" in line]  # Optuna's INFO line per trial
-        verbosity.set_verbosity("verbose")
+        library.setLevel(logging.INFO)  # setfit_lite.logging.set_verbosity_info(), without its stderr handler
+        assert sl_logging.is_verbose()
         trainer.hyperparameter_search(hp_space=SEED_SPACE, n_trials=1)
         assert [line for line in record.lines if "Trial 0 finished" in line]
     finally:
-        verbosity.set_verbosity("default")
+        library.setLevel(level)
         optuna_logger.removeHandler(record)

@@ -79,10 +79,9 @@ def test_setfits_module_names_exist() -> None:
 
 def test_logging_module_sets_the_library_level_and_propagation(caplog: pytest.LogCaptureFixture) -> None:
     from setfit_lite import logging as sl_logging
-    from setfit_lite import verbosity
 
     library = logging.getLogger("setfit_lite")
-    saved = (library.level, library.propagate, list(library.handlers), verbosity.get_verbosity())
+    saved = (library.level, library.propagate, list(library.handlers), sl_logging.is_progress_bar_enabled())
     try:
         sl_logging.set_verbosity_info()
         assert sl_logging.get_verbosity() == sl_logging.INFO == logging.INFO
@@ -94,7 +93,7 @@ def test_logging_module_sets_the_library_level_and_propagation(caplog: pytest.Lo
         sl_logging.set_verbosity_error()
         assert sl_logging.get_verbosity() == logging.ERROR
         sl_logging.disable_progress_bar()
-        assert not sl_logging.is_progress_bar_enabled() and verbosity.get_verbosity() == "quiet"
+        assert not sl_logging.is_progress_bar_enabled() and sl_logging.tqdm_disable(True) is True
         sl_logging.enable_progress_bar()
         assert sl_logging.is_progress_bar_enabled()
         with pytest.raises(ValueError, match="is not a handler"):
@@ -103,7 +102,7 @@ def test_logging_module_sets_the_library_level_and_propagation(caplog: pytest.Lo
         library.setLevel(saved[0])
         library.propagate = saved[1]
         library.handlers[:] = saved[2]
-        verbosity.set_verbosity(saved[3])
+        (sl_logging.enable_progress_bar if saved[3] else sl_logging.disable_progress_bar)()
 
 
 # ------------------------------------------------------------------------------------------------ data

@@ -19,7 +19,7 @@ from .head_fit import fit_head
 from .progress import Progress
 from .session import Session
 
-logger = logging.getLogger("setfit_lite.trainer")
+logger = logging.getLogger(__name__)
 
 
 class InterimEvaluator:

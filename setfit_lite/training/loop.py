@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..verbosity import show_progress
+from ..logging import tqdm_disable
 from .interim_eval import end_phase, evaluate, new_stopper
 from .optim import linear_schedule
 from .progress import Progress, resume, save_checkpoint
@@ -69,10 +69,10 @@ def run_phase(session: Session, phase: Phase) -> None:
     if phase.checkpoints and session.resume_from is not None:
         resume(session, session.resume_from, optimizer, scheduler, progress)
     saving = phase.checkpoints and args.save_strategy != "no"
-    show = show_progress(args.show_progress_bar) and backend.is_main_process
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, initial=state.global_step, desc=f"Training ({phase.name})", disable=not show)
+    bar = tqdm(total=total, initial=state.global_step, desc=f"Training ({phase.name})",
+               disable=tqdm_disable(args.show_progress_bar and backend.is_main_process))
     with StopSignal(enabled=saving) as stop, contextlib.closing(bar):
         while state.global_step < total and not session.control.should_training_stop:
             state.epoch = progress.epoch

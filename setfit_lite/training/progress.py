@@ -23,7 +23,7 @@ from ..checkpoint_files import (
 )
 from .session import Session
 
-logger = logging.getLogger("setfit_lite.trainer")
+logger = logging.getLogger(__name__)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from trainers import Backend
 from ..callbacks import CallbackHandler, TrainerControl, TrainerState
 from ..training_args import TrainingArguments
 
-logger = logging.getLogger("setfit_lite.trainer")
+logger = logging.getLogger(__name__)
 
 
 @dataclass

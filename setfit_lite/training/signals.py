@@ -10,7 +10,7 @@ from typing import Any
 
 from trainers import Backend
 
-logger = logging.getLogger("setfit_lite.trainer")  # the name `setfit-lite train` filters the notice by
+logger = logging.getLogger(__name__)
 
 
 class TrainingInterrupted(KeyboardInterrupt):

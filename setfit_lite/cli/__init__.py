@@ -1,0 +1,55 @@
+"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export | convert.
+
+Quiet by default: results go to stdout, warnings to stderr, progress bars only when stderr is a terminal
+(``--quiet``: none, and errors only; ``--verbose``: the training log too). Ctrl-C or SIGTERM ends a command with
+one line on stderr and exit status 128 + the signal's number (130, 143); ``train --save-steps N`` checkpoints first
+and says how to resume.
+
+- :mod:`.parser`: the argparse parser, built from the commands;
+- :mod:`.commands`: one module per command, its options (``add_arguments``) beside what it does (``run``);
+- :mod:`.options` and :mod:`.training`: options several commands share;
+- :mod:`.inputs`: texts from files or stdin, model folders, the guard that nothing read is written over;
+- :mod:`.output`: logging, warnings and progress bars for ``--quiet`` / ``--verbose``;
+- :mod:`.signals`: Ctrl-C and SIGTERM: the exit status and the line saying what was saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import NoCompletedTrialError
+from .commands import COMMANDS
+from .output import command_output
+from .parser import build_parser
+from .signals import interrupted_line, interruptible, signal_number
+
+__all__ = ["build_parser", "main"]
+
+
+def _runs_exported(ns: argparse.Namespace) -> bool:
+    """Whether the command runs an exported (ONNX, OpenVINO or static) folder: then torch, transformers and
+    Optuna are never imported."""
+    from ..modeling import exported_format
+
+    return ns.command in ("predict", "evaluate") and exported_format(ns.model_dir) is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``setfit-lite ARGV``; the exit status: 0, 1 (no search trial completed), 2 (an error), 128 + signal."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ns = build_parser().parse_args(argv)
+    with command_output(getattr(ns, "verbosity", "default"), dependencies=not _runs_exported(ns)), interruptible():
+        try:
+            COMMANDS[ns.command].run(ns)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, or the trainer's TrainingInterrupted
+            signum = signal_number(interrupt)
+            print(interrupted_line(ns, signum, argv), file=sys.stderr)
+            return 128 + signum
+        except (ValueError, TypeError, OSError, ImportError) as error:
+            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+            return 2
+        except NoCompletedTrialError as error:
+            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+            return 1
+    return 0

@@ -1,0 +1,69 @@
+"""``setfit-lite export``: a saved model to ONNX (one graph: token ids to probabilities, optionally int8), or with
+``--static`` to static token embeddings (model2vec's format) and a head refitted on ``--data``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ...params import argument_type
+from ..inputs import check_output, is_table, read_texts
+from ..options import add_data_args
+
+HELP = ("export a saved model to ONNX (one graph: token ids to probabilities), or with --static to static token "
+        "embeddings (model2vec's format) and a refitted head")
+
+
+def add_arguments(export: argparse.ArgumentParser) -> None:
+    export.add_argument("model_dir")
+    export.add_argument("output_dir")
+    export.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
+                        help="int8: dynamic int8 weight quantisation; int8-static: also the activations, calibrated "
+                             "on the texts of --data")
+    export.add_argument("--opset", type=argument_type("opset"), default=17)
+    export.add_argument("--static", action="store_true",
+                        help="distil the body into static token embeddings (numpy-only inference, model2vec's "
+                             "format); the head is refitted on --data")
+    export.add_argument("--data", default=None,
+                        help="with --static: CSV/JSON/JSONL/text file of texts to refit the head on (a label column "
+                             "gives their labels, else the model labels them); with --quantize int8-static: the "
+                             "calibration texts")
+    export.add_argument("--unlabeled-data", default=None,
+                        help="with --static: more texts (any readable file) that the model labels for the refit")
+    add_data_args(export)
+    export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=256,
+                        help="with --static: embedding size after PCA")
+
+
+def run(ns: argparse.Namespace) -> dict[str, Any]:
+    from ...modeling import SetFitModel
+
+    if ns.static and ns.quantize:
+        raise ValueError("--quantize applies to ONNX exports, not to --static")
+    check_output(ns.output_dir, ns.model_dir, ns.data, ns.unlabeled_data, suffix="static" if ns.static else "onnx")
+    model = SetFitModel.from_pretrained(ns.model_dir)
+    if ns.static:
+        out = _export_static(ns, model)
+    else:
+        calibration = list(read_texts(ns.data, ns.text_column)) if ns.data else None
+        out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset, calibration_texts=calibration)
+    result = {"exported_to": str(out), "format": "static" if ns.static else "onnx", "quantized": ns.quantize,
+              "labels": model.labels}
+    print(json.dumps(result, default=str))
+    return result
+
+
+def _export_static(ns: argparse.Namespace, model: Any) -> Any:
+    from ...data import to_labeled_data
+
+    if not ns.data:
+        raise ValueError("export --static needs --data: texts to refit the head on the static embeddings")
+    if is_table(ns.data):
+        data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column,
+                               require_labels=False)
+        texts, labels = data.texts, data.labels
+    else:  # a text file: one text per line, labelled by the model
+        texts, labels = list(read_texts(ns.data, ns.text_column)), None
+    unlabeled = list(read_texts(ns.unlabeled_data, ns.text_column)) if ns.unlabeled_data else []
+    return model.export_static(ns.output_dir, texts, labels, unlabeled_texts=unlabeled, pca_dims=ns.pca_dims)

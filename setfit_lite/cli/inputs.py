@@ -1,0 +1,74 @@
+"""What the commands read: texts from a file or stdin, saved or exported model folders; and the guard that no
+command writes over what it reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check_output", "load_model", "read_texts"]
+
+TABLE_SUFFIXES = (".csv", ".json", ".jsonl")  # read as columns; any other file: one text per line
+
+
+def check_output(output: str, *inputs: str | None, suffix: str) -> None:
+    """The output-path guard (:func:`~setfit_lite.serialization.check_output_path`), before anything is read: no
+    command writes into, over or around a folder or file it reads (inputs that do not exist, hub names, are
+    skipped)."""
+    from ..serialization import check_output_path
+
+    check_output_path(output, *inputs, suffix=suffix)
+
+
+def load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
+    """A saved SetFitModel, or, without importing torch, an ``OnnxSetFitModel`` or ``StaticSetFitModel`` for a
+    folder written by ``setfit-lite export``."""
+    from ..modeling import SetFitModel, exported_format
+
+    kind = exported_format(model_dir)
+    if kind == "onnx":
+        return SetFitModel.from_onnx(model_dir, runtime=runtime)
+    if kind == "static":
+        return SetFitModel.from_static(model_dir)
+    return SetFitModel.from_pretrained(model_dir)
+
+
+def is_table(source: str) -> bool:
+    """Whether ``source`` is read as columns (CSV, JSON, JSONL) rather than one text per line."""
+    return Path(source).suffix.lower() in TABLE_SUFFIXES
+
+
+def read_texts(source: str, text_column: str) -> Iterator[str]:
+    """The texts of ``source``: ``-`` (stdin: a text or a JSON object per line), a CSV/JSON/JSONL file (its
+    ``text_column``) or a text file (one text per line)."""
+    if source == "-":
+        from ..inference import decoded_lines
+
+        buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded line by line: an error names the line
+        lines = decoded_lines(buffer, "<stdin>") if buffer is not None else (t.rstrip("\n") for t in sys.stdin)
+        for line in lines:
+            if line.strip():
+                yield _maybe_json_text(line, text_column)
+        return
+    if is_table(source):
+        from ..data import to_labeled_data
+
+        yield from to_labeled_data(Path(source), text_column=text_column, require_labels=False).texts
+        return
+    from ..inference import iter_text_file
+
+    yield from iter_text_file(Path(source))
+
+
+def _maybe_json_text(line: str, text_column: str) -> str:
+    if line.startswith("{"):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return line
+        if isinstance(obj, dict) and text_column in obj:
+            return obj[text_column]
+    return line

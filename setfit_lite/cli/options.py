@@ -1,0 +1,23 @@
+"""Options and defaults that several commands share."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["CHECKPOINTS", "DEFAULT_BODY", "add_data_args", "add_runtime_arg"]
+
+DEFAULT_BODY = "sentence-transformers/all-MiniLM-L6-v2"
+CHECKPOINTS = "checkpoints"  # sub-folder of --output-dir that --save-steps writes and --resume reads
+
+
+def add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
+    """``--text-column`` and, for labelled data, ``--label-column``."""
+    p.add_argument("--text-column", default="text")
+    if labelled:
+        p.add_argument("--label-column", default="label")
+
+
+def add_runtime_arg(p: argparse.ArgumentParser) -> None:
+    """``--runtime``: what runs a folder exported to ONNX."""
+    p.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
+                   help="runtime for an exported (ONNX) model")

@@ -1,0 +1,65 @@
+"""What ``train`` and ``search`` share: their training options, and the ``TrainingArguments`` and rows those
+options become."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from trainers.names import NAMES as BACKEND_NAMES
+from trainers.names import PRECISION_NAMES
+
+from ..params import TRAINING_RULES, argument_type
+from .options import CHECKPOINTS, DEFAULT_BODY, add_data_args
+
+__all__ = ["add_train_args", "train_args", "train_eval_rows"]
+
+
+def add_train_args(p: argparse.ArgumentParser) -> None:
+    """The data, body and training options of ``train`` and ``search``."""
+    p.add_argument("data", help="training data: CSV, JSON or JSONL file")
+    add_data_args(p)
+    p.add_argument("--model", default=DEFAULT_BODY, help="body: hub name or local folder")
+    p.add_argument("--shots", type=argument_type("num_samples"), default=None,
+                   help="examples per class to sample (default: all)")
+    p.add_argument("--eval-data", default=None)
+    p.add_argument("--output-dir", default="setfit-lite-model")
+    p.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=42)
+    p.add_argument("--num-epochs", type=argument_type("num_epochs", TRAINING_RULES), default=None)
+    p.add_argument("--batch-size", type=argument_type("batch_size", TRAINING_RULES), default=None)
+    p.add_argument("--objective", choices=["sentence_batch", "pairs"], default=None)
+    p.add_argument("--backend", default="auto", type=str.lower, choices=BACKEND_NAMES)
+    p.add_argument("--precision", default="auto", choices=PRECISION_NAMES)
+    p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None)
+    p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None,
+                   help="stop body training after this many steps")
+
+
+def train_args(ns: argparse.Namespace) -> Any:
+    """The ``TrainingArguments`` the options ask for; checkpoints go to ``OUTPUT_DIR/checkpoints``."""
+    from ..training_args import TrainingArguments
+
+    kwargs: dict[str, Any] = {"seed": ns.seed, "backend": ns.backend, "precision": ns.precision,
+                              "output_dir": str(Path(ns.output_dir) / CHECKPOINTS)}
+    for name in ("num_epochs", "batch_size", "objective", "max_length", "max_steps"):
+        if getattr(ns, name) is not None:
+            kwargs[name] = getattr(ns, name)
+    if getattr(ns, "save_steps", None) is not None:
+        kwargs.update(save_strategy="steps", save_steps=ns.save_steps)
+    return TrainingArguments(**kwargs)
+
+
+def train_eval_rows(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Training rows (sampled with ``--shots``) and the ``--eval-data`` columns, if given."""
+    from ..data import sample_dataset, to_labeled_data
+
+    train = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
+    rows = [{"text": t, "label": y} for t, y in zip(train.texts, train.labels)]
+    if ns.shots:
+        rows = sample_dataset(rows, label_column="label", num_samples=ns.shots, seed=ns.seed)
+    eval_rows = None
+    if ns.eval_data:
+        ev = to_labeled_data(ns.eval_data, text_column=ns.text_column, label_column=ns.label_column)
+        eval_rows = {"text": ev.texts, "label": ev.labels, **ev.columns}
+    return rows, eval_rows
