@@ -18,7 +18,7 @@ from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite import logging as sl_logging
 
 TRAINING_MODULES = ("setfit_lite.training.session", "setfit_lite.training.signals",
-                    "setfit_lite.training.checkpoints", "setfit_lite.training.interim_eval")
+                    "setfit_lite.training.progress", "setfit_lite.training.interim_eval")
 
 
 class Collect(logging.Handler):
@@ -74,7 +74,7 @@ def test_command_line_drops_the_signal_notice_unless_verbose(capsys: pytest.Capt
         with StopSignal(enabled=True) as stop:
             os.kill(os.getpid(), signal.SIGTERM)
         assert stop.signum == signal.SIGTERM
-        logging.getLogger("setfit_lite.training.checkpoints").error("checkpoint-3 is incomplete: skipped")
+        logging.getLogger("setfit_lite.training.progress").error("checkpoint-3 is incomplete: skipped")
     err = capsys.readouterr().err
     assert ("signal 15 received: saving a checkpoint" in err) is shown, err
     assert "setfit-lite: ERROR: checkpoint-3 is incomplete: skipped" in err
