@@ -180,6 +180,13 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
     defaults = TIER_DEFAULTS[tier]
     if not ray.is_initialized():
         ray.init()
+    cpus = ray.cluster_resources().get("CPU", 1)
+    if concurrency is None:
+        concurrency = (1, max(1, int(cpus // num_cpus)))  # Ray Data scales the pool within, leaving CPUs to I/O
+    elif isinstance(concurrency, int) and concurrency * num_cpus >= cpus:
+        raise ValueError(f"{concurrency} actors x {num_cpus} CPUs take all {cpus:g} CPUs of the cluster: the read "
+                         "and write tasks could never run and the job would hang; use fewer actors, a smaller "
+                         "num_cpus, or concurrency=(min, max) to let Ray Data size the pool")
     dataset = data if hasattr(data, "map_batches") else read_texts(data)
     columns = dataset.columns()
     if text_column not in columns:
@@ -192,13 +199,6 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
         if index_column == text_column:
             raise ValueError(f"index_column {index_column!r} is the text column: pick another name")
         dataset, expected = _with_row_index(dataset, index_column, max_retries)
-    cpus = ray.cluster_resources().get("CPU", 1)
-    if concurrency is None:
-        concurrency = (1, max(1, int(cpus // num_cpus)))  # Ray Data scales the pool within, leaving CPUs to I/O
-    elif isinstance(concurrency, int) and concurrency * num_cpus >= cpus:
-        raise ValueError(f"{concurrency} actors x {num_cpus} CPUs take all {cpus:g} CPUs of the cluster: the read "
-                         "and write tasks could never run and the job would hang; use fewer actors, a smaller "
-                         "num_cpus, or concurrency=(min, max) to let Ray Data size the pool")
     sizes = {"size": concurrency} if isinstance(concurrency, int) else dict(zip(("min_size", "max_size"), concurrency))
     scored = dataset.map_batches(
         scorer, batch_format="pyarrow", batch_size=batch_size or defaults["batch_size"],

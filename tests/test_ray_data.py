@@ -200,6 +200,13 @@ def test_cli_predict_ray(cluster, folders, corpus, tmp_path, capsys) -> None:
     assert pq.read_table(out).num_rows == N_ROWS
 
 
+def test_pool_taking_every_cpu_refused(cluster, folders, corpus, tmp_path) -> None:
+    """Two one-CPU actors on the two-CPU cluster would leave the read and write tasks no CPU: the job would hang."""
+    with pytest.raises(ValueError, match="would hang"):
+        score_dataset(folders["static"], corpus["jsonl"], tmp_path / "scores.parquet", concurrency=2, num_cpus=1)
+    assert not list(tmp_path.iterdir())
+
+
 def test_inputs_refused_before_any_work(tmp_path) -> None:
     (tmp_path / "a.txt").write_text("x\n")
     (tmp_path / "b.csv").write_text("text\nx\n")
