@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from ... import logging as sl_logging
 from ...params import argument_type
 from ..inputs import load_model, read_texts
 from ..options import add_data_args, add_runtime_arg
@@ -21,9 +22,40 @@ def add_arguments(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--batch-size", type=argument_type("batch_size"), default=64)
     predict.add_argument("--proba", action="store_true", help="also print class probabilities")
     add_runtime_arg(predict)
+    predict.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                         help="score on a Ray cluster with Ray Data (ADDRESS: a running cluster's, e.g. "
+                              "127.0.0.1:6379 or auto; none: RAY_ADDRESS, else a local one); needs --output")
+    predict.add_argument("--output", default=None, help="with --ray: a new folder of Parquet files, one row per text")
+    predict.add_argument("--id-column", default=None,
+                         help="with --ray: the input's id column, copied to the output (default: a row index)")
+    predict.add_argument("--concurrency", type=int, default=None, help="with --ray: actors scoring at once")
+    predict.add_argument("--num-cpus", type=float, default=1.0, help="with --ray: CPUs per actor (default 1)")
+
+
+def run_on_ray(ns: argparse.Namespace) -> dict[str, Any]:
+    """``predict --ray``: the input scored by :func:`setfit_lite.integrations.ray_data.score_dataset`; a summary
+    on stdout."""
+    from ...integrations.ray_data import _require_ray, score_dataset
+
+    if not ns.output or ns.data == "-":
+        raise ValueError("predict --ray needs an input file or folder and --output OUT.parquet")
+    ray = _require_ray()
+    if not ray.is_initialized():
+        ray.init(address=ns.ray or None, log_to_driver=sl_logging.is_verbose())
+    ray.data.DataContext.get_current().enable_progress_bars = sl_logging.tqdm_disable(True) is None
+    result = score_dataset(ns.model_dir, ns.data, ns.output, text_column=ns.text_column, id_column=ns.id_column,
+                           proba=ns.proba, model_batch_size=ns.batch_size, concurrency=ns.concurrency,
+                           num_cpus=ns.num_cpus, runtime=ns.runtime)
+    print(json.dumps(result))
+    return result
 
 
 def run(ns: argparse.Namespace) -> None:
+    if ns.ray is not None:
+        run_on_ray(ns)
+        return
+    if ns.output:
+        raise ValueError("--output applies with --ray (without it, predictions go to stdout)")
     model = load_model(ns.model_dir, ns.runtime)
     for chunk, proba in model.iter_proba(read_texts(ns.data, ns.text_column), batch_size=ns.batch_size):
         labels = model.labels_from_proba(proba)

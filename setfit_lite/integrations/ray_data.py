@@ -1,0 +1,243 @@
+"""Scoring a corpus on a Ray cluster with Ray Data: ``pip install "setfit_lite[ray]"``.
+
+:func:`score_dataset` reads the texts (a ``ray.data.Dataset``, or Parquet, JSONL/JSON, CSV or text files read with
+``ray.data.read_*``), runs :class:`BatchScorer` through ``Dataset.map_batches`` on a pool of actors, each loading a
+saved model folder once (a ``SetFitModel``, or an ONNX or static export, which never import torch), and writes
+the id of each row, its label and, on request, its probabilities with ``Dataset.write_parquet``.
+
+Exactly once, one output row per input row, also when a worker process dies mid-job:
+
+* the actors are created with ``max_restarts`` and ``max_task_retries`` (Ray restarts a dead actor and runs its
+  unfinished batches again) and the read and write tasks with ``max_retries``: all set explicitly, finite, from
+  ``max_retries``, so a batch that kills its worker every time ends the job instead of looping;
+* a write task names its file from the write's id and the task's index, so a retried write replaces its own file
+  instead of adding a second one;
+* the files are written into a new sibling folder that is renamed to ``output`` only once the job has finished
+  and its row count equals the input's: ``output`` is complete or absent, never partial.
+
+A row needs an id to be joined back to its text: give the input's ``id_column``, or let :func:`score_dataset` add
+a row index (``index_column``): the row's position in the input, counted in the input's order (files in name
+order, rows in file order). Adding it materialises the texts in Ray's object store first (spilled to disk when
+larger than memory); a corpus of billions of rows should carry its own id column.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..inference import labels_from_proba
+
+__all__ = ["TIER_DEFAULTS", "BatchScorer", "read_texts", "score_dataset"]
+
+# rows per actor call and per model batch, by tier: the static tier is cheap per text (large batches amortise the
+# call), the transformer tiers are dominated by the model (a call per few hundred texts is already negligible)
+TIER_DEFAULTS: dict[str, dict[str, int]] = {
+    "static": {"batch_size": 8192, "model_batch_size": 1024},
+    "onnx": {"batch_size": 1024, "model_batch_size": 64},
+    "torch": {"batch_size": 512, "model_batch_size": 32},
+}
+# suffix: (reader, its arguments); read tasks keep Ray Data's retries (a read can be repeated safely)
+READERS: dict[str, tuple[str, dict[str, Any]]] = {
+    ".parquet": ("read_parquet", {}), ".jsonl": ("read_json", {"lines": True}), ".json": ("read_json", {}),
+    ".csv": ("read_csv", {}), ".txt": ("read_text", {})}
+
+
+def _require_ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as err:
+        raise ImportError('scoring on Ray needs Ray Data: pip install "setfit_lite[ray]"') from err
+    return ray
+
+
+def model_tier(model_dir: str | os.PathLike) -> str:
+    """``"static"``, ``"onnx"`` or ``"torch"``: the prediction tier of a saved model folder."""
+    from ..modeling import exported_format
+
+    return exported_format(model_dir) or "torch"
+
+
+class BatchScorer:
+    """The callable class ``map_batches`` runs: loads the model once per actor, then maps a batch (a
+    ``pyarrow.Table`` with ``text_column`` and ``id_column``) to a table of ``id_column``, ``label`` and, with
+    ``proba``, ``proba`` (a fixed-size list of float32, columns in the model's ``labels`` order)."""
+
+    def __init__(self, model_dir: str, text_column: str, id_column: str, proba: bool = False,
+                 model_batch_size: int = 64, runtime: str = "onnxruntime") -> None:
+        from ..cli.inputs import load_model
+
+        # Ray sets OMP_NUM_THREADS to the actor's num_cpus: the tiers take their thread count from it
+        self.model = load_model(model_dir, runtime)
+        self.text_column, self.id_column, self.proba = text_column, id_column, proba
+        self.model_batch_size = model_batch_size
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        texts = batch.column(self.text_column).to_pylist()
+        proba = np.asarray(self.model.class_proba(texts, batch_size=self.model_batch_size), dtype=np.float32)
+        labels = labels_from_proba(proba, self.model.labels, self.model.multi_label, as_numpy=True)
+        if self.model.multi_label:  # multi-hot rows, as predict gives them
+            label_column: Any = pa.FixedSizeListArray.from_arrays(pa.array(labels.ravel()), labels.shape[1])
+        else:
+            label_column = pa.array(labels.tolist())
+        columns = {self.id_column: batch.column(self.id_column), "label": label_column}
+        if self.proba:
+            columns["proba"] = pa.FixedSizeListArray.from_arrays(pa.array(proba.ravel()), proba.shape[1])
+        return pa.table(columns)
+
+
+def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], **read_args: Any) -> Any:
+    """A ``ray.data.Dataset`` of Parquet, JSONL/JSON, CSV or text files (one text per line, column ``text``),
+    read by the ``ray.data.read_*`` function their suffix names; a folder is read by the suffix of its files."""
+    ray = _require_ray()
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not items:
+        raise ValueError("no input paths given")
+    suffixes = set()
+    for item in map(Path, items):
+        files = sorted(p for p in item.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) \
+            if item.is_dir() else [item]
+        suffixes.update(p.suffix.lower() for p in files)
+    if len(suffixes) != 1 or (suffix := suffixes.pop()) not in READERS:
+        raise ValueError(f"cannot tell how to read {[str(i) for i in items]}: give files of one kind, "
+                         f"{', '.join(READERS)} (found {sorted(suffixes) or 'no files'})")
+    name, defaults = READERS[suffix]
+    reader = getattr(ray.data, name)
+    return reader([str(i) for i in items] if len(items) > 1 else str(items[0]), **{**defaults, **read_args})
+
+
+def _with_row_index(dataset: Any, column: str, max_retries: int) -> tuple[Any, int]:
+    """``dataset`` with ``column`` = the row's position in it, counted in the dataset's order, and its row count.
+
+    The dataset is materialised in order (``preserve_order``); a task per block adds its rows' positions."""
+    ray = _require_ray()
+    from ray.data.block import BlockAccessor
+
+    dataset.context.execution_options.preserve_order = True
+    materialized = dataset.materialize()
+
+    @ray.remote(max_retries=max_retries)
+    def add_index(block: Any, start: int) -> Any:
+        import pyarrow as pa
+
+        table = BlockAccessor.for_block(block).to_arrow()
+        return table.append_column(column, pa.array(np.arange(start, start + table.num_rows, dtype=np.int64)))
+
+    refs, start = [], 0
+    for bundle in materialized.iter_internal_ref_bundles():
+        for entry in bundle.blocks:  # a BlockEntry, or a (ref, metadata) pair in older Ray
+            ref, metadata = (entry.ref, entry.metadata) if hasattr(entry, "ref") else entry
+            refs.append(add_index.remote(ref, start))
+            start += metadata.num_rows
+    return ray.data.from_arrow_refs(refs), start
+
+
+def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.PathLike, *,
+                  text_column: str = "text", id_column: str | None = None, index_column: str = "row",
+                  proba: bool = False, batch_size: int | None = None, model_batch_size: int | None = None,
+                  concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1.0,
+                  max_retries: int = 3, runtime: str = "onnxruntime", verify: bool = True,
+                  scorer: type[BatchScorer] = BatchScorer) -> dict[str, Any]:
+    """Score every text of ``data`` with the saved model in ``model_dir`` on the connected Ray cluster (one is
+    started locally when Ray is not initialised) and write ``output``: a folder of Parquet files with one row per
+    input row.
+
+    ``data``: a ``ray.data.Dataset``, or paths :func:`read_texts` reads. ``id_column``: the input's id column,
+    copied to the output; without one, ``index_column`` holds each row's position in the input. Output columns:
+    the id, ``label`` (multi-label: a multi-hot list) and, with ``proba``, ``proba`` (the model's ``labels``
+    order). ``batch_size``: rows per actor call (Ray's); ``model_batch_size``: texts per model batch inside it;
+    both default to the tier's :data:`TIER_DEFAULTS`. ``concurrency``: actors (Ray's: a number, or ``(min, max)``
+    to autoscale; default ``(1, cluster CPUs / num_cpus)``); ``num_cpus``: CPUs per actor, the threads its model
+    uses. ``max_retries``: restarts of a dead actor, retries of its batch and of a read or write task.
+    ``scorer``: the callable class the actors run (a subclass of :class:`BatchScorer` may add columns).
+    ``verify``: compare the output's row count (from the Parquet metadata) with the input's before publishing it
+    (with an ``id_column``, counting the input is a second read of it, free for Parquet).
+
+    Returns ``{"output", "rows", "files", "tier", "seconds"}``. ``output`` must not exist yet.
+    """
+    ray = _require_ray()
+    from ..serialization import check_output_path
+
+    started = time.perf_counter()
+    out = Path(output)
+    if os.path.lexists(out):
+        raise FileExistsError(f"{out} exists: give a new path for the scores (nothing is overwritten)")
+    inputs = [] if hasattr(data, "map_batches") else ([data] if isinstance(data, (str, os.PathLike)) else data)
+    check_output_path(out, model_dir, *inputs, suffix="scores")
+    max_retries = int(max_retries)
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+    tier = model_tier(model_dir)
+    defaults = TIER_DEFAULTS[tier]
+    if not ray.is_initialized():
+        ray.init()
+    cpus = ray.cluster_resources().get("CPU", 1)
+    if concurrency is None:
+        concurrency = (1, max(1, int(cpus // num_cpus)))  # Ray Data scales the pool within, leaving CPUs to I/O
+    elif isinstance(concurrency, int) and concurrency * num_cpus >= cpus:
+        raise ValueError(f"{concurrency} actors x {num_cpus} CPUs take all {cpus:g} CPUs of the cluster: the read "
+                         "and write tasks could never run and the job would hang; use fewer actors, a smaller "
+                         "num_cpus, or concurrency=(min, max) to let Ray Data size the pool")
+    dataset = data if hasattr(data, "map_batches") else read_texts(data)
+    columns = dataset.columns()
+    if text_column not in columns:
+        raise ValueError(f"the input has no column {text_column!r} (columns: {columns}); pass text_column=")
+    if id_column is not None and id_column not in columns:
+        raise ValueError(f"the input has no column {id_column!r} (columns: {columns}); pass id_column=")
+    dataset = dataset.select_columns([text_column] if id_column is None else [id_column, text_column])
+    expected = None
+    if id_column is None:
+        if index_column == text_column:
+            raise ValueError(f"index_column {index_column!r} is the text column: pick another name")
+        dataset, expected = _with_row_index(dataset, index_column, max_retries)
+    sizes = {"size": concurrency} if isinstance(concurrency, int) else dict(zip(("min_size", "max_size"), concurrency))
+    scored = dataset.map_batches(
+        scorer, batch_format="pyarrow", batch_size=batch_size or defaults["batch_size"],
+        fn_constructor_kwargs={"model_dir": str(Path(model_dir).resolve()), "text_column": text_column,
+                               "id_column": id_column or index_column, "proba": proba, "runtime": runtime,
+                               "model_batch_size": model_batch_size or defaults["model_batch_size"]},
+        compute=ray.data.ActorPoolStrategy(**sizes), num_cpus=num_cpus,
+        max_restarts=max_retries, max_task_retries=max_retries)
+    staging = out.with_name(f".{out.name}.partial-{uuid.uuid4().hex[:12]}")
+    try:
+        scored.write_parquet(str(staging.resolve()), ray_remote_args={"max_retries": max_retries})
+        rows, files = _parquet_rows(staging)
+        if verify:
+            expected = dataset.count() if expected is None else expected
+            if rows != expected:
+                raise RuntimeError(f"wrote {rows} rows for {expected} input rows: the output was not published")
+        os.rename(staging, out)
+    except BaseException:
+        _remove_staging(staging)
+        raise
+    return {"output": str(out), "rows": rows, "files": files, "tier": tier,
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _parquet_rows(folder: Path) -> tuple[int, int]:
+    """Rows (from the files' metadata) and Parquet files in ``folder``."""
+    import pyarrow.parquet as pq
+
+    files = sorted(folder.glob("*.parquet"))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files), len(files)
+
+
+def _remove_staging(folder: Path) -> None:
+    """Remove the staging folder this module created (its Parquet files only, then the folder)."""
+    if not folder.is_dir():
+        return
+    for file in folder.glob("*.parquet"):
+        file.unlink()
+    try:
+        folder.rmdir()
+    except OSError:  # something else was put there: left alone
+        pass
