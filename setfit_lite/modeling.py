@@ -457,6 +457,17 @@ def _is_saved_model(folder: Path) -> bool:
     return (folder / CONFIG_NAME).is_file() and (folder / MANIFEST_NAME).is_file()
 
 
+def load_model_folder(model_dir: str | os.PathLike, runtime: str = "onnxruntime") -> Any:
+    """A saved SetFitModel, or, without importing torch, an ``OnnxSetFitModel`` or ``StaticSetFitModel`` for a
+    folder written by ``export_onnx`` / ``export_static`` (``setfit-lite export``)."""
+    kind = exported_format(model_dir)
+    if kind == "onnx":
+        return SetFitModel.from_onnx(model_dir, runtime=runtime)
+    if kind == "static":
+        return SetFitModel.from_static(model_dir)
+    return SetFitModel.from_pretrained(model_dir)
+
+
 def exported_format(folder: str | os.PathLike) -> Literal["onnx", "static"] | None:
     """``"onnx"`` or ``"static"`` for a folder written by ``export_onnx`` or ``export_static`` (read from its config
     file's name: nothing heavy is imported), else None."""

@@ -22,7 +22,8 @@ pytest.importorskip("onnxruntime", reason="the ONNX tier needs onnxruntime")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from setfit_lite.cli import _load_model, main  # noqa: E402
+from setfit_lite.cli import main  # noqa: E402
+from setfit_lite.cli.inputs import load_model  # noqa: E402
 from setfit_lite.integrations.ray_data import BatchScorer, read_texts, score_dataset  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,7 +104,7 @@ def test_static_tier_bit_identical_without_torch(cluster, folders, corpus, tmp_p
     out = tmp_path / "scores.parquet"
     result = score_dataset(folders["static"], corpus["jsonl"], out, id_column="id", proba=True, batch_size=32,
                            scorer=Probe)
-    model = _load_model(str(folders["static"]))
+    model = load_model(str(folders["static"]))
     got = read_output(out, "id")
     assert result["rows"] == N_ROWS and result["tier"] == "static"
     assert got["id"].tolist() == corpus["ids"]  # every id once
@@ -119,7 +120,7 @@ def test_onnx_tier_bit_identical_without_torch(cluster, folders, corpus, tmp_pat
     out = tmp_path / "scores.parquet"
     score_dataset(folders["onnx"], corpus["parquet"], out, id_column="id", proba=True, batch_size=50,
                   model_batch_size=16, scorer=Probe)
-    model = _load_model(str(folders["onnx"]))
+    model = load_model(str(folders["onnx"]))
     got = read_output(out, "id")
     texts = corpus["texts"]
     expected = np.concatenate([model.predict_proba(texts[i:i + 50], batch_size=16) for i in range(0, N_ROWS, 50)])
@@ -133,7 +134,7 @@ def test_onnx_tier_bit_identical_without_torch(cluster, folders, corpus, tmp_pat
 def test_torch_tier_within_tolerance(cluster, folders, corpus, tmp_path) -> None:
     out = tmp_path / "scores.parquet"
     score_dataset(folders["torch"], corpus["jsonl"], out, id_column="id", proba=True, batch_size=100)
-    model = _load_model(str(folders["torch"]))
+    model = load_model(str(folders["torch"]))
     got = read_output(out, "id")
     assert got["id"].tolist() == corpus["ids"]
     assert got["label"].tolist() == model.predict(corpus["texts"])
@@ -179,7 +180,7 @@ def test_killed_actor_every_row_exactly_once(cluster, folders, corpus, tmp_path)
           f"{N_ROWS}")
     assert any(int(pid) != killed for pid in pids), "the actor was not restarted"
     assert got["row"].tolist() == list(range(N_ROWS))  # every row exactly once
-    model = _load_model(str(folders["static"]))
+    model = load_model(str(folders["static"]))
     assert np.array_equal(stacked(got["proba"]), model.predict_proba(corpus["texts"]))  # and in input order
     assert not list(tmp_path.glob(".scores.parquet.partial-*")), "the staging folder was left behind"
 
@@ -193,7 +194,7 @@ def test_cli_predict_ray(cluster, folders, corpus, tmp_path, capsys) -> None:
     assert summary["rows"] == N_ROWS and Path(summary["output"]) == out
     got = read_output(out, "id")
     assert got["id"].tolist() == corpus["ids"]
-    assert got["label"].tolist() == _load_model(str(folders["static"])).predict(corpus["texts"])
+    assert got["label"].tolist() == load_model(str(folders["static"])).predict(corpus["texts"])
     # an existing output is refused, untouched
     assert main(["predict", str(folders["static"]), str(corpus["jsonl"]), "--ray", "--output", str(out)]) == 2
     assert "exists" in capsys.readouterr().err

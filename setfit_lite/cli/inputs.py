@@ -24,16 +24,10 @@ def check_output(output: str, *inputs: str | None, suffix: str) -> None:
 
 
 def load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
-    """A saved SetFitModel, or, without importing torch, an ``OnnxSetFitModel`` or ``StaticSetFitModel`` for a
-    folder written by ``setfit-lite export``."""
-    from ..modeling import SetFitModel, exported_format
+    """The model in ``model_dir``, of any tier (:func:`setfit_lite.modeling.load_model_folder`)."""
+    from ..modeling import load_model_folder
 
-    kind = exported_format(model_dir)
-    if kind == "onnx":
-        return SetFitModel.from_onnx(model_dir, runtime=runtime)
-    if kind == "static":
-        return SetFitModel.from_static(model_dir)
-    return SetFitModel.from_pretrained(model_dir)
+    return load_model_folder(model_dir, runtime)
 
 
 def is_table(source: str) -> bool:

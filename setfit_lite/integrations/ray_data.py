@@ -72,10 +72,10 @@ class BatchScorer:
 
     def __init__(self, model_dir: str, text_column: str, id_column: str, proba: bool = False,
                  model_batch_size: int = 64, runtime: str = "onnxruntime") -> None:
-        from ..cli.inputs import load_model
+        from ..modeling import load_model_folder
 
         # Ray sets OMP_NUM_THREADS to the actor's num_cpus: the tiers take their thread count from it
-        self.model = load_model(model_dir, runtime)
+        self.model = load_model_folder(model_dir, runtime)
         self.text_column, self.id_column, self.proba = text_column, id_column, proba
         self.model_batch_size = model_batch_size
 
