@@ -275,6 +275,10 @@ _RULES: dict[str, _Rule] = {
     "zero_shot": _option(ZERO_SHOT_MODES),
     "calibration": _option(CALIBRATION_MODES),
     "head_class_weight": _optional(_option(HEAD_CLASS_WEIGHTS), "no class weights"),
+    "self_training_rounds": _integer("an integer >= 0 (0: the unlabeled pool is not used)", low=0),
+    "pseudo_label_threshold": _number("a probability in [0, 1]", high=1.0),
+    "pseudo_labels_per_class": _number("a finite number > 0 (times the class's labelled count)", low_open=True),
+    "self_training_body": _flag(),
 }
 
 
@@ -459,6 +463,10 @@ class TrainingArguments:
     zero_shot: str = "prototypes"
     calibration: str = "none"
     head_class_weight: str | None = "auto"
+    self_training_rounds: int = 1
+    pseudo_label_threshold: float = 0.5
+    pseudo_labels_per_class: float = 4.0
+    self_training_body: bool = True
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 
