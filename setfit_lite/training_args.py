@@ -366,6 +366,13 @@ class TrainingArguments:
       ``model.training_info["class_weight"]`` records what was used. Chosen on validation data (SST-5 and
       Emotion, 32/16/8/4/2(/2) rows per class, MiniLM-L6, 300 validation texts): macro-F1 0.065 -> 0.264 and
       0.215 -> 0.447 with the LogisticRegression (benchmarks/README.md, "Imbalanced few-shot sets").
+    - ``self_training_rounds`` (default 1), ``pseudo_label_threshold`` (0.5), ``pseudo_labels_per_class`` (4.0)
+      and ``self_training_body`` (True) apply when the Trainer is given an ``unlabeled_dataset``: each round
+      pseudo-labels the pool with the current (calibrated, with ``calibration``) head, keeping per class the most
+      confident texts with probability >= the threshold, at most ``pseudo_labels_per_class`` times the class's
+      labelled count, and trains the body (for as many steps as the labelled set alone) and the head again on the
+      labelled plus pseudo-labelled texts (:mod:`setfit_lite.training.self_training`); 0 rounds ignore the pool.
+      DEFAULTS_NOTE
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
