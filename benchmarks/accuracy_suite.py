@@ -1,6 +1,6 @@
 """The accuracy suite: setfit_lite against setfit 1.2 on six kinds of task, same samples, seeds and body, one run.
 
-    python benchmarks/accuracy_suite.py --seeds 0 1 2 3 4 --setfit-python /path/to/venv-with-setfit/bin/python
+    python -m benchmarks.accuracy_suite --seeds 0 1 2 3 4 --setfit-python /path/to/venv-with-setfit/bin/python
 
 Tasks (``--shots`` examples per class, drawn with setfit's ``sample_dataset``): SST-2, SST-5, Emotion, TREC (6
 coarse classes), SUBJ, and the multilingual tweets (trained on English, scored on the 7 other languages). Each
@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benchmarks import compare_setfit
 
-import compare_setfit  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 TASKS = ("sst2", "sst5", "emotion", "trec", "subj", "multilingual")
 

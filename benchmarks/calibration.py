@@ -1,7 +1,7 @@
 """Calibration: expected calibration error (ECE, 15 bins) and Brier score on the six suite tasks, setfit_lite against
 setfit 1.2, same samples, seeds and body, one run.
 
-    python benchmarks/calibration.py --seeds 0 1 2 3 4 --setfit-python SETFIT_VENV/bin/python
+    python -m benchmarks.calibration --seeds 0 1 2 3 4 --setfit-python SETFIT_VENV/bin/python
 
 Runs go through ``compare_setfit.py`` with ``--proba`` (its workers return the test probabilities, scored by
 ``setfit_lite.metrics``), over the tasks of ``accuracy_suite.py``; setfit_lite runs with its defaults and, as the
@@ -15,14 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benchmarks import accuracy_suite, compare_setfit
 
-import accuracy_suite  # noqa: E402
-import compare_setfit  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 VARIANTS = {"temperature": {"calibration": "temperature"}}
 

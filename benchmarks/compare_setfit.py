@@ -1,6 +1,6 @@
 """setfit_lite against Hugging Face setfit: same data, samples, seeds and body, each with its defaults, one run.
 
-    python benchmarks/compare_setfit.py --tasks sst2:8 --seeds 0 1 2 3 4 \\
+    python -m benchmarks.compare_setfit --tasks sst2:8 --seeds 0 1 2 3 4 \\
         --setfit-python /path/to/venv-with-setfit/bin/python
 
 Each framework runs in one long-lived worker process (imports are paid once; the setfit worker may live in
@@ -98,7 +98,6 @@ def worker(framework: str) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if framework == "setfit_lite":
-        sys.path.insert(0, str(ROOT))
         import setfit_lite.trainer  # noqa: F401  (pay the imports before the first timing)
     else:
         import setfit  # noqa: F401
@@ -131,7 +130,7 @@ def worker(framework: str) -> None:
 class Worker:
     def __init__(self, framework: str, python: str) -> None:
         self.framework = framework
-        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--worker", framework],
+        self.proc = subprocess.Popen([python, "-m", "benchmarks.compare_setfit", "--worker", framework],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
         ready = self.proc.stdout.readline()
         if not ready:
@@ -296,7 +295,6 @@ def main(argv: list[str] | None = None) -> None:
     if ns.summarize is not None:
         return write_results(summarize_log(ns.summarize, f"{Path(sys.argv[0]).name} {' '.join(argv or sys.argv[1:])}"),
                              ns.out)
-    sys.path.insert(0, str(ROOT))
     from sklearn.metrics import accuracy_score
 
     from setfit_lite.metrics import calibration_metrics

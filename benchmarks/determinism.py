@@ -1,12 +1,12 @@
 """Determinism with the default number of threads: what it costs in training time, and that it holds.
 
-    python benchmarks/determinism.py --task emotion:16 --seeds 0 1 --repeats 2
+    python -m benchmarks.determinism --task emotion:16 --seeds 0 1 --repeats 2
 
 Three ways of computing the pair losses' row gather, alternated run by run in one process (MiniLM-L6, the
 library's defaults, default thread count):
 
-- ``index_select`` (the library since issue 17): ``torch.index_select``, whose backward adds rows in index order;
-- ``getitem`` (before): ``x[idx]``, whose CPU backward (``index_put_(accumulate=True)``) adds repeated rows from
+- ``index_select`` (what the library uses): ``torch.index_select``, whose backward adds rows in index order;
+- ``getitem``: ``x[idx]``, whose CPU backward (``index_put_(accumulate=True)``) adds repeated rows from
   several threads in any order;
 - ``deterministic_algorithms``: ``getitem`` under ``torch.use_deterministic_algorithms(True)`` (every op).
 
@@ -22,16 +22,13 @@ import argparse
 import hashlib
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from benchmarks.compare_setfit import load_task
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import load_task  # noqa: E402
 
 VARIANTS = ("index_select", "getitem", "deterministic_algorithms")
 

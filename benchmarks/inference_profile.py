@@ -1,7 +1,7 @@
-"""Where the time of an exported model's ``predict_proba`` goes (issue 22): tokenisation, padding, the graph's
+"""Where the time of an exported model's ``predict_proba`` goes: tokenisation, padding, the graph's
 operators (attention, matmuls, layer norms, the head), Python overhead.
 
-    python benchmarks/inference_profile.py ONNX_DIR [ONNX_DIR ...] [--texts sst2] [--threads 1] [--batch-size 32]
+    python -m benchmarks.inference_profile ONNX_DIR [ONNX_DIR ...] [--texts sst2] [--threads 1] [--batch-size 32]
 
 For each exported folder, on a dataset's test split: seconds of tokenising, padding and ``session.run`` inside one
 ``predict_proba`` call, the rest as Python overhead, the padding waste (padded tokens / real tokens) with and

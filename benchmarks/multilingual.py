@@ -1,6 +1,6 @@
 """Cross-lingual transfer on tweet sentiment in 8 languages (3 classes), 8 examples per class.
 
-    python benchmarks/multilingual.py --seeds 0 1 2 [--test-limit 300] [--setfit-python /path/to/bin/python]
+    python -m benchmarks.multilingual --seeds 0 1 2 [--test-limit 300] [--setfit-python /path/to/bin/python]
 
 Per seed and body: one model trained on English only (setfit's ``sample_dataset`` rows of the English training
 split) scored on every language's test split with ``trainer.evaluate(..., group_by="lang")``, and one model per
@@ -25,7 +25,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
 
 LANGS = ["en", "ar", "de", "es", "fr", "hi", "it", "pt"]
 BODIES = {"e5": "intfloat/multilingual-e5-small", "minilm": "sentence-transformers/all-MiniLM-L6-v2"}
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         complete = {s for s in {r["seed"] for r in runs}
                     if len({(r["body"], r["setting"]) for r in runs if r["seed"] == s})
                     == len({(r["body"], r["setting"]) for r in runs})}
-        command = "python benchmarks/multilingual.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        command = "python -m benchmarks.multilingual " + " ".join(argv if argv is not None else sys.argv[1:])
         return write_results([r for r in runs if r["seed"] in complete], command, args.test_limit or 870, args.out)
 
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
@@ -132,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(row), flush=True)
             runs.append(row)
 
-    command = "python benchmarks/multilingual.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.multilingual " + " ".join(argv if argv is not None else sys.argv[1:])
     write_results(runs, command, len(test["en"]), args.out)
 
 

@@ -1,6 +1,6 @@
 """What this CPU can do at the transformer encoder's shapes, and a path's throughput as a fraction of it.
 
-    python benchmarks/roofline.py [--repeats 7] [--out benchmarks/results/roofline]
+    python -m benchmarks.roofline [--repeats 7] [--out benchmarks/results/roofline]
 
 Measures, with each runtime's default thread count (recorded in the output), the best-of-``--repeats`` GEMM
 throughput (GFLOP/s) at MiniLM-L6's matmul shapes (M = tokens in a batch, K x N the weight): fp32 with
@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
 # MiniLM-L6's matmuls: the attention projections (Q, K, V, O: 384 -> 384), the FFN's up (384 -> 1536) and down
 # (1536 -> 384) projections; M is the number of tokens in one batch (texts x padded length)
@@ -191,7 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
     start = time.perf_counter()
     result = measure(args.repeats)
     result["seconds"] = round(time.perf_counter() - start, 1)
-    result["command"] = "python benchmarks/roofline.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    result["command"] = "python -m benchmarks.roofline " + " ".join(argv if argv is not None else sys.argv[1:])
     text = markdown(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -1,9 +1,9 @@
 """How setfit_lite's cost grows with the data: memory, many classes, prediction overhead.
 
-    python benchmarks/scaling.py memory     # peak RSS training on 400 vs 40,000 synthetic texts
-    python benchmarks/scaling.py classes    # TREC's 50 fine labels and a 77-class synthetic set, 8 per class
-    python benchmarks/scaling.py predict    # model.predict vs the body's own encode on 10,000 sentences
-    python benchmarks/scaling.py all
+    python -m benchmarks.scaling memory     # peak RSS training on 400 vs 40,000 synthetic texts
+    python -m benchmarks.scaling classes    # TREC's 50 fine labels and a 77-class synthetic set, 8 per class
+    python -m benchmarks.scaling predict    # model.predict vs the body's own encode on 10,000 sentences
+    python -m benchmarks.scaling all
 
 Every measurement runs in a fresh subprocess (so peak RSS is that run's alone) with the MiniLM-L6 body. The
 results go to ``benchmarks/results/scaling.json`` and ``.md`` (merged with earlier runs of other parts).
@@ -21,12 +21,10 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.compare_setfit import PeakRSS
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import PeakRSS  # noqa: E402
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
          "romeo sierra tango uniform victor whiskey xray yankee zulu red green blue black white small large quick "
@@ -115,7 +113,7 @@ def child_predict(spec: dict) -> dict:
 
 
 def run_child(kind: str, spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, json.dumps(spec)], check=True,
+    out = subprocess.run([sys.executable, "-m", "benchmarks.scaling", "--child", kind, json.dumps(spec)], check=True,
                          stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
     result = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps({kind: spec, "result": result}), flush=True)

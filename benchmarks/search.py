@@ -1,6 +1,6 @@
 """Hyperparameter search on SST-2 8-shot: best configuration against the defaults, with and without pruning.
 
-    python benchmarks/search.py --n-trials 20 [--search-seeds 0 1] [--test-seeds 0 1 2 3 4]
+    python -m benchmarks.search --n-trials 20 [--search-seeds 0 1] [--test-seeds 0 1 2 3 4]
 
 Two 20-trial Optuna searches (TPE sampler, seed 0) over the same space, one with ``MedianPruner`` (trials
 evaluated after every body epoch and stopped when below the median of earlier trials at the same step) and one
@@ -23,12 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.compare_setfit import load_task
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import load_task  # noqa: E402
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -121,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "search_sst2")
     args = parser.parse_args(argv)
     storage = args.storage or f"sqlite:///{tempfile.mkdtemp(prefix='setfit_lite_search_')}/study.db"
-    command = "python benchmarks/search.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.search " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"command": command, "space": SPACE, "searches": {}}
     for prune in (True, False):
         found = search(args.data_dir, args.search_seeds, args.n_trials, prune, storage)

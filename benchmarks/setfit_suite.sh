@@ -11,7 +11,7 @@
 #   --reference      leave the `setfit` imports alone: measures setfit itself (run it in setfit's venv)
 #   --out FILE       write the per-test outcomes there ("passed|failed|error|skipped <node id>", sorted)
 #   --baseline FILE  an --out file of the reference run: also print how many of the tests that passed
-#                    there pass here (the yardstick, "N of the M tests setfit passes offline")
+#                    there pass here (the yardstick, "N of the M tests setfit passes offline")
 #
 # What is copied: tests/{__init__,conftest,utils,test_data,test_modeling,test_sampler,test_trainer,
 # test_training_args}.py into a temporary folder (deleted afterwards); nothing of setfit is kept here.

@@ -1,6 +1,6 @@
 """The distilled student tier: a few of the fine-tuned body's layers, distilled from it, exported to int8 ONNX.
 
-    python benchmarks/student_tier.py --task sst2 --layers 2 3 --unlabeled 4000 [--teacher DIR] [--keep spread first]
+    python -m benchmarks.student_tier --task sst2 --layers 2 3 --unlabeled 4000 [--teacher DIR] [--keep spread first]
 
 The teacher is ``--teacher`` (a saved SetFitModel) or MiniLM-L6 trained with setfit_lite's defaults on ``--shots``
 examples per class (seed ``--seed``, the same sample as ``benchmarks/inference.py``). For every layer count and
@@ -29,13 +29,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
+from benchmarks.compare_setfit import load_task
+from benchmarks.roofline import encoder_flops, fraction_of_peak
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import load_task  # noqa: E402
-from roofline import encoder_flops, fraction_of_peak  # noqa: E402
 
 BODY = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_SHOTS = {"sst2": 8, "emotion": 16}
@@ -171,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
                        **{f"student_{n}_int8": speed_row(f"student_{n}", n) for n in chosen}}
     result["rounds"] = args.rounds
     result["ort_int8_peak_gflops"] = peak
-    result["command"] = "python benchmarks/student_tier.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    result["command"] = "python -m benchmarks.student_tier " + " ".join(argv if argv is not None else sys.argv[1:])
     text = markdown(result)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

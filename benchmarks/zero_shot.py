@@ -1,6 +1,6 @@
 """Zero-shot from label names against chance, setfit and few-shot training, on Emotion (6 classes).
 
-    python benchmarks/zero_shot.py --seeds 0 1 2 [--test-limit 600] [--setfit-python /venv-with-setfit/bin/python]
+    python -m benchmarks.zero_shot --seeds 0 1 2 [--test-limit 600] [--setfit-python /venv-with-setfit/bin/python]
 
 Per seed, every classifier is trained on the same ``get_templated_dataset(candidate_labels=<the six names>)``
 (setfit's template "This sentence is {}", 8 copies per label) and scored on the same test sentences:
@@ -20,19 +20,17 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.compare_setfit import Worker, load_task
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from compare_setfit import Worker, load_task  # noqa: E402
 
 LABELS = ["sadness", "joy", "love", "anger", "fear", "surprise"]  # dair-ai Emotion ids 0..5
 
 
 ROWS = (("zero_shot", "setfit_lite zero-shot, defaults (zero_shot='prototypes')"),
         ("zero_shot_train", "setfit_lite, zero_shot='train' (body + logistic regression on the templates)"),
-        ("zero_shot_train_no_anchors", "setfit_lite, zero_shot='train', label_anchors='off' (before issue 20)"),
+        ("zero_shot_train_no_anchors", "setfit_lite, zero_shot='train', label_anchors='off'"),
         ("setfit", "setfit 1.2 zero-shot, defaults"),
         ("eight_shot", "setfit_lite, 8 real examples per class"))
 
@@ -75,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             worker.close()
 
     counts = Counter(task["test_labels"])
-    summary = {"command": "python benchmarks/zero_shot.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    summary = {"command": "python -m benchmarks.zero_shot " + " ".join(argv if argv is not None else sys.argv[1:]),
                "test_size": len(task["test_labels"]), "chance_uniform": 1 / len(LABELS),
                "chance_majority": max(counts.values()) / len(task["test_labels"]), "runs": runs}
     for key, _ in ROWS:

@@ -168,7 +168,7 @@ else
 fi
 say "benchmark: ${tasks[*]}, seeds $seeds, $((${#variants[@]} / 2)) setfit_lite configuration(s), setfit: ${setfit_python:-no}"
 # shellcheck disable=SC2086  # $seeds is a list of numbers
-if ! "$python" benchmarks/compare_setfit.py --tasks "${tasks[@]}" --seeds $seeds --data-dir "$data" \
+if ! "$python" -m benchmarks.compare_setfit --tasks "${tasks[@]}" --seeds $seeds --data-dir "$data" \
         --skip-lite-default "${variants[@]}" "${setfit_opts[@]}" "${extra[@]}" --out "$out/compare_setfit_gpu" \
         2>&1 | tee "$out/compare_setfit_gpu.log"; then
     say "the benchmark failed: $out/compare_setfit_gpu.log (rebuild partial results with compare_setfit.py --summarize)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _EXPORTS = {
     "SetFitModel": "modeling",
@@ -16,6 +16,8 @@ _EXPORTS = {
     "get_templated_dataset": "data",
     "load_sample": "data",
     "DistillationTrainer": "distillation",
+    "GaudiTrainer": "device_trainers",
+    "IPUTrainer": "device_trainers",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

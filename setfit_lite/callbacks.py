@@ -21,9 +21,6 @@ class CallbackHandler:
     def add(self, callback: Any) -> None:
         self.callbacks.append(callback() if isinstance(callback, type) else callback)
 
-    def remove(self, callback: Any) -> None:
-        self.callbacks = [cb for cb in self.callbacks if cb is not callback and type(cb) is not callback]
-
     def __call__(self, event: str, args: Any, state: TrainerState, control: TrainerControl,
                  **kwargs: Any) -> TrainerControl:
         for cb in self.callbacks:

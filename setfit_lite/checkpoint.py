@@ -55,7 +55,7 @@ def _split(obj: Any, prefix: str, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 def _join(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    """The inverse of :func:`_split` (also reads checkpoints written before ``setfit_lite.jsonable``)."""
+    """The inverse of :func:`_split` (also reads the older nested-dict checkpoint form)."""
     return jsonable.decode(obj, tensors)
 
 

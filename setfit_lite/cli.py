@@ -22,6 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from trainers.names import NAMES as BACKEND_NAMES
+from trainers.names import PRECISION_NAMES
+
 from .errors import NoCompletedTrialError
 from .params import TRAINING_RULES, argument_type
 from .verbosity import get_verbosity, quiet_dependencies, quiet_optuna, set_verbosity, show_progress
@@ -48,8 +51,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-epochs", type=argument_type("num_epochs", TRAINING_RULES), default=None)
     p.add_argument("--batch-size", type=argument_type("batch_size", TRAINING_RULES), default=None)
     p.add_argument("--objective", choices=["sentence_batch", "pairs"], default=None)
-    p.add_argument("--backend", default="auto")
-    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
+    p.add_argument("--backend", default="auto", type=str.lower, choices=BACKEND_NAMES)
+    p.add_argument("--precision", default="auto", choices=PRECISION_NAMES)
     p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None)
     p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None,
                    help="stop body training after this many steps")

@@ -11,6 +11,12 @@ temperature is in the config (``calibration_temperature``) and applied to the gr
 The head becomes graph operations: LogisticRegression (plain, one-vs-rest or multi-output) from its fitted
 ``coef_``/``intercept_``, reproducing scikit-learn's ``predict_proba``, and a ``TorchHead`` through its own
 forward. Other heads cannot be exported.
+
+A model that chunks long texts (``long_text="chunk"``, see ``setfit_lite.chunking``) is exported with a second
+output, ``embedding`` (the text embedding the head reads), and the head alone as ``head.onnx`` (``embedding`` to
+``probabilities``): ``OnnxSetFitModel`` embeds each window with the first graph, pools the windows of a text as the
+torch model does (``setfit_lite.chunking.pool``) and runs the head graph on the pooled embeddings. The config records
+the setting (``long_text``, ``chunk_overlap``, ``chunk_pooling``, ``normalize_embeddings``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
+from .chunking import Chunking, affixes, pool, split_windows
 from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
 from .parallel import default_workers, run_pieces
 from .params import check_param
@@ -50,6 +56,7 @@ from .serialization.validate import (
     temperature_field,
 )
 from .verbosity import filter_log_records
+from .version import __version__
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
 
@@ -59,6 +66,8 @@ ONNX_FORMAT_VERSION = 1
 QUANTIZE_OPTIONS = (None, "int8", "int8-static")
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "probabilities"
+EMBEDDING_NAME = "embedding"  # the second output of a chunking model's graph, and its head graph's input
+HEAD_MODEL_NAME = "head.onnx"
 # onnxruntime.quantization logs these to the root logger on every call
 _ORT_PREPROCESS_ADVICE = ("Please consider to run pre-processing", "Please consider pre-processing")
 
@@ -131,15 +140,16 @@ def _build_graph(model: Any) -> Any:
             return torch.sigmoid(logits) if self.head.multi_label else torch.softmax(logits, dim=-1)
 
     class Graph(nn.Module):
-        def __init__(self, body: nn.Module, head: nn.Module, normalize: bool) -> None:
+        def __init__(self, body: nn.Module, head: nn.Module, normalize: bool, with_embedding: bool) -> None:
             super().__init__()
-            self.body, self.head, self.normalize = body, head, normalize
+            self.body, self.head, self.normalize, self.with_embedding = body, head, normalize, with_embedding
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
             emb = self.body({"input_ids": input_ids, "attention_mask": attention_mask})["sentence_embedding"]
             if self.normalize:
                 emb = nn.functional.normalize(emb, dim=-1)
-            return self.head(emb.float())
+            emb = emb.float()
+            return (self.head(emb), emb) if self.with_embedding else self.head(emb)
 
     head = model.model_head
     if isinstance(head, TorchHead):
@@ -149,7 +159,7 @@ def _build_graph(model: Any) -> Any:
     else:
         raise ValueError(f"cannot export a {type(head).__name__} head to ONNX: only SklearnHead (LogisticRegression) "
                          "and TorchHead heads can be written as graph operations")
-    return Graph(model.model_body, head_module, model.normalize_embeddings).to(model.device)
+    return Graph(model.model_body, head_module, model.normalize_embeddings, model.chunking.enabled).to(model.device)
 
 
 # ----------------------------------------------------------------------------------------------------- export
@@ -186,6 +196,8 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     example = model.collate(model.tokenize(["an example text to trace", "short"]))  # padded: traces the mask
     inputs = tuple(example[name].to(model.device) for name in INPUT_NAMES)
     dynamic = {name: {0: "batch", 1: "sequence"} for name in INPUT_NAMES}
+    chunked = model.chunking.enabled
+    outputs = [OUTPUT_NAME, EMBEDDING_NAME] if chunked else [OUTPUT_NAME]
     try:
         with atomic_update_directory(path) as tmp:
             fp32_path = tmp / (ONNX_MODEL_NAME if quantize is None else "model-fp32.onnx")
@@ -195,8 +207,14 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)
                 warnings.filterwarnings("ignore", message="Exporting aten::index operator")  # non-negative here
                 torch.onnx.export(graph, inputs, str(fp32_path), input_names=list(INPUT_NAMES),
-                                  output_names=[OUTPUT_NAME], dynamic_axes={**dynamic, OUTPUT_NAME: {0: "batch"}},
+                                  output_names=outputs, dynamic_axes={**dynamic, **{n: {0: "batch"} for n in outputs}},
                                   opset_version=opset, do_constant_folding=True, dynamo=False)
+                if chunked:  # the head alone, run on pooled window embeddings
+                    torch.onnx.export(graph.head, (torch.zeros(2, model.embedding_dim, device=model.device),),
+                                      str(tmp / HEAD_MODEL_NAME), input_names=[EMBEDDING_NAME],
+                                      output_names=[OUTPUT_NAME],
+                                      dynamic_axes={EMBEDDING_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}},
+                                      opset_version=opset, do_constant_folding=True, dynamo=False)
             if quantize == "int8":
                 from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -225,6 +243,9 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
                 "model_file": ONNX_MODEL_NAME,
                 "inputs": list(INPUT_NAMES),
                 "output": OUTPUT_NAME,
+                **model.chunking.to_config(),
+                "normalize_embeddings": model.normalize_embeddings,
+                "head_file": HEAD_MODEL_NAME if chunked else None,
                 **temperature_field(model.calibration_temperature),  # applied to the graph's output
             })
             write_manifest(tmp)
@@ -307,8 +328,10 @@ class _TransformersTokenizer:
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         self.max_length = max_length
 
-    def encode(self, texts: list[str]) -> list[list[int]]:
-        return tokenize_texts(self.tokenizer, texts, None, self.max_length)
+    def encode(self, texts: list[str], add_special_tokens: bool = True) -> list[list[int]]:
+        if not add_special_tokens:
+            return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return tokenize_texts(self.tokenizer, texts, None, self.max_length, truncate=self.max_length is not None)
 
     def pad(self, token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         batch = self.tokenizer.pad({"input_ids": token_ids}, return_tensors="np")
@@ -350,6 +373,15 @@ def validate_onnx_config(folder: Path) -> dict[str, Any]:
         raise ModelFormatError(config_path, "output", f"is {config['output']!r}; this setfit_lite reads "
                                                       f"{OUTPUT_NAME!r}")
     check_temperature(config, config_path)
+    try:
+        chunking = Chunking.from_config(config)
+    except (TypeError, ValueError) as error:
+        raise ModelFormatError(config_path, "long_text/chunk_overlap/chunk_pooling", str(error)) from None
+    check_type(config, "normalize_embeddings", config_path, bool, optional=True)
+    head_file = check_type(config, "head_file", config_path, str, optional=True)
+    if chunking.enabled and (head_file is None or not is_inside(head_file) or not (folder / head_file).is_file()):
+        raise ModelFormatError(config_path, "head_file", f"{head_file!r} is not a file in {folder} (a chunking "
+                                                         "export needs its head graph)")
     return config
 
 
@@ -374,6 +406,19 @@ def _check_graph(session: Any, folder: Path, config: dict[str, Any]) -> None:
                     f"{graph_file}'s output {OUTPUT_NAME!r} (columns)")
 
 
+def _session(model_file: str, runtime: str, num_threads: int | None) -> Any:
+    """An OpenVINO or onnxruntime session of ``model_file``; onnxruntime's runs a batch on one intra-op thread
+    without spinning (the batches run in parallel, see ``OnnxSetFitModel.load``)."""
+    if runtime == "openvino":
+        return OpenVinoSession(model_file, num_threads)
+    ort = _require("onnxruntime")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(model_file, sess_options=options, providers=["CPUExecutionProvider"])
+
+
 class OnnxSetFitModel(Predictor):
     """An exported SetFitModel run by onnxruntime or OpenVINO: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
 
@@ -385,6 +430,8 @@ class OnnxSetFitModel(Predictor):
         self.prompt: str = config.get("prompt") or ""
         self.max_seq_length: int | None = config.get("max_seq_length")
         self.calibration_temperature = float(config.get("calibration_temperature") or 1.0)
+        self.chunking = Chunking.from_config(config)
+        self.head_session: Any = None  # the head graph of a chunking export (set by load)
 
     @classmethod
     def load(cls, path: str | os.PathLike, num_threads: int | None = None,
@@ -402,23 +449,17 @@ class OnnxSetFitModel(Predictor):
         refuse_pickles(folder)
         verify_manifest(folder)
         config = validate_onnx_config(folder)
-        tokenizer = _load_tokenizer(folder, config.get("max_seq_length"))
-        model_file = str(folder / config["model_file"])
-        workers = 1
-        if runtime == "openvino":
-            session: Any = OpenVinoSession(model_file, num_threads)
-        elif runtime == "onnxruntime":
-            ort = _require("onnxruntime")
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            session = ort.InferenceSession(model_file, sess_options=options, providers=["CPUExecutionProvider"])
-            workers = default_workers() if num_threads is None else num_threads
-        else:
+        chunked = Chunking.from_config(config).enabled
+        tokenizer = _load_tokenizer(folder, None if chunked else config.get("max_seq_length"))
+        if runtime not in ("onnxruntime", "openvino"):
             raise ValueError(f"runtime must be 'onnxruntime' or 'openvino', got {runtime!r}")
+        session = _session(str(folder / config["model_file"]), runtime, num_threads)
+        workers = 1 if runtime == "openvino" else default_workers() if num_threads is None else num_threads
         _check_graph(session, folder, config)
-        return cls(session, tokenizer, config, num_workers=workers)
+        model = cls(session, tokenizer, config, num_workers=workers)
+        if chunked:
+            model.head_session = _session(str(folder / config["head_file"]), runtime, num_threads)
+        return model
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids of ``texts`` (prompt prepended, truncated to ``max_seq_length``), unpadded."""
@@ -427,11 +468,25 @@ class OnnxSetFitModel(Predictor):
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
         """Probabilities of validated texts (no progress bar: ``show_progress_bar`` is ignored)."""
         token_ids = self.tokenize(texts)
-        out = np.empty((len(token_ids), len(self.labels)), dtype=np.float32)
+        if not self.chunking.enabled or self.max_seq_length is None:
+            return self._run_graph(token_ids, batch_size, OUTPUT_NAME)
+        prefix, suffix = affixes(self.tokenizer.encode, self.prompt)
+        windows = split_windows(token_ids, self.max_seq_length, self.chunking.chunk_overlap, prefix, suffix)
+        embeddings = self._run_graph(windows.token_ids, batch_size, EMBEDDING_NAME)
+        pooled = pool(embeddings, windows, self.chunking.chunk_pooling,
+                      normalize=bool(self.config.get("normalize_embeddings")))
+        return np.asarray(self.head_session.run([OUTPUT_NAME], {EMBEDDING_NAME: pooled})[0], dtype=np.float32)
 
-        def run(idx: np.ndarray) -> None:  # one batch; the batches are disjoint rows of ``out``
+    def _run_graph(self, token_ids: list[list[int]], batch_size: int, output: str) -> np.ndarray:
+        """The graph's ``output`` for each row of ``token_ids`` (float32), batched by length."""
+        batches = length_sorted_batches(token_ids, batch_size)
+
+        def run(idx: np.ndarray) -> np.ndarray:
             feeds = dict(zip(INPUT_NAMES, self.tokenizer.pad([token_ids[i] for i in idx])))
-            out[idx] = self.session.run([OUTPUT_NAME], feeds)[0]
+            return self.session.run([output], feeds)[0]
 
-        run_pieces(run, length_sorted_batches(token_ids, batch_size), self.num_workers)
+        results = run_pieces(run, batches, self.num_workers)
+        out = np.empty((len(token_ids), results[0].shape[1] if results else len(self.labels)), dtype=np.float32)
+        for idx, result in zip(batches, results):
+            out[idx] = result
         return out

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .data import check_text_collection, encode_labels, validate_texts
-from .params import check_param
+from .params import check_param, is_integer
 
 __all__ = [
     "MULTI_LABEL_THRESHOLD",
@@ -55,11 +55,14 @@ def with_prompt(texts: list[str], prompt: str | None) -> list[str]:
     return [prompt + t for t in texts] if prompt else texts
 
 
-def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None) -> list[list[int]]:
-    """Token ids (unpadded, truncated to ``max_length``) of ``texts`` with ``prompt`` prepended; thread-safe."""
+def tokenize_texts(tokenizer: Any, texts: list[str], prompt: str | None, max_length: int | None,
+                   truncate: bool = True) -> list[list[int]]:
+    """Token ids (unpadded, truncated to ``max_length`` unless not ``truncate``) of ``texts`` with ``prompt``
+    prepended; thread-safe."""
     with _TOKENIZE_LOCK:
-        out = tokenizer(with_prompt(texts, prompt), truncation=True, max_length=max_length, padding=False,
-                        return_attention_mask=False, return_token_type_ids=False)
+        out = tokenizer(with_prompt(texts, prompt), truncation=truncate, max_length=max_length if truncate else None,
+                        padding=False, return_attention_mask=False, return_token_type_ids=False,
+                        verbose=truncate)  # untruncated ids longer than the model's limit are meant: no warning
     return out["input_ids"]
 
 
@@ -148,10 +151,6 @@ def chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
     while chunk := list(islice(iterator, STREAM_CHUNK)):
         yield start, chunk
         start += len(chunk)
-
-
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def predict_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
@@ -333,7 +332,7 @@ class Predictor:
         assert self.labels is not None
         if not self.setfit_return_types:
             return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
-        named = any(not _is_integer(label) for label in self.labels)
+        named = any(not is_integer(label) for label in self.labels)
         if use_labels and named and not self.multi_label:
             return labels_from_proba(proba, self.labels, multi_label=False)
         ids = predict_ids(proba, self.multi_label)

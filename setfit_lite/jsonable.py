@@ -10,7 +10,7 @@ becomes a tagged object:
 - ``{"__ndarray__": [...], "dtype": "..."}``: a numpy array of bools, numbers or strings, inline;
 - ``{"__tensor__": "name"}``: an instance of ``tensor_types``, stored in ``tensors`` under ``name``.
 
-``decode`` also reads ``{"__dict__": [[key, value], ...]}``, the form checkpoints written before this module
+``decode`` also reads ``{"__dict__": [[key, value], ...]}``, the form older checkpoints
 used for every dict.
 """
 
@@ -91,7 +91,7 @@ def decode(value: Any, tensors: Mapping[str, Any] | None = None) -> Any:
     if keys == {_NDARRAY, "dtype"}:
         return np.asarray(decode(value[_NDARRAY], tensors), dtype=value["dtype"])
     if keys == {_ITEMS}:
-        # heads saved before this module wrote tuple keys as lists: a list key is read back as a tuple
+        # older head files wrote tuple keys as lists: a list key is read back as a tuple
         pairs = ((decode(k, tensors), decode(v, tensors)) for k, v in value[_ITEMS])
         return {tuple(k) if isinstance(k, list) else k: v for k, v in pairs}
     if keys == {_LEGACY_DICT}:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import __version__
+from .chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .data import check_label_names, validate_texts
-from .inference import Predictor, length_sorted_batches, tokenize_texts, with_prompt
+from .inference import Predictor, length_sorted_batches, tokenize_texts
 from .params import check_param
 from .serialization import (
     MANIFEST_NAME,
@@ -37,6 +37,7 @@ from .serialization.validate import (
     same_labels,
 )
 from .verbosity import quiet_dependencies, show_progress
+from .version import __version__
 from .zoo import resolve_model_path
 
 if TYPE_CHECKING:
@@ -69,6 +70,12 @@ class SetFitModel(Predictor):
     ``predict``/``predict_proba`` concurrently, each getting the sequential result bit for bit. A body or head a
     user switched to training mode (``.train()``) is switched back to eval by the next prediction (as
     sentence-transformers' ``encode`` does), never to training mode: predict under eval semantics only.
+
+    Long texts (``setfit_lite.chunking``): ``long_text="chunk"`` splits a text longer than the body's max length
+    into windows sharing ``chunk_overlap`` tokens and pools their embeddings (``chunk_pooling``: "mean", "max",
+    "weighted"), wherever the model embeds texts (head fitting, evaluation, ``encode``, prediction, the ONNX
+    export); ``long_text="truncate"`` reads the first window only. The body's contrastive training reads each
+    text's first window. None: the defaults (``setfit_lite.chunking.DEFAULT_CHUNKING``).
     """
 
     setfit_return_types = True
@@ -76,7 +83,8 @@ class SetFitModel(Predictor):
     def __init__(self, model_body: SentenceTransformer, model_head: Any = None, labels: Sequence | None = None,
                  multi_target_strategy: str | None = None, use_differentiable_head: bool = False,
                  head_params: dict[str, Any] | None = None, normalize_embeddings: bool = False,
-                 prompt: str | None = None, source: str | None = None) -> None:
+                 prompt: str | None = None, source: str | None = None, long_text: str | None = None,
+                 chunk_overlap: int | None = None, chunk_pooling: str | None = None) -> None:
         self.model_body = model_body
         self.head_spec = model_head if not _is_fitted_head(model_head) else None
         self.model_head = model_head if _is_fitted_head(model_head) else None
@@ -86,6 +94,8 @@ class SetFitModel(Predictor):
         self.head_params = dict(head_params or {})
         self.normalize_embeddings = normalize_embeddings
         self.prompt = prompt if prompt is not None else default_prompt(model_body)
+        self.chunking = Chunking.from_config(DEFAULT_CHUNKING.to_config(), {
+            "long_text": long_text, "chunk_overlap": chunk_overlap, "chunk_pooling": chunk_pooling})
         self.source = source
         self.source_folder: Path | None = None  # the folder from_pretrained read: writers never write over it
         self.training_info: dict[str, Any] = {}
@@ -97,7 +107,9 @@ class SetFitModel(Predictor):
                         multi_target_strategy: str | None = None, use_differentiable_head: bool | None = None,
                         head_params: dict[str, Any] | None = None, normalize_embeddings: bool | None = None,
                         device: str | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
-                        prompt: str | None = None, max_length: int | None = None, **kwargs: Any) -> SetFitModel:
+                        prompt: str | None = None, max_length: int | None = None, long_text: str | None = None,
+                        chunk_overlap: int | None = None, chunk_pooling: str | None = None,
+                        **kwargs: Any) -> SetFitModel:
         """A body by hub name or local folder, or a saved model: setfit_lite's, or setfit's (needs ``allow_pickle``).
 
         For a saved model, ``multi_target_strategy``, ``use_differentiable_head``, ``head_params`` and
@@ -106,7 +118,8 @@ class SetFitModel(Predictor):
         saved labels. A setfit folder (``model_head.pkl``, ``config_setfit.json``) loads completely, its
         head converted to a pickle-free one, so ``save_pretrained`` then writes setfit_lite's format.
         Never executes code from the folder unless ``trust_remote_code=True``; pickled files are refused
-        unless ``allow_pickle=True``.
+        unless ``allow_pickle=True``. ``long_text``, ``chunk_overlap`` and ``chunk_pooling`` (see the class) default
+        to the saved values (a saved model that records none, or a setfit folder: truncation) and may be changed.
         """
         from sentence_transformers import SentenceTransformer
 
@@ -138,8 +151,11 @@ class SetFitModel(Predictor):
             head, where = saved.pop("head"), folder
             saved["source"] = str(pretrained_model_name_or_path)
         else:
-            saved, head, where = {"labels": labels, "source": str(pretrained_model_name_or_path)}, None, None
+            saved, head, where = {"labels": labels, "source": str(pretrained_model_name_or_path),
+                                  **DEFAULT_CHUNKING.to_config()}, None, None
         settings = _settings(saved, given, head, where)
+        chunking = Chunking.from_config(saved, {"long_text": long_text, "chunk_overlap": chunk_overlap,
+                                                "chunk_pooling": chunk_pooling})
         with quiet_dependencies():
             body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
                                        local_files_only=True)
@@ -147,7 +163,7 @@ class SetFitModel(Predictor):
             body.max_seq_length = max_length
         model = cls(body, model_head=head, labels=saved["labels"], **settings,
                     prompt=prompt if prompt is not None else saved.get("prompt"),
-                    source=saved.get("source"))
+                    source=saved.get("source"), **chunking.to_config())
         if head is not None and _head_in_features(head) is not None:
             check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
                         _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
@@ -235,23 +251,45 @@ class SetFitModel(Predictor):
         settle_eval(self.model_body, self.model_head)
 
     # ---- encoding -----------------------------------------------------------------------------
-    def with_prompt(self, texts: list[str]) -> list[str]:
-        return with_prompt(texts, self.prompt)
-
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        """Token ids (unpadded, truncated to the body's max length) of prompted texts."""
-        return tokenize_texts(self.model_body.tokenizer, texts, self.prompt, self.model_body.max_seq_length)
+        """Token ids (unpadded) of prompted texts: truncated to the body's max length, or whole when long texts
+        are chunked (``embed_tokens`` then splits them into windows)."""
+        return tokenize_texts(self.model_body.tokenizer, texts, self.prompt, self.model_body.max_seq_length,
+                              truncate=not self.chunking.enabled)
+
+    def affixes(self) -> tuple[list[int], list[int]]:
+        """The ids before (special tokens, prompt) and after a tokenised text's own tokens, which every window
+        of a chunked text repeats."""
+        tokenizer = self.model_body.tokenizer
+        return affixes(lambda texts, special: tokenizer(texts, add_special_tokens=special)["input_ids"],
+                       self.prompt)
 
     def collate(self, token_ids: Sequence[list[int]]) -> dict[str, torch.Tensor]:
-        """Pad a batch of token id lists into body features."""
+        """Pad a batch of token id lists into body features; a row longer than the body's max length is cut to its
+        first window (the body's contrastive training reads a chunked text's first window)."""
+        limit = self.model_body.max_seq_length
+        if limit is not None and any(len(ids) > limit for ids in token_ids):
+            suffix = self.affixes()[1]
+            token_ids = [first_window(ids, limit, suffix) for ids in token_ids]
         batch = self.model_body.tokenizer.pad({"input_ids": list(token_ids)}, return_tensors="pt")
         return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
     def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None
                      ) -> np.ndarray:
         """Embeddings of pre-tokenised texts (fp32), batched by length, returned in input order: the one path used
-        by head fitting, evaluation and prediction. Reads the body only (a body in training mode is first switched
+        by head fitting, evaluation and prediction. A text longer than the body's max length is embedded as its
+        windows, pooled (``long_text="chunk"``). Reads the body only (a body in training mode is first switched
         to eval, see the class's note on threads)."""
+        limit, chunking = self.model_body.max_seq_length, self.chunking
+        if not chunking.enabled or limit is None:
+            return self._embed_windows(token_ids, batch_size, show_progress_bar)
+        prefix, suffix = self.affixes()
+        windows = split_windows(token_ids, limit, chunking.chunk_overlap, prefix, suffix)
+        embeddings = self._embed_windows(windows.token_ids, batch_size, show_progress_bar)
+        return pool(embeddings, windows, chunking.chunk_pooling, normalize=self.normalize_embeddings)
+
+    def _embed_windows(self, token_ids: Sequence[list[int]], batch_size: int, show_progress_bar: bool | None
+                       ) -> np.ndarray:
         import torch
         from tqdm.auto import tqdm
 
@@ -378,6 +416,7 @@ class SetFitModel(Predictor):
             "head_params": self.head_params,
             "normalize_embeddings": self.normalize_embeddings,
             "prompt": self.prompt,
+            **self.chunking.to_config(),
             "source": self.source,
             "training_info": self.training_info,
         }

@@ -20,11 +20,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .training_args import _RULES as TRAINING_RULES
-from .training_args import _integer, _number, _optional, _Rule, check_rule, rule_message
+from .training_args import _integer, _number, _option, _optional, _Rule, check_rule, is_integer, rule_message
 
-__all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params"]
+__all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params", "is_integer"]
 
 _POSITIVE = _integer("a positive integer")
+LONG_TEXT_MODES = ("truncate", "chunk")
+CHUNK_POOLINGS = ("mean", "max", "weighted")
 
 PARAMS: dict[str, _Rule] = {
     # prediction and encoding, every tier
@@ -44,6 +46,10 @@ PARAMS: dict[str, _Rule] = {
     "opset": _integer("an ONNX opset version, an integer >= 7", low=7),
     "pca_dims": _optional(_POSITIVE, "the body's embedding size"),
     "refine_epochs": _integer("an integer >= 0", low=0),
+    # long texts (setfit_lite.chunking)
+    "long_text": _option(LONG_TEXT_MODES),
+    "chunk_overlap": _integer("an integer >= 0 (tokens shared by consecutive windows)", low=0),
+    "chunk_pooling": _option(CHUNK_POOLINGS),
 }
 
 

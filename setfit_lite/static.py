@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .inference import Predictor, TokenizerFile, predict_ids, with_prompt
 from .parallel import default_workers, run_pieces
 from .params import check_param, check_params
@@ -61,6 +60,7 @@ from .serialization.validate import (
     check_version,
     temperature_field,
 )
+from .version import __version__
 
 __all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "export_static", "linear_proba"]
 

@@ -19,12 +19,14 @@ import numpy as np
 import torch
 
 from trainers import Backend, get_backend
+from trainers.distributed import detect_env
 
 from .calibration import cv_temperature
 from .callbacks import CallbackHandler, TrainerControl, TrainerState
 from .checkpoint import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
+from .data.readers import column_renames
 from .evaluation import evaluate_model
 from .heads.linear import is_lr
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
@@ -143,14 +145,13 @@ class Trainer:
                                  f"dataset had the columns {sorted(columns)}.")
 
     def _apply_column_mapping(self, dataset: Any, column_mapping: dict[str, str]) -> Any:
-        """setfit's renaming: the mapped columns get their new names, the other columns (but ``text`` and ``label``)
-        the prefix ``feat_``. A ``datasets.Dataset`` gives a ``Dataset``, other tables a dict of lists."""
-        renames = {name: column_mapping.get(name, name if name in _REQUIRED_COLUMNS else f"feat_{name}")
-                   for name in _column_names(dataset) or ()}
+        """setfit's helper, by the rule training applies (:func:`~setfit_lite.data.readers.column_renames`). A
+        ``datasets.Dataset`` gives a ``Dataset``, other tables a dict of lists."""
         if is_dataset(dataset):
+            renames = column_renames(dataset.column_names, column_mapping)
             return dataset.rename_columns({old: new for old, new in renames.items() if old != new})
         table = to_labeled_data(dataset, column_mapping=column_mapping)
-        return {"text": table.texts, "label": table.labels, **{renames.get(k, k): v for k, v in table.columns.items()}}
+        return {"text": table.texts, "label": table.labels, **table.columns}
 
     def call_model_init(self, params: dict[str, Any] | None = None) -> SetFitModel:
         """A fresh model from ``model_init``: ``params`` as its one argument (setfit's convention), or as keyword
@@ -332,7 +333,7 @@ class Trainer:
         """Whether this process is the one that logs and saves (rank 0, or the only process)."""
         if self.backend is not None:
             return self.backend.is_main_process
-        return int(os.environ.get("RANK", "0")) == 0
+        return detect_env().rank == 0
 
     def save_model(self, output_dir: str | os.PathLike) -> bool:
         """Save the model on rank 0 only (other ranks hold the same model); returns whether this process saved."""

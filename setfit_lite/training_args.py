@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from trainers.names import NAMES as BACKEND_NAMES
+from trainers.names import PRECISION_NAMES
+
 OBJECTIVES = ("sentence_batch", "pairs")
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
@@ -33,10 +36,6 @@ SUPCON_LOSS = "SupConLoss"
 MNRL_LOSS = "MultipleNegativesRankingLoss"
 LOSSES = PAIR_LOSSES + TRIPLET_LOSSES + (SUPCON_LOSS, MNRL_LOSS)
 STRATEGIES = ("no", "steps", "epoch")
-# ``trainers.registry.NAMES`` and ``("auto", *trainers.base.PRECISIONS)``, repeated here because the trainers
-# package imports torch; tests/test_training_args.py checks that they agree.
-BACKENDS = ("auto", "cpu", "cuda", "hpu", "ipu")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 def _pair(value: Any) -> tuple[Any, Any]:
     """``(body, head)`` of a checked value: its pair, or the value twice."""
@@ -51,7 +50,8 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
 
 
-def _is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
+    """An int or numpy integer, not a bool (Python's or numpy's)."""
     return isinstance(value, numbers.Integral) and not _is_bool(value)
 
 
@@ -76,7 +76,7 @@ def _optional(rule: _Rule, meaning: str = "") -> _Rule:
 
 def _integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int, ...] = ()) -> _Rule:
     def check(value: Any) -> int:
-        if not _is_integer(value):
+        if not is_integer(value):
             raise TypeError
         if value not in also and not low <= value <= high:
             raise ValueError
@@ -206,10 +206,13 @@ def _options(value: Any) -> dict[str, Any]:
 
 
 def _backend(value: Any) -> Any:
-    base = sys.modules.get("trainers.base")  # a Backend instance exists only once trainers is imported
-    if base is not None and isinstance(value, base.Backend):
-        return value
-    return _option(BACKENDS, fold_case=True).check(value)
+    if isinstance(value, str):
+        return _option(BACKEND_NAMES, fold_case=True).check(value)
+    from trainers.base import Backend  # a Backend instance was built with trainers (and torch) imported
+
+    if not isinstance(value, Backend):
+        raise TypeError
+    return value
 
 
 _POSITIVE = _integer("a positive integer")
@@ -259,10 +262,10 @@ _RULES: dict[str, _Rule] = {
     "min_steps_per_epoch": _optional(_POSITIVE, "from the data"),
     "early_stopping_patience": _optional(_POSITIVE, "no early stopping"),
     "max_grad_norm": _optional(_number("a finite number >= 0 (0: no clipping)"), "no clipping"),
-    "backend": _Rule(f"one of {', '.join(map(repr, BACKENDS))} (any case) or a trainers.Backend", _backend),
+    "backend": _Rule(f"one of {', '.join(map(repr, BACKEND_NAMES))} (any case) or a trainers.Backend", _backend),
     "backend_options": _optional(_Rule("a dict of the backend's options by name, e.g. {'num_threads': 8} or "
                                        "{'gaudi_config': 'gaudi_config.json'}", _options), "the defaults"),
-    "precision": _option(PRECISIONS),
+    "precision": _option(PRECISION_NAMES),
     "compile": _flag(),
     "prompt": _optional(_text()),
     "freeze_word_embeddings": _optional(_flag(), "by vocabulary size"),
@@ -326,7 +329,7 @@ class TrainingArguments:
       data but at least ``min_steps_per_epoch`` steps (a 16-sentence set would otherwise give one step). Its
       default (None) grows with the pairs to learn: the larger of ``K**2`` for K classes (4 to 32) and the
       steps that put each pair of the N training texts in a batch of b about 1.75 times
-      (``1.75 * N(N-1) / (b(b-1))``), capped at 384 (``MAX_FLOOR_STEPS``; 128 before issue 20: at 64 per
+      (``1.75 * N(N-1) / (b(b-1))``), capped at 384 (``MAX_FLOOR_STEPS``, chosen on validation over 128: at 64 per
       class, 384 steps scored +4.4 / +3.8 points on SST-5 / Emotion validation).
     - ``body_learning_rate`` defaults (None) to ``(1e-4, 1e-5)`` with sentence batches (each step averages ~120 pairs)
       and to setfit's ``(2e-5, 1e-5)`` with ``objective="pairs"``. Half the steps at twice the rate of the
@@ -409,9 +412,9 @@ class TrainingArguments:
     - ``max_steps=-1`` and ``eval_max_steps=-1`` (defaults): no limit; otherwise a positive integer.
     - ``save_total_limit=None``: keep every checkpoint; ``max_grad_norm=None`` or ``0``: no gradient clipping;
       ``early_stopping_patience=None``: no early stopping; ``eval_steps=None``: ``logging_steps``.
-    - ``backend`` is one of ``BACKENDS`` (``trainers.registry.NAMES``, any case) or a ``trainers.Backend``
-      (then ``backend_options`` must be None); ``precision`` one of ``PRECISIONS``. Whether the device exists is
-      checked when training starts.
+    - ``backend`` is one of ``trainers.names.NAMES`` (any case) or a ``trainers.Backend`` (then
+      ``backend_options`` must be None); ``precision`` one of ``trainers.names.PRECISION_NAMES``. Whether the
+      device exists is checked when training starts.
     """
 
     output_dir: str = "checkpoints"

@@ -106,6 +106,22 @@ def test_save_steps_must_be_positive(tiny_body_path: str, capsys: pytest.Capture
     assert "--save-steps: must be a positive integer, got 0" in capsys.readouterr().err
 
 
+def test_backend_and_precision_choices_are_the_trainers_names(capsys: pytest.CaptureFixture) -> None:
+    from setfit_lite.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["train", "x.jsonl", "--backend", "CPU"]).backend == "cpu"
+    assert parse(["train", "x.jsonl"]).backend == "auto"
+    assert parse(["train", "x.jsonl", "--precision", "bf16"]).precision == "bf16"
+    with pytest.raises(SystemExit):
+        main(["train", "x.jsonl", "--backend", "tpu"])
+    err = capsys.readouterr().err
+    assert "--backend: invalid choice: 'tpu' (choose from 'auto', 'cpu', 'cuda', 'hpu', 'ipu')" in err
+    with pytest.raises(SystemExit):
+        main(["train", "x.jsonl", "--precision", "fp8"])
+    assert "(choose from 'auto', 'fp32', 'bf16', 'fp16')" in capsys.readouterr().err
+
+
 # ---- interrupt and resume -----------------------------------------------------------------------------------
 
 

@@ -77,7 +77,8 @@ def test_fp32_lr_head_matches_torch(lr_model, tmp_path):
     # the graph has dynamic batch and sequence axes, and the declared input/output names
     session = onnx_model.session
     assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask"]
-    assert [o.name for o in session.get_outputs()] == ["probabilities"]
+    # a chunking model's graph also gives the text embedding its head graph reads (setfit_lite.chunking)
+    assert [o.name for o in session.get_outputs()] == ["probabilities", "embedding"][:1 + lr_model.chunking.enabled]
     assert all(isinstance(d, str) for i in session.get_inputs() for d in i.shape)
 
 
@@ -85,7 +86,7 @@ def test_int8_export_is_smaller_and_agrees(lr_model, tmp_path):
     fp32 = lr_model.export_onnx(tmp_path / "fp32")
     int8 = lr_model.export_onnx(tmp_path / "int8", quantize="int8")
     assert (int8 / ONNX_MODEL_NAME).stat().st_size < (fp32 / ONNX_MODEL_NAME).stat().st_size
-    assert sorted(p.name for p in int8.glob("*.onnx")) == [ONNX_MODEL_NAME]
+    assert sorted(p.name for p in int8.glob("*.onnx")) == ["head.onnx"] * lr_model.chunking.enabled + [ONNX_MODEL_NAME]
     assert json.loads((int8 / ONNX_CONFIG_NAME).read_text())["quantized"] == "int8"
     texts = eval_texts()
     onnx_model = OnnxSetFitModel.load(int8, num_threads=1)

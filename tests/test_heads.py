@@ -296,7 +296,7 @@ def test_build_head_errors() -> None:
         build_head(RandomForestClassifier(), 2, use_differentiable_head=True)
     with pytest.raises(ValueError, match="num_classes=2"):
         build_head(TorchHead(6, 3), 2)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="unsupported torch head Linear; use setfit_lite.heads.TorchHead"):
         build_head(torch.nn.Linear(6, 2), 2)
 
 

@@ -231,6 +231,11 @@ def test_file_readers_on_random_bytes(tmp_path: Path, raw: bytes, suffix: str) -
     result = raises_only_allowed(to_labeled_data, str(path))
     if isinstance(result, Exception):
         assert_names(result, str(path))  # whatever is wrong with it, the message says which file
+        return
+    # accepted: the bytes held a text and a label column, and every row a non-blank text and a label
+    assert b"text" in raw and b"label" in raw, (raw, result)
+    assert len(result.texts) == len(result.labels) >= 1
+    assert all(isinstance(t, str) and t.strip() for t in result.texts), result.texts
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -274,7 +279,7 @@ def test_predict_on_anything(trained: SetFitModel, inputs) -> None:
     assert proba.shape[1] == 2 and np.allclose(proba.sum(1), 1, atol=1e-5) and np.isfinite(proba).all()
     predicted = trained.predict(inputs)
     predicted = [predicted] if isinstance(inputs, str) else predicted
-    assert all(p in trained.labels for p in predicted)
+    assert predicted == [trained.labels[k] for k in proba.argmax(1)]  # the most probable label of each input
 
 
 @settings(max_examples=8, deadline=None)
@@ -295,7 +300,9 @@ def test_training_on_hostile_datasets(tiny_body_path: str, rows: list, duplicate
         return assert_names(result, *problem)
     assert result is None, f"valid data refused: {result}"
     assert sorted(set(data["label"]), key=str) == sorted(model.labels, key=str)
-    assert len(model.predict(["good movie"])) == 1
+    proba = model.predict_proba(data["text"], as_numpy=True)
+    assert proba.shape == (len(rows), len(model.labels)) and np.allclose(proba.sum(1), 1, atol=1e-5)
+    assert model.predict(data["text"]) == [model.labels[k] for k in proba.argmax(1)]
 
 
 def test_single_class_error_names_the_label(tiny_body_path: str) -> None:

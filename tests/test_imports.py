@@ -1,4 +1,4 @@
-"""Imports point down (issue 18): no import cycle among the modules of ``setfit_lite/`` and ``trainers/``.
+"""Imports point down: no import cycle among the modules of ``setfit_lite/`` and ``trainers/``.
 
 What counts as an import of module A by module B (parsed with ``ast``, nothing is imported):
 
@@ -11,9 +11,12 @@ What counts as an import of module A by module B (parsed with ``ast``, nothing i
 - importing ``a.b.c`` also runs ``a.b``'s ``__init__``: that implied import counts too, except of B's own
   enclosing packages (Python initializes those before B, so importing them never closes a cycle).
 
-Imports by string (``importlib.import_module``) are not followed: here they load optional third-party packages,
-and ``setfit_lite/__init__.py``'s lazy ``__getattr__`` exports, which load a submodule only when its name is
-first used.
+- imports by string, ``importlib.import_module(name)`` or ``import_module(name, package)`` (the lazy exports of
+  ``setfit_lite/__init__.py`` and ``trainers/__init__.py``, the backend registry): a literal name is resolved like
+  an import statement; a computed one (``f".{table[name]}"``, a variable) counts as an import of every module
+  that a string constant of the same file names, relative to the package when the computed name starts with
+  ``"."`` or a package is given. A lazy import still makes the layers depend on each other, so a cycle hidden
+  behind one is a cycle.
 """
 
 from __future__ import annotations
@@ -45,11 +48,39 @@ def _enclosing_packages(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+def _resolve(relative: str, package: str) -> str:
+    """``".a.b"`` / ``"..a"`` against ``package``, as ``importlib.import_module(relative, package)`` does."""
+    level = len(relative) - len(relative.lstrip("."))
+    parts = package.split(".")[:len(package.split(".")) - level + 1]
+    return ".".join([*parts, relative[level:]] if relative[level:] else parts)
+
+
+def _string_imports(tree: ast.Module, package: str, modules: dict[str, Path]) -> set[str]:
+    """The modules that the module ``tree`` (in ``package``) imports by string (see the module doc)."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+             and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == "import_module"]
+    constants = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                 and isinstance(node.value, str) and node.value}
+    found: set[str] = set()
+    for call in calls:
+        first = call.args[0]
+        relative = len(call.args) > 1 or any(kw.arg == "package" for kw in call.keywords)
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found.add(_resolve(first.value, package) if first.value.startswith(".") else first.value)
+            continue
+        if isinstance(first, ast.JoinedStr) and first.values and isinstance(first.values[0], ast.Constant):
+            relative = relative or str(first.values[0].value).startswith(".")
+        for constant in constants:
+            found.add(_resolve("." + constant.lstrip("."), package) if relative else constant)
+    return found & set(modules)
+
+
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The modules of ``modules`` that module ``name`` (file ``path``) imports, by the rules of the module doc."""
     is_package = path.name == "__init__.py"
-    targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    targets = _string_imports(tree, name if is_package else name.rpartition(".")[0], modules)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -166,3 +197,39 @@ def test_importing_a_submodule_runs_its_package(tmp_path: Path) -> None:
     assert import_cycles(graph) == []
     _write(tmp_path, {"pkg/b/__init__.py": "from .c import x\nfrom pkg import a\n"})
     assert import_cycles(import_graph(tmp_path, ["pkg"])) == [frozenset({"pkg.a", "pkg.b"})]
+
+
+@pytest.mark.parametrize(("how", "lazy"), [
+    ("a literal name", 'importlib.import_module("low.named")'),
+    ("a relative literal name", 'importlib.import_module(".named", __name__)'),
+    ("a table of relative names", 'importlib.import_module(f".{TABLE[name]}", __name__)'),
+    ("a table of absolute names", "import_module(TABLE_ABS[name])"),
+])
+def test_cycles_hidden_behind_string_imports_are_found(tmp_path: Path, how: str, lazy: str) -> None:
+    """``low``'s lazy export loads a module that imports ``high``, which imports ``low``: a cycle."""
+    init = ("import importlib\nfrom importlib import import_module\n"
+            'TABLE = {"Top": "named"}\nTABLE_ABS = {"Top": "low.named"}\n\n'
+            f"def __getattr__(name):\n    return getattr({lazy}, name)\n")
+    _write(tmp_path, {"low/__init__.py": init, "low/base.py": "x = 1\n",
+                      "low/named.py": "from high.trainer import Trainer as Top\n",
+                      "high/__init__.py": "", "high/trainer.py": "from low.base import x\nTrainer = x\n"})
+    graph = import_graph(tmp_path, ["low", "high"])
+    assert "low.named" in graph["low"], how
+    assert import_cycles(graph) == [frozenset({"low", "low.named", "high.trainer"})], how
+    _write(tmp_path, {"low/named.py": "Top = 1\n"})  # the lazy module no longer points up: no cycle
+    assert import_cycles(import_graph(tmp_path, ["low", "high"])) == [], how
+
+
+def test_string_imports_of_the_packages_are_followed() -> None:
+    graph = import_graph()
+    assert {"setfit_lite.trainer", "setfit_lite.device_trainers"} <= graph["setfit_lite"]
+    assert {"trainers.cpu", "trainers.gaudi", "trainers.ipu"} <= graph["trainers.registry"]
+    assert {"trainers.base", "trainers.names", "trainers.registry"} <= graph["trainers"]
+
+
+def test_the_backends_sit_below_setfit_lite() -> None:
+    """``trainers/`` holds backends only: none of its modules imports ``setfit_lite`` (its Trainers wrap them)."""
+    graph = import_graph()
+    up = {name: sorted(t for t in targets if t.split(".")[0] == "setfit_lite")
+          for name, targets in graph.items() if name.split(".")[0] == "trainers"}
+    assert not {name: targets for name, targets in up.items() if targets}

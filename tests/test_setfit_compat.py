@@ -332,17 +332,25 @@ def test_trainer_errors_are_setfits(model, toy_data: dict) -> None:
         Trainer(model).evaluate()
 
 
-def test_trainer_column_mapping_helpers_are_setfits(model) -> None:
+def test_trainer_column_mapping_helpers_apply_the_rule_training_uses(model) -> None:
+    """setfit's helpers; the renaming is the one ``to_labeled_data`` applies in training: other columns keep their
+    names (``--group-by x``, metric inputs), except one whose name a target takes, kept as ``feat_<name>``."""
     from datasets import Dataset
 
     from setfit_lite import Trainer
+    from setfit_lite.data import to_labeled_data
 
-    dataset = Dataset.from_dict({"text_new": ["a", "b"], "label_new": [[0, 1], [1, 0]], "x": [1, 2]})
+    rows = {"text_new": ["a", "b"], "label_new": [[0, 1], [1, 0]], "x": [1, 2], "text": ["raw a", "raw b"]}
+    dataset = Dataset.from_dict(rows)
     trainer = Trainer(model, column_mapping={"text_new": "text", "label_new": "label"})
     trainer._validate_column_mapping(dataset)
     mapped = trainer._apply_column_mapping(dataset, trainer.column_mapping)
-    assert isinstance(mapped, Dataset) and mapped.column_names == ["text", "label", "feat_x"]
-    assert mapped[0] == {"text": "a", "label": [0, 1], "feat_x": 1}
+    assert isinstance(mapped, Dataset) and mapped.column_names == ["text", "label", "x", "feat_text"]
+    assert mapped[0] == {"text": "a", "label": [0, 1], "x": 1, "feat_text": "raw a"}
+    as_dict = trainer._apply_column_mapping(rows, trainer.column_mapping)
+    assert as_dict == mapped.to_dict()
+    labeled = to_labeled_data(dataset, column_mapping=trainer.column_mapping)
+    assert {"text": labeled.texts, **labeled.columns} == {k: v for k, v in as_dict.items() if k != "label"}
 
 
 def test_train_keyword_arguments_warn_as_setfit_and_apply_to_the_call(model, toy_data: dict) -> None:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
 import trainers
-from trainers import base, get_backend, resolve_auto
+from trainers import base, cpu, get_backend, names, resolve_auto
 from trainers.cpu import CpuBackend, detect_cpu_features, parse_cpuinfo_flags
-from trainers.distributed import detect_env
+from trainers.distributed import DistEnv, detect_env
 
 CPUINFO_SPR = """processor\t: 0
 vendor_id\t: GenuineIntel
@@ -45,7 +46,7 @@ def _batch() -> dict[str, torch.Tensor]:
 
 @pytest.fixture(autouse=True)
 def _single_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+    for var in names.TORCHRUN_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(base, "_WARNED", set())
 
@@ -100,13 +101,31 @@ def test_precision_errors_on_cpu() -> None:
 
 
 def test_unknown_option_is_an_error() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"the 'cpu' backend has no option\(s\) 'no_such_option'; its options: "
+                                        r"compile_options, cpuinfo, .*num_threads"):
         get_backend("cpu", no_such_option=1)
 
 
 def test_public_api() -> None:
-    assert trainers.NAMES == ("auto", "cpu", "cuda", "hpu", "ipu")
-    assert trainers.available_backends()["cpu"] is True
+    assert trainers.NAMES == ("auto", "cpu", "cuda", "hpu", "ipu") == ("auto", *names.BACKENDS)
+    assert trainers.PRECISIONS == ("fp32", "bf16", "fp16")
+    assert {name: trainers.backend_class(name).name for name in names.BACKENDS} == {n: n for n in names.BACKENDS}
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_available_backends_says_which_get_backend_builds(no_gpu: None, monkeypatch: pytest.MonkeyPatch,
+                                                          cuda: bool) -> None:
+    """A backend is listed available exactly when ``get_backend`` builds it (no SDK, no GPU here)."""
+    monkeypatch.setitem(sys.modules, "poptorch", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    available = trainers.available_backends()
+    assert available == {"cpu": True, "cuda": cuda, "hpu": False, "ipu": False}
+    for name, yes in available.items():
+        if yes and name == "cpu":
+            assert get_backend(name).name == name
+        elif not yes:
+            with pytest.raises((ImportError, RuntimeError)):
+                get_backend(name)
 
 
 # ---- CUDA (checked without a GPU) -------------------------------------------------------------
@@ -156,7 +175,18 @@ def test_detect_cpu_features() -> None:
     assert not (old.amx_bf16 or old.avx512_bf16 or old.avx512f) and old.native_bf16 is False
     assert detect_cpu_features(CPUINFO_ARM).native_bf16 is True
     assert spr.mkldnn == torch.backends.mkldnn.is_available()
-    assert detect_cpu_features().known in (True, False)  # the real /proc/cpuinfo (or none) parses
+
+
+def test_detect_cpu_features_reads_cpuinfo_or_says_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "cpuinfo"
+    path.write_text(CPUINFO_SPR)
+    monkeypatch.setattr(cpu, "CPUINFO_PATH", path)
+    read = detect_cpu_features()
+    assert read.known and read.flags == parse_cpuinfo_flags(CPUINFO_SPR) and read.native_bf16
+    monkeypatch.setattr(cpu, "CPUINFO_PATH", tmp_path / "missing")
+    missing = detect_cpu_features()
+    assert not missing.known and missing.flags == frozenset() and missing.native_bf16 is None
+    assert missing.summary().startswith(f"CPU flags unknown (no {tmp_path / 'missing'})")
 
 
 def test_describe_native_bf16() -> None:
@@ -251,8 +281,9 @@ def test_ipex_and_ccl_missing_name_the_package(monkeypatch: pytest.MonkeyPatch) 
 
 def test_detect_env() -> None:
     env = detect_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "1"})
-    assert (env.rank, env.local_rank, env.world_size, env.is_distributed) == (3, 1, 4, True)
-    assert detect_env({}).world_size == 1
+    assert (env.rank, env.local_rank, env.world_size, env.master_addr, env.master_port) == (3, 1, 4, "h", "1")
+    assert detect_env({"RANK": "1", "WORLD_SIZE": "2"}).local_rank == 1  # LOCAL_RANK defaults to RANK
+    assert detect_env({}) == DistEnv(rank=0, local_rank=0, world_size=1)
     with pytest.raises(ValueError, match="inconsistent"):
         detect_env({"RANK": "2", "WORLD_SIZE": "2"})
     with pytest.raises(ValueError, match="not an integer"):

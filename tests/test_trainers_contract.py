@@ -17,8 +17,7 @@ from trainers import base, get_backend
 from trainers.cpu import CpuBackend
 from trainers.gaudi import FP32_LIST_VARS, LOWER_LIST_VARS, GaudiBackend, declare_autocast_ops
 from trainers.ipu import IpuBackend, assign_layers, find_layer_list
-
-TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+from trainers.names import TORCHRUN_VARS
 
 
 class Tiny(nn.Module):
@@ -218,7 +217,7 @@ def test_gaudi_config_json(habana: Any, monkeypatch: pytest.MonkeyPatch, tmp_pat
 def test_gaudi_config_dict_and_errors(habana: Any, tmp_path: Path) -> None:
     backend = GaudiBackend(precision="bf16", gaudi_config={"use_fused_adam": False})
     assert backend.gaudi_config.use_fused_adam is False and backend.exported_op_lists == {}
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="missing.json"):
         GaudiBackend(gaudi_config=tmp_path / "missing.json")
     with pytest.raises(ValueError, match="autocast_bf16_ops must be a list"):
         GaudiBackend(gaudi_config={"autocast_bf16_ops": "linear"})
@@ -578,8 +577,7 @@ def test_trainer_trains_end_to_end_on_hpu(habana: Any, hpu_on_cpu: list, tiny_bo
 
 def test_gaudi_trainer_end_to_end_with_a_differentiable_head(habana: Any, hpu_on_cpu: list, tiny_body_path: str,
                                                              toy_data: dict) -> None:
-    from setfit_lite import SetFitModel
-    from trainers import GaudiTrainer
+    from setfit_lite import GaudiTrainer, SetFitModel
 
     model = SetFitModel.from_pretrained(tiny_body_path, use_differentiable_head=True)
     trainer = GaudiTrainer(model=model, args=_trainer_args(end_to_end=True), train_dataset=toy_data,
@@ -599,8 +597,7 @@ def test_gaudi_trainer_end_to_end_with_a_differentiable_head(habana: Any, hpu_on
 
 def test_ipu_trainer_stacks_batch_multiplier_batches_per_step(poptorch: Any, tiny_body_path: str,
                                                               toy_data: dict) -> None:
-    from setfit_lite import SetFitModel
-    from trainers import IPUTrainer
+    from setfit_lite import IPUTrainer, SetFitModel
 
     model = SetFitModel.from_pretrained(tiny_body_path)
     config = {"gradient_accumulation_steps": 2}
@@ -619,8 +616,7 @@ def test_ipu_trainer_stacks_batch_multiplier_batches_per_step(poptorch: Any, tin
 
 
 def test_ipu_batch_multiplier_errors(poptorch: Any, tiny_body_path: str, toy_data: dict) -> None:
-    from setfit_lite import SetFitModel
-    from trainers import IPUTrainer
+    from setfit_lite import IPUTrainer, SetFitModel
 
     model = SetFitModel.from_pretrained(tiny_body_path)
     too_many = IPUTrainer(model=model, args=_trainer_args(), train_dataset=toy_data,

@@ -221,13 +221,19 @@ def test_transformers_interval_strategy_enums_are_accepted() -> None:
     assert type(args.eval_strategy) is str and args.eval_steps == args.logging_steps
 
 
-def test_backend_and_precision_names_are_the_trainers_registry() -> None:
-    from setfit_lite.training_args import BACKENDS, PRECISIONS
-    from trainers import base, registry
+def test_backend_and_precision_names_are_the_trainers_names() -> None:
+    from trainers import names
     from trainers.cpu import CpuBackend
 
-    assert BACKENDS == registry.NAMES
-    assert PRECISIONS == (base.AUTO_PRECISION, *base.PRECISIONS)
+    for name in names.NAMES:
+        assert TrainingArguments(backend=f" {name.upper()}").backend == name
+    for precision in names.PRECISION_NAMES:
+        assert TrainingArguments(precision=precision).precision == precision
+    with pytest.raises(ValueError, match=r"backend must be one of 'auto', 'cpu', 'cuda', 'hpu', 'ipu' \(any case\) "
+                                         r"or a trainers.Backend, got 'tpu'"):
+        TrainingArguments(backend="tpu")
+    with pytest.raises(TypeError, match="backend must be one of .* or a trainers.Backend, got <object"):
+        TrainingArguments(backend=object())
     backend = CpuBackend(precision="fp32")
     assert TrainingArguments(backend=backend).backend is backend
 
@@ -345,3 +351,11 @@ def test_body_learning_rate_zero_freezes_the_body(tiny_body_path: str, toy_data:
     frozen = all(torch.equal(before[k], after[k]) for k in before)
     assert frozen is (args.body_embedding_learning_rate == 0), kwargs  # a positive rate does change the body
     assert set(model.predict(toy_data["text"][:4])) <= {"positive", "negative"}  # the head was trained
+
+
+@pytest.mark.parametrize(("value", "expected"), [(1, True), (np.int64(2), True), (np.uint8(0), True), (True, False),
+                                                 (np.bool_(False), False), (1.0, False), ("1", False)])
+def test_is_integer_takes_numpy_integers_but_no_bool(value: Any, expected: bool) -> None:
+    from setfit_lite.training_args import is_integer
+
+    assert is_integer(value) is expected

@@ -3,45 +3,43 @@
 >>> from trainers import get_backend
 >>> backend = get_backend("auto", precision="bf16")     # doctest: +SKIP
 
-Device SDKs (habana_frameworks, poptorch, intel_extension_for_pytorch, oneccl_bindings_for_pytorch)
-are imported only by the backend that needs them, when it is built.
-
-``GaudiTrainer(..., gaudi_config=...)`` and ``IPUTrainer(..., ipu_config=...)`` are setfit_lite's Trainer on those
-devices (:mod:`trainers.named`, loaded when first used: it sits above ``setfit_lite.trainer``).
+Importing ``trainers`` (or :mod:`trainers.names`, the names of backends and precisions) imports no torch: each
+name below loads its module when first used. Device SDKs (habana_frameworks, poptorch,
+intel_extension_for_pytorch, oneccl_bindings_for_pytorch) are imported only by the backend that needs them, when
+it is built. ``GaudiTrainer`` and ``IPUTrainer`` are Trainers: ``from setfit_lite import GaudiTrainer, IPUTrainer``.
 """
+
+from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from .base import PRECISIONS, Backend
-from .cpu import CpuBackend
-from .cuda import CudaBackend
-from .gaudi import GaudiBackend, GaudiConfig
-from .ipu import IpuBackend, IpuConfig
-from .registry import NAMES, available_backends, backend_class, get_backend, resolve_auto
+_EXPORTS = {
+    "NAMES": "names",
+    "PRECISIONS": "names",
+    "Backend": "base",
+    "CpuBackend": "cpu",
+    "CudaBackend": "cuda",
+    "GaudiBackend": "gaudi",
+    "GaudiConfig": "gaudi",
+    "IpuBackend": "ipu",
+    "IpuConfig": "ipu",
+    "available_backends": "registry",
+    "backend_class": "registry",
+    "get_backend": "registry",
+    "resolve_auto": "registry",
+}
+_MOVED = {"GaudiTrainer": "setfit_lite", "IPUTrainer": "setfit_lite"}  # Trainers sit above the backends
 
-_NAMED_TRAINERS = ("GaudiTrainer", "IPUTrainer")
-
-__all__ = [
-    "NAMES",
-    "PRECISIONS",
-    "Backend",
-    "CpuBackend",
-    "CudaBackend",
-    "GaudiBackend",
-    "GaudiConfig",
-    "GaudiTrainer",
-    "IPUTrainer",
-    "IpuBackend",
-    "IpuConfig",
-    "available_backends",
-    "backend_class",
-    "get_backend",
-    "resolve_auto",
-]
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _NAMED_TRAINERS:
-        return getattr(importlib.import_module("trainers.named"), name)
+    """Import a backend module (and torch) only when one of its names is first used."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _MOVED:
+        raise AttributeError(f"{name} is a Trainer, not a backend: `from {_MOVED[name]} import {name}`")
     raise AttributeError(f"module 'trainers' has no attribute {name!r}")

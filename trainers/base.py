@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import logging
@@ -10,14 +11,17 @@ import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
+
+from .names import AUTO_PRECISION, PRECISIONS
+
 logger = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16", "fp16")
-AUTO_PRECISION = "auto"  # each backend's choice: see ``Backend.auto_precision``
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 _WARNED: set[str] = set()
 
@@ -38,36 +42,42 @@ def import_sdk(module: str, hint: str) -> Any:
         raise ImportError(f"{hint} ({err})") from err
 
 
-def read_json_config(
-    source: Mapping[str, Any] | str | os.PathLike,
-    filename: str,
-    kind: str,
-    known: set[str],
-    unsupported: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """A vendor config (``gaudi_config.json``, ``ipu_config.json``) as a dict of its ``known`` keys.
+class DeviceConfig:
+    """Base of the vendor configs (``gaudi_config.json``, ``ipu_config.json``), each a dataclass of the keys its
+    backend understands: ``filename`` (looked for in a folder), ``kind`` (for messages), ``unsupported`` (keys that
+    warn with their message when truthy)."""
 
-    ``source`` is a dict, a JSON file, or a folder holding ``filename``; other keys are logged and dropped,
-    and a truthy key of ``unsupported`` warns with its message.
-    """
-    if isinstance(source, Mapping):
-        data = dict(source)
-    else:
-        path = Path(source)
-        if path.is_dir():
-            path = path / filename
-        if not path.is_file():
-            raise FileNotFoundError(f"{kind} not found: {path}")
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict):
-            raise TypeError(f"{path} must hold a JSON object")
-    for key, message in (unsupported or {}).items():
-        if data.get(key):
-            warn_once(message)
-    ignored = sorted(set(data) - known)
-    if ignored:
-        logger.info("%s: ignoring keys %s", filename.removesuffix(".json"), ", ".join(ignored))
-    return {k: v for k, v in data.items() if k in known}
+    filename: ClassVar[str]
+    kind: ClassVar[str]
+    unsupported: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def load(cls, source: Self | Mapping[str, Any] | str | os.PathLike | None) -> Self:
+        """From a dict, a JSON file, or a folder holding :attr:`filename`; ``None`` gives the defaults, a config is
+        returned as is. Other keys are logged and dropped."""
+        if source is None:
+            return cls()
+        if isinstance(source, cls):
+            return source
+        if isinstance(source, Mapping):
+            data = dict(source)
+        else:
+            path = Path(source)
+            if path.is_dir():
+                path = path / cls.filename
+            if not path.is_file():
+                raise FileNotFoundError(f"{cls.kind} not found: {path}")
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise TypeError(f"{path} must hold a JSON object")
+        for key, message in cls.unsupported.items():
+            if data.get(key):
+                warn_once(message)
+        known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        ignored = sorted(set(data) - known)
+        if ignored:
+            logger.info("%s: ignoring keys %s", cls.filename.removesuffix(".json"), ", ".join(ignored))
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 class Backend:
@@ -146,7 +156,8 @@ class Backend:
         return _DTYPES[self.precision]
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """Mixed-precision context for forward passes (training and inference)."""
+        """Mixed-precision context of the training forward pass (:meth:`training_step`); prediction does not use
+        it: embeddings for the head and for ``predict`` are computed in fp32 (see ``setfit_lite.training.head_fit``)."""
         dtype = self.autocast_dtype
         if dtype is None:
             return contextlib.nullcontext()

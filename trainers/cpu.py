@@ -39,7 +39,6 @@ class CpuFeatures:
     flags: frozenset[str]
     known: bool  # False when no cpuinfo could be read (non-Linux)
     mkldnn: bool
-    mkldnn_bf16: bool
 
     @property
     def amx_bf16(self) -> bool:
@@ -86,12 +85,7 @@ def detect_cpu_features(cpuinfo: str | None = None) -> CpuFeatures:
             cpuinfo = CPUINFO_PATH.read_text(errors="replace")
         except OSError:
             cpuinfo, known = "", False
-    mkldnn = bool(torch.backends.mkldnn.is_available())
-    try:
-        mkldnn_bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        mkldnn_bf16 = False
-    return CpuFeatures(parse_cpuinfo_flags(cpuinfo), known, mkldnn, mkldnn_bf16)
+    return CpuFeatures(parse_cpuinfo_flags(cpuinfo), known, bool(torch.backends.mkldnn.is_available()))
 
 
 class CpuBackend(DistributedMixin, Backend):

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
 
+from .names import TORCHRUN_VARS
+
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 logger = logging.getLogger(__name__)
 
 PROCESS_GROUP_BACKENDS = ("gloo", "nccl", "hccl", "ccl")
-TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,8 @@ class DistEnv:
     rank: int = 0
     local_rank: int = 0
     world_size: int = 1
-    local_world_size: int = 1
     master_addr: str | None = None
     master_port: str | None = None
-
-    @property
-    def is_distributed(self) -> bool:
-        return self.world_size > 1
 
 
 def _int_var(env: Mapping[str, str], name: str, default: int) -> int:
@@ -53,15 +49,15 @@ def _int_var(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
-    """Read ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``... (torchrun's variables)."""
+    """This process's coordinates from torchrun's variables (:data:`trainers.names.TORCHRUN_VARS`) in ``environ``
+    (default: ``os.environ``); none set means one process."""
     env = os.environ if environ is None else environ
     world_size = _int_var(env, "WORLD_SIZE", 1)
     rank = _int_var(env, "RANK", 0)
     local_rank = _int_var(env, "LOCAL_RANK", rank if world_size > 1 else 0)
-    local_world_size = _int_var(env, "LOCAL_WORLD_SIZE", world_size)
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"inconsistent torchrun environment: RANK={rank}, WORLD_SIZE={world_size}")
-    return DistEnv(rank, local_rank, world_size, local_world_size, env.get("MASTER_ADDR"), env.get("MASTER_PORT"))
+    return DistEnv(rank, local_rank, world_size, env.get("MASTER_ADDR"), env.get("MASTER_PORT"))
 
 
 def load_process_group_backend(name: str) -> str:
@@ -108,7 +104,7 @@ def init_process_group(backend: str, env: DistEnv, timeout_s: float | None = Non
     if not env.master_addr or not env.master_port:
         raise RuntimeError(
             f"WORLD_SIZE={env.world_size} but MASTER_ADDR/MASTER_PORT are not set: launch with "
-            "`torchrun --nproc_per_node=N ...` (or export RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)"
+            f"`torchrun --nproc_per_node=N ...` (or export {', '.join(TORCHRUN_VARS)})"
         )
     load_process_group_backend(backend)
     kwargs: dict[str, Any] = {}

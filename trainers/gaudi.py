@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ import torch
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
-from .base import Backend, import_sdk, read_json_config, warn_once
+from .base import Backend, DeviceConfig, import_sdk, warn_once
 from .distributed import DistOptions, DistributedMixin
 
 logger = logging.getLogger(__name__)
@@ -45,8 +45,13 @@ SDK_HINT = (
 
 
 @dataclass
-class GaudiConfig:
-    """The ``gaudi_config.json`` keys this backend understands (others are ignored)."""
+class GaudiConfig(DeviceConfig):
+    """The ``gaudi_config.json`` keys this backend understands (others are ignored); ``GaudiConfig.load(source)``
+    reads a dict, a JSON file or a folder holding one."""
+
+    filename, kind = GAUDI_CONFIG_NAME, "Gaudi config"
+    unsupported = {"use_habana_mixed_precision": "gaudi_config: use_habana_mixed_precision (HMP) is not supported; "
+                                                 "use use_torch_autocast"}
 
     use_torch_autocast: bool = False
     autocast_bf16_ops: list[str] | None = None
@@ -54,22 +59,11 @@ class GaudiConfig:
     use_fused_adam: bool = False
     use_fused_clip_norm: bool = False
 
-    @classmethod
-    def load(cls, source: GaudiConfig | Mapping[str, Any] | str | os.PathLike | None) -> GaudiConfig:
-        """From a dict, a JSON file, or a folder holding ``gaudi_config.json``; ``None`` gives defaults."""
-        if source is None:
-            return cls()
-        if isinstance(source, GaudiConfig):
-            return source
-        hmp = "gaudi_config: use_habana_mixed_precision (HMP) is not supported; use use_torch_autocast"
-        known = {f.name for f in fields(cls)}
-        config = cls(**read_json_config(source, GAUDI_CONFIG_NAME, "Gaudi config", known,
-                                        unsupported={"use_habana_mixed_precision": hmp}))
+    def __post_init__(self) -> None:
         for name in ("autocast_bf16_ops", "autocast_fp32_ops"):
-            ops = getattr(config, name)
+            ops = getattr(self, name)
             if ops is not None and (not isinstance(ops, list) or not all(isinstance(op, str) for op in ops)):
                 raise ValueError(f"gaudi_config: {name} must be a list of op names, got {ops!r}")
-        return config
 
 
 def declare_autocast_ops(config: GaudiConfig, directory: str | os.PathLike | None = None) -> dict[str, str]:

@@ -24,12 +24,12 @@ import inspect
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .base import Backend, import_sdk, read_json_config, warn_once
+from .base import Backend, DeviceConfig, import_sdk, warn_once
 from .distributed import DistributedMixin
 
 logger = logging.getLogger(__name__)
@@ -44,8 +44,11 @@ _TORCH_IMPL_KEYS = ("foreach", "maximize", "capturable", "differentiable", "fuse
 
 
 @dataclass
-class IpuConfig:
-    """The ``ipu_config.json`` keys this backend understands (others are ignored)."""
+class IpuConfig(DeviceConfig):
+    """The ``ipu_config.json`` keys this backend understands (others are ignored); ``IpuConfig.load(source)``
+    reads a dict, a JSON file or a folder holding one."""
+
+    filename, kind = IPU_CONFIG_NAME, "IPU config"
 
     layers_per_ipu: list[int] = field(default_factory=lambda: [-1])
     replication_factor: int = 1
@@ -69,15 +72,6 @@ class IpuConfig:
     @property
     def ipus_per_replica(self) -> int:
         return len(self.layers_per_ipu)
-
-    @classmethod
-    def load(cls, source: IpuConfig | Mapping[str, Any] | str | os.PathLike | None) -> IpuConfig:
-        """From a dict, a JSON file, or a folder holding ``ipu_config.json``; ``None`` gives defaults."""
-        if source is None:
-            return cls()
-        if isinstance(source, IpuConfig):
-            return source
-        return cls(**read_json_config(source, IPU_CONFIG_NAME, "IPU config", {f.name for f in fields(cls)}))
 
 
 def assign_layers(num_layers: int, layers_per_ipu: list[int]) -> list[int]:

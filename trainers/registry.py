@@ -13,22 +13,21 @@ import torch
 
 from .base import Backend
 from .distributed import DistOptions
+from .names import BACKENDS, NAMES
 
 logger = logging.getLogger(__name__)
 
-BACKENDS: dict[str, tuple[str, str, str]] = {
-    # name: (module, class, what it runs on)
-    "cpu": ("trainers.cpu", "CpuBackend", "CPU"),
-    "cuda": ("trainers.cuda", "CudaBackend", "NVIDIA/AMD GPU"),
-    "hpu": ("trainers.gaudi", "GaudiBackend", "Intel Gaudi"),
-    "ipu": ("trainers.ipu", "IpuBackend", "Graphcore IPU"),
+_CLASSES: dict[str, tuple[str, str]] = {  # name of trainers.names.BACKENDS: (module, class)
+    "cpu": ("trainers.cpu", "CpuBackend"),
+    "cuda": ("trainers.cuda", "CudaBackend"),
+    "hpu": ("trainers.gaudi", "GaudiBackend"),
+    "ipu": ("trainers.ipu", "IpuBackend"),
 }
-NAMES = ("auto", *BACKENDS)
 
 
 def backend_class(name: str) -> type[Backend]:
     """The Backend class registered under ``name`` (imports no device SDK)."""
-    module, cls, _ = BACKENDS[name]
+    module, cls = _CLASSES[name]
     return getattr(importlib.import_module(module), cls)
 
 
@@ -88,7 +87,7 @@ def get_backend(
         return name
     key = str(name).strip().lower()
     if key not in NAMES:
-        listed = ", ".join(f"{n!r} ({BACKENDS[n][2]})" if n in BACKENDS else repr(n) for n in NAMES)
+        listed = ", ".join(f"{n!r} ({BACKENDS[n]})" if n in BACKENDS else repr(n) for n in NAMES)
         raise ValueError(f"unknown backend {name!r}; choose one of {listed}")
     if key == "auto":
         key, reason = resolve_auto(**options)

@@ -19,7 +19,7 @@ from .checks import (
 )
 from .labels import normalize_labels
 
-__all__ = ["LabeledData", "as_table", "to_labeled_data"]
+__all__ = ["LabeledData", "as_table", "column_renames", "to_labeled_data"]
 
 _FILE_SUFFIXES = (".csv", ".json", ".jsonl")
 
@@ -111,7 +111,10 @@ def as_table(data: Any) -> dict[str, list] | None:
     return None
 
 
-def _apply_column_mapping(table: dict[str, list], column_mapping: Mapping[str, str]) -> dict[str, list]:
+def column_renames(columns: Iterable[str], column_mapping: Mapping[str, str]) -> dict[str, str]:
+    """``{column: its name under column_mapping}`` (``{source: target}``): a mapped column takes its target, an
+    unmapped one keeps its name, unless a target takes it: then it is kept as ``feat_<name>`` (setfit's prefix)."""
+    table = list(columns)
     if not isinstance(column_mapping, Mapping):
         raise TypeError(f"column_mapping must be a dict, got {type(column_mapping).__name__}")
     missing = [name for name in column_mapping if name not in table]
@@ -123,15 +126,7 @@ def _apply_column_mapping(table: dict[str, list], column_mapping: Mapping[str, s
     repeated = sorted({t for t in targets if targets.count(t) > 1})
     if repeated:
         raise ValueError(f"column_mapping maps several columns to {repeated}")
-    out = {}
-    for name, values in table.items():
-        if name in column_mapping:
-            out[column_mapping[name]] = values
-        elif name in targets:  # an unmapped column whose name is taken: keep it under setfit's "feat_" prefix
-            out[f"feat_{name}"] = values
-        else:
-            out[name] = values
-    return out
+    return {name: column_mapping.get(name, f"feat_{name}" if name in targets else name) for name in table}
 
 
 def _sequences(data: Any, labels: Any) -> tuple[Any, Any]:
@@ -200,7 +195,8 @@ def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_co
         if labels is not None:
             raise TypeError("labels= is only used with a list of texts; this data has its own label column")
         if column_mapping:
-            table = _apply_column_mapping(table, column_mapping)
+            renames = column_renames(table, column_mapping)
+            table = {renames[name]: values for name, values in table.items()}
         n_rows = len(next(iter(table.values()))) if table else 0
         if n_rows == 0:
             raise ValueError("the dataset is empty (0 rows)")

@@ -279,7 +279,7 @@ class SetFitHead(nn.Module):
             "multi_label": self.multi_label,
             "hidden_size": self.hidden_size,
             "dropout": self.dropout_p,
-            # setfit's options, written only when set (so heads without them save as before)
+            # setfit's options, written only when set (so heads without them save unchanged)
             **({"temperature": self.temperature} if self.temperature != 1.0 else {}),
             **({"bias": False} if not self.bias else {}),
             **temperature_field(self.calibration_temperature),

@@ -85,7 +85,7 @@ def check_temperature(data: Any, file: str | os.PathLike[str]) -> float:
 
 
 def temperature_field(temperature: float) -> dict[str, float]:
-    """What a config file records of a calibration temperature: nothing for 1.0 (files stay as before)."""
+    """What a config file records of a calibration temperature: nothing for 1.0 (such files stay unchanged)."""
     return {} if temperature == 1.0 else {TEMPERATURE_FIELD: float(temperature)}
 
 

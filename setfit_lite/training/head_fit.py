@@ -22,15 +22,10 @@ from ..metrics import is_skewed
 from ..training_args import TrainingArguments
 
 
-def embed(model: Any, tokens: list[list[int]]) -> np.ndarray:
-    """Embeddings of tokenised texts as the head sees them at prediction time."""
-    return model.embed_tokens(tokens)
-
-
 def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> np.ndarray:
     """Embeddings of all ``tokens``: each rank embeds its share, rank order restores the input order."""
     positions = np.fromiter(backend.iter_shard(range(len(tokens))), dtype=np.int64)
-    local = embed(model, [tokens[i] for i in positions])
+    local = model.embed_tokens([tokens[i] for i in positions])
     if not backend.is_distributed:
         return local
     out = np.empty((len(tokens), local.shape[1]), dtype=np.float32)

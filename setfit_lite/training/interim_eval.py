@@ -16,7 +16,7 @@ from ..inference import predict_ids
 from ..metrics import MetricInputs, add_reported_metrics, compute_metric
 from ..training_args import TrainingArguments
 from .checkpoints import Progress
-from .head_fit import embed, fit_head
+from .head_fit import fit_head
 from .session import Session
 
 logger = logging.getLogger("setfit_lite.trainer")
@@ -55,8 +55,8 @@ class InterimEvaluator:
         """Class ids (or multi-hot rows) of the eval texts: a head fitted on the body as it is now."""
         model, args = session.model, session.args
         head = model.new_head(len(model.labels), self.ids.ndim > 1)
-        fit_head(head, embed(model, self.tokens), self.ids, args)
-        return predict_ids(head.predict_proba(embed(model, eval_tokens)), self.ids.ndim > 1)
+        fit_head(head, model.embed_tokens(self.tokens), self.ids, args)
+        return predict_ids(head.predict_proba(model.embed_tokens(eval_tokens)), self.ids.ndim > 1)
 
 
 class HeadEvaluator(InterimEvaluator):
@@ -70,7 +70,7 @@ class HeadEvaluator(InterimEvaluator):
         self._embeddings: np.ndarray | None = None
 
     def predict(self, session: Session, eval_tokens: list[list[int]]) -> np.ndarray:
-        embeddings = self._embeddings if self._embeddings is not None else embed(session.model, eval_tokens)
+        embeddings = self._embeddings if self._embeddings is not None else session.model.embed_tokens(eval_tokens)
         if self.fixed_body:
             self._embeddings = embeddings
         return predict_ids(self.head.predict_proba(embeddings), self.ids.ndim > 1)

@@ -1,0 +1,87 @@
+"""MkDocs hook: pages generated from the code at build time, so they cannot drift from it.
+
+A page marks where a generated part goes with an HTML comment on its own line:
+
+- ``<!-- generated: training-arguments -->``: the table of every ``TrainingArguments`` field, its default and
+  what it allows, read from the dataclass and from the rules that check each field (``setfit_lite.params``);
+- ``<!-- generated: cli -->``: the help of ``setfit-lite`` and of each of its commands, from the argparse parser
+  the command line itself uses (``setfit_lite.cli.build_parser``).
+
+Registered in ``mkdocs.yml`` (``hooks:``); ``tests/test_docs_examples.py`` builds the site with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
+
+
+def _cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def training_arguments_table() -> str:
+    """A Markdown table: each ``TrainingArguments`` field, its default and the values its rule allows."""
+    from setfit_lite.params import TRAINING_RULES
+    from setfit_lite.training_args import TrainingArguments
+
+    rows = ["| argument | default | allowed |", "|---|---|---|"]
+    for field in dataclasses.fields(TrainingArguments):
+        if not field.init:
+            continue
+        rule = TRAINING_RULES.get(field.name)
+        allowed = rule.allowed if rule is not None else "any value (not checked)"
+        default = _cell(f"`{field.default!r}`")
+        rows.append(f"| `{field.name}` | {default} | {_cell(allowed)} |")
+    return "\n".join(rows)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse keeps its sub-parsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _help(parser: argparse.ArgumentParser) -> str:
+    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)  # the same text on any terminal
+    return parser.format_help().rstrip()
+
+
+def cli_reference() -> str:
+    """``setfit-lite --help`` and each command's ``--help``, as Markdown sections."""
+    from setfit_lite.cli import build_parser
+
+    parser = build_parser()
+    parts = ["## `setfit-lite`", "", "```text", _help(parser), "```"]
+    for name, sub in _subcommands(parser).items():
+        parts += ["", f"## `setfit-lite {name}`", "", "```text", _help(sub), "```"]
+    return "\n".join(parts)
+
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "training-arguments": training_arguments_table,
+    "cli": cli_reference,
+}
+
+
+def render(markdown: str) -> str:
+    """``markdown`` with every ``<!-- generated: NAME -->`` line replaced by its generated text."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in GENERATORS:
+            raise ValueError(f"unknown generated part {name!r}; known: {sorted(GENERATORS)}")
+        return GENERATORS[name]()
+
+    return MARKER.sub(replace, markdown)
+
+
+def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+    """MkDocs event: fill in the generated parts of each page."""
+    return render(markdown)

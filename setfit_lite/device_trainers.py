@@ -1,0 +1,75 @@
+"""``GaudiTrainer(..., gaudi_config=...)`` and ``IPUTrainer(..., ipu_config=...)``: setfit_lite's one Trainer under
+the names optimum-habana and optimum-graphcore users know.
+
+Each is :class:`setfit_lite.Trainer` with ``backend`` set to its device and the config passed as the backend
+option (``TrainingArguments(backend="hpu", backend_options={"gaudi_config": ...})``): nothing else differs.
+``from setfit_lite import GaudiTrainer, IPUTrainer``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .trainer import Trainer
+from .training_args import TrainingArguments
+
+__all__ = ["GaudiTrainer", "IPUTrainer"]
+
+
+class _DeviceTrainer(Trainer):
+    """A :class:`Trainer` fixed to the backend :attr:`backend_name`, its config given as :attr:`config_option`."""
+
+    backend_name: str
+    config_option: str
+
+    def __init__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
+        self.device_config = config
+        super().__init__(*args, **kwargs)
+        self.args = self.on_device(self.args)
+
+    def on_device(self, args: TrainingArguments) -> TrainingArguments:
+        """``args`` with this trainer's backend and config (a different backend or a second config is an error)."""
+        if args.backend not in ("auto", self.backend_name):
+            raise ValueError(f"{type(self).__name__} trains on backend {self.backend_name!r}, but its "
+                             f"TrainingArguments ask for backend={args.backend!r}: use setfit_lite.Trainer for that")
+        options = dict(args.backend_options or {})
+        if self.device_config is not None:
+            if options.get(self.config_option, self.device_config) is not self.device_config:
+                raise ValueError(f"{self.config_option} given both to {type(self).__name__} and in "
+                                 f"TrainingArguments.backend_options: give it once")
+            options[self.config_option] = self.device_config
+        return args.update({"backend": self.backend_name, "backend_options": options or None})
+
+    def train(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
+        """:meth:`Trainer.train`; ``args``, when given, runs on this trainer's backend too."""
+        super().train(self.on_device(args) if args is not None else None, trial, **kwargs)
+
+
+class GaudiTrainer(_DeviceTrainer):
+    """:class:`setfit_lite.Trainer` on Intel Gaudi (backend ``"hpu"``).
+
+    ``gaudi_config``: a dict, a ``gaudi_config.json`` path or a folder holding one, or a
+    :class:`trainers.GaudiConfig` (see docs/backends.md); every other argument is :class:`Trainer`'s.
+    """
+
+    backend_name, config_option = "hpu", "gaudi_config"
+
+    def __init__(self, *args: Any, gaudi_config: Mapping[str, Any] | str | os.PathLike | Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, config=gaudi_config, **kwargs)
+
+
+class IPUTrainer(_DeviceTrainer):
+    """:class:`setfit_lite.Trainer` on Graphcore IPUs (backend ``"ipu"``).
+
+    ``ipu_config``: a dict, an ``ipu_config.json`` path or a folder holding one, or a :class:`trainers.IpuConfig`
+    (see docs/backends.md); every other argument is :class:`Trainer`'s.
+    """
+
+    backend_name, config_option = "ipu", "ipu_config"
+
+    def __init__(self, *args: Any, ipu_config: Mapping[str, Any] | str | os.PathLike | Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, config=ipu_config, **kwargs)
