@@ -1,6 +1,6 @@
 """Unlabeled texts: 8 per class + a pool of unlabeled training texts (self-training) against 8 and 16 per class.
 
-    python benchmarks/unlabeled.py --seeds 0 --test-limit 1000 --setfit-python SETFIT_VENV/bin/python
+    python -m benchmarks.unlabeled --seeds 0 --test-limit 1000 --setfit-python SETFIT_VENV/bin/python
 
 On the tasks of ``accuracy_suite.py`` (MiniLM-L6 body), per seed: setfit_lite on ``--shots`` (8) examples per class
 alone, on the same examples plus ``--pool`` (2,000) unlabeled texts (``Trainer(unlabeled_dataset=...)``), on
@@ -21,13 +21,9 @@ import statistics
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+from benchmarks import accuracy_suite, compare_setfit, imbalanced
 
-import accuracy_suite  # noqa: E402
-import compare_setfit  # noqa: E402
-import imbalanced  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 # self-training settings scored on validation data (--choose-default); the first is the chosen default
 VARIANTS = {
