@@ -378,7 +378,8 @@ class TrainingArguments:
       Chosen on validation splits (MiniLM-L6, 8 per class, 2,000 pool texts, 300 validation texts, seed 0;
       docs/benchmarks/unlabeled.md): SST-2 65.7 -> 72.7 with the body trained again, 63.7 with the head only,
       72.0 with two rounds (the threshold cannot matter for two classes); on SST-5 the same setting lost points
-      (38.7 -> 34.3): self-training is not a sure gain with many close classes, measure it on your validation data.
+      (38.7 -> 34.3; head only 38.3), still the best mean of the two: self-training is not a sure gain with many
+      close classes, measure it on your validation data.
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
