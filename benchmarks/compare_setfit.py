@@ -70,7 +70,8 @@ def _train_setfit_lite(task: dict) -> tuple[object, float]:
     # its classes to them); predictions come back as names and are mapped to ids by the worker
     model = SetFitModel.from_pretrained(task["model"], labels=task.get("label_names"))
     args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **task.get("args", {}))
-    trainer = Trainer(model=model, args=args, train_dataset={"text": task["texts"], "label": task["labels"]})
+    trainer = Trainer(model=model, args=args, train_dataset={"text": task["texts"], "label": task["labels"]},
+                      unlabeled_dataset=task.get("unlabeled"))
     start = time.perf_counter()
     trainer.train()
     return model, time.perf_counter() - start
@@ -149,9 +150,11 @@ class Worker:
 
 
 def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = None, split: str = "test",
-              counts: list[int] | None = None) -> dict:
+              counts: list[int] | None = None, pool: int = 0) -> dict:
     """One run's data: the training sample of ``spec`` (``name:shots``; ``counts``: that many rows of label 0, 1,
-    ... instead, a skewed sample) and the ``split`` it is scored on (up to ``test_limit`` rows)."""
+    ... instead, a skewed sample) and the ``split`` it is scored on (up to ``test_limit`` rows); with ``pool``,
+    also ``"pool_texts"``: that many other training-split texts (drawn for the seed, none equal to a sampled or a
+    scored text), without their labels."""
     from setfit_lite.data import sample_dataset
 
     name, shots = spec.split(":")
@@ -181,9 +184,16 @@ def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = Non
         import random
 
         test = random.Random(1234).sample(test, test_limit)
-    return {"texts": [r["text"] for r in train], "labels": [int(r[field]) for r in train],
-            "test_texts": [r["text"] for r in test], "test_labels": [int(r[field]) for r in test], "seed": seed,
-            "label_names": names}
+    out = {"texts": [r["text"] for r in train], "labels": [int(r[field]) for r in train],
+           "test_texts": [r["text"] for r in test], "test_labels": [int(r[field]) for r in test], "seed": seed,
+           "label_names": names}
+    if pool:
+        import random
+
+        taken = set(out["texts"]) | set(out["test_texts"])
+        rest = sorted({r["text"] for r in train_rows} - taken)
+        out["pool_texts"] = random.Random(seed).sample(rest, min(pool, len(rest)))
+    return out
 
 
 def summarize(runs: list[dict]) -> dict:

