@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
 
-from .training_args import LOSSES, MNRL_LOSS, PAIR_LOSSES, RANKING_LOSSES, TRIPLET_LOSSES
+from .loss_names import LOSSES, MNRL_LOSS, PAIR_LOSSES, RANKING_LOSSES, SUPCON_LOSS, TRIPLET_LOSSES, loss_name
 
 __all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "InBatchNegativesLoss", "LabelAnchorLoss",
            "PairMatrixLoss", "SimilarityDistillationLoss", "SupConLoss", "TripletLoss", "all_pairs", "build_loss",
@@ -229,12 +229,12 @@ def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | N
     ``margin`` and ``distance_metric`` go to the losses that take them (the contrastive and triplet losses; the
     cosine and ranking losses have neither); ``None`` keeps the loss's default distance.
     """
-    name = loss if isinstance(loss, str) else getattr(loss, "__name__", str(loss))
+    name = loss_name(loss)
     if name in PAIR_LOSSES:
         return PairMatrixLoss(name, margin=margin, balance=balance, distance_metric=distance_metric)
     if name in TRIPLET_LOSSES:
         return TripletLoss(name, margin=margin, distance_metric=distance_metric)
-    if name == "SupConLoss":
+    if name == SUPCON_LOSS:
         return SupConLoss()
     if name == MNRL_LOSS:
         return InBatchNegativesLoss()

@@ -3,14 +3,14 @@
 :data:`PARAMS` holds the rules of prediction (``batch_size`` of ``predict``/``predict_proba``/``predict_iter``/
 ``encode`` on torch, ONNX and static models, ONNX ``num_threads``), of the search (``n_trials``, ``timeout``,
 ``n_jobs``, ``max_trials`` and the storage's heartbeat options) and of the other numbers the CLI takes. They are
-built with, and checked by, the engine of :mod:`setfit_lite.training_args` (``_Rule`` and its builders), whose own
-table holds the rules of the training arguments.
+built with, and checked by, the rules of :mod:`setfit_lite.rules`, as are the rules of the training arguments
+(:data:`TRAINING_RULES`, the table of :mod:`setfit_lite.training_args`).
 
 The API calls :func:`check_param` (``TypeError`` for a wrong type, ``ValueError`` for a value out of range, both
 naming the parameter, the value and what is allowed); the CLI's options are parsed by :func:`argument_type`, built
 from the same rule, so a bad number is an argparse error (exit status 2) before any data or model is loaded.
 
-Torch-free: this module imports only the standard library and ``setfit_lite.training_args``.
+Torch-free: this module imports only the standard library, ``setfit_lite.rules`` and ``setfit_lite.training_args``.
 """
 
 from __future__ import annotations
@@ -19,37 +19,37 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .rules import Rule, check_rule, integer, is_integer, number, option, optional, rule_message
 from .training_args import _RULES as TRAINING_RULES
-from .training_args import _integer, _number, _option, _optional, _Rule, check_rule, is_integer, rule_message
 
 __all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params", "is_integer"]
 
-_POSITIVE = _integer("a positive integer")
+_POSITIVE = integer("a positive integer")
 LONG_TEXT_MODES = ("truncate", "chunk")
 CHUNK_POOLINGS = ("mean", "max", "weighted")
 
-PARAMS: dict[str, _Rule] = {
+PARAMS: dict[str, Rule] = {
     # prediction and encoding, every tier
     "batch_size": _POSITIVE,
-    "num_threads": _optional(_POSITIVE, "the runtime's choice"),
+    "num_threads": optional(_POSITIVE, "the runtime's choice"),
     # hyperparameter search
-    "n_trials": _optional(_POSITIVE, "no limit: until max_trials or timeout"),
-    "timeout": _optional(_number("a finite number of seconds > 0", low_open=True), "no limit"),
-    "n_jobs": _integer("1 (trials share one Trainer; to search in parallel run several processes with the same "
-                       "storage and study_name, load_if_exists=True)", high=1),
-    "max_trials": _optional(_POSITIVE, "no limit"),
-    "heartbeat_interval": _optional(_integer("a positive integer (seconds)"), "no heartbeat"),
-    "grace_period": _optional(_integer("a positive integer (seconds)"), "2 x heartbeat_interval"),
-    "max_retry": _optional(_integer("an integer >= 0", low=0), "retry without limit"),
+    "n_trials": optional(_POSITIVE, "no limit: until max_trials or timeout"),
+    "timeout": optional(number("a finite number of seconds > 0", low_open=True), "no limit"),
+    "n_jobs": integer("1 (trials share one Trainer; to search in parallel run several processes with the same "
+                      "storage and study_name, load_if_exists=True)", high=1),
+    "max_trials": optional(_POSITIVE, "no limit"),
+    "heartbeat_interval": optional(integer("a positive integer (seconds)"), "no heartbeat"),
+    "grace_period": optional(integer("a positive integer (seconds)"), "2 x heartbeat_interval"),
+    "max_retry": optional(integer("an integer >= 0", low=0), "retry without limit"),
     # data sampling, exports
     "num_samples": _POSITIVE,
-    "opset": _integer("an ONNX opset version, an integer >= 7", low=7),
-    "pca_dims": _optional(_POSITIVE, "the body's embedding size"),
-    "refine_epochs": _integer("an integer >= 0", low=0),
+    "opset": integer("an ONNX opset version, an integer >= 7", low=7),
+    "pca_dims": optional(_POSITIVE, "the body's embedding size"),
+    "refine_epochs": integer("an integer >= 0", low=0),
     # long texts (setfit_lite.chunking)
-    "long_text": _option(LONG_TEXT_MODES),
-    "chunk_overlap": _integer("an integer >= 0 (tokens shared by consecutive windows)", low=0),
-    "chunk_pooling": _option(CHUNK_POOLINGS),
+    "long_text": option(LONG_TEXT_MODES),
+    "chunk_overlap": integer("an integer >= 0 (tokens shared by consecutive windows)", low=0),
+    "chunk_pooling": option(CHUNK_POOLINGS),
 }
 
 
@@ -77,7 +77,7 @@ def _number_or_text(text: str) -> Any:
     return text
 
 
-def argument_type(name: str, rules: Mapping[str, _Rule] = PARAMS) -> Callable[[str], Any]:
+def argument_type(name: str, rules: Mapping[str, Rule] = PARAMS) -> Callable[[str], Any]:
     """An argparse ``type=`` for the parameter ``name`` of ``rules`` (:data:`PARAMS` or :data:`TRAINING_RULES`):
     the number, checked by the parameter's rule; otherwise an argparse error with the rule's message."""
     rule = rules[name]

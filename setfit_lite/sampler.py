@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import IterableDataset
 
-from .training_args import SAMPLING_STRATEGIES
+from .sampling_policy import SAMPLING_STRATEGIES
 
 __all__ = ["ContrastiveDataset", "shuffled_pair_indices"]
 

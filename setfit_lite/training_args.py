@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import numbers
-import os
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -16,132 +12,45 @@ from typing import Any
 from trainers.names import NAMES as BACKEND_NAMES
 from trainers.names import PRECISION_NAMES
 
-OBJECTIVES = ("sentence_batch", "pairs")
+from .loss_names import LOSSES, loss_name
+from .rules import (
+    Rule,
+    check_rule,
+    flag,
+    folder,
+    integer,
+    is_integer,
+    number,
+    option,
+    optional,
+    pair_of,
+    path,
+    text,
+)
+from .sampling_policy import (
+    MAX_FLOOR_STEPS,
+    OBJECTIVES,
+    SAMPLING_STRATEGIES,
+    default_body_learning_rate,
+    steps_per_epoch_floor,
+)
+
+__all__ = ["MAX_FLOOR_STEPS", "TrainingArguments", "check_argument", "is_integer"]
+
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
 ZERO_SHOT_MODES = ("prototypes", "train")
 CALIBRATION_MODES = ("temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
-MAX_FLOOR_STEPS = 384  # the cap of the default steps-per-epoch floor (see TrainingArguments)
-SAMPLING_STRATEGIES = ("oversampling", "undersampling", "unique")
-# loss names (kept here, torch-free; ``setfit_lite.losses`` builds them)
-PAIR_LOSSES = ("CosineSimilarityLoss", "ContrastiveLoss", "OnlineContrastiveLoss", "CoSENTLoss", "AnglELoss")
-# sentence-transformers' losses that rank every positive pair above every negative one
-RANKING_LOSSES = ("CoSENTLoss", "AnglELoss")
-TRIPLET_LOSSES = ("BatchAllTripletLoss", "BatchHardTripletLoss", "BatchSemiHardTripletLoss",
-                  "BatchHardSoftMarginTripletLoss")
-# setfit's own loss (setfit_lite.losses.SupConLoss), on the embeddings of a sentence batch like the triplet losses
-SUPCON_LOSS = "SupConLoss"
-# sentence-transformers' in-batch-negatives loss, on (sentence, another sentence of its class) pairs of a batch
-MNRL_LOSS = "MultipleNegativesRankingLoss"
-LOSSES = PAIR_LOSSES + TRIPLET_LOSSES + (SUPCON_LOSS, MNRL_LOSS)
 STRATEGIES = ("no", "steps", "epoch")
+
 
 def _pair(value: Any) -> tuple[Any, Any]:
     """``(body, head)`` of a checked value: its pair, or the value twice."""
     return value if isinstance(value, tuple) else (value, value)
 
 
-# ------------------------------------------------------------------------------------------------ validation
-
-
-def _is_bool(value: Any) -> bool:
-    numpy = sys.modules.get("numpy")  # a numpy bool exists only once numpy is imported
-    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
-
-
-def is_integer(value: Any) -> bool:
-    """An int or numpy integer, not a bool (Python's or numpy's)."""
-    return isinstance(value, numbers.Integral) and not _is_bool(value)
-
-
-@dataclass(frozen=True)
-class _Rule:
-    """What a field allows (for messages) and ``check(value) -> normalised value``.
-
-    ``check`` raises a bare ``TypeError`` (wrong type) or ``ValueError`` (out of range);
-    :func:`check_argument` adds the field, the value and ``allowed`` to the message.
-    """
-
-    allowed: str
-    check: Callable[[Any], Any]
-
-
-def _optional(rule: _Rule, meaning: str = "") -> _Rule:
-    def check(value: Any) -> Any:
-        return None if value is None else rule.check(value)
-
-    return _Rule(f"None{f' ({meaning})' if meaning else ''} or {rule.allowed}", check)
-
-
-def _integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int, ...] = ()) -> _Rule:
-    def check(value: Any) -> int:
-        if not is_integer(value):
-            raise TypeError
-        if value not in also and not low <= value <= high:
-            raise ValueError
-        return int(value)
-
-    return _Rule(allowed, check)
-
-
-def _number(allowed: str, low: float = 0.0, high: float = math.inf, low_open: bool = False) -> _Rule:
-    def check(value: Any) -> float:
-        if _is_bool(value) or not isinstance(value, numbers.Real):
-            raise TypeError
-        value = float(value)
-        if not (math.isfinite(value) and low <= value <= high) or (low_open and value == low):
-            raise ValueError
-        return value
-
-    return _Rule(allowed, check)
-
-
-def _pair_of(rule: _Rule) -> _Rule:
-    """One value for both phases, or a ``(body, head)`` pair (tuple or list) of them."""
-    def check(value: Any) -> Any:
-        if isinstance(value, (tuple, list)):
-            if len(value) != 2:
-                raise ValueError
-            return tuple(rule.check(v) for v in value)
-        return rule.check(value)
-
-    return _Rule(f"{rule.allowed}, or a (body, head) pair of them", check)
-
-
-def _option(options: tuple[str, ...], fold_case: bool = False) -> _Rule:
-    """One of ``options``; transformers' ``IntervalStrategy``-style enums give their ``value``."""
-    def check(value: Any) -> str:
-        value = getattr(value, "value", value)
-        if not isinstance(value, str):
-            raise TypeError
-        if fold_case:
-            value = value.strip().lower()
-        if value not in options:
-            raise ValueError
-        return value
-
-    return _Rule(f"one of {', '.join(map(repr, options))}", check)
-
-
-def _flag() -> _Rule:
-    def check(value: Any) -> bool:
-        if not _is_bool(value):
-            raise TypeError
-        return bool(value)
-
-    return _Rule("True or False", check)
-
-
-def _text(allowed: str = "a string", empty: bool = True) -> _Rule:
-    def check(value: Any) -> str:
-        if not isinstance(value, str):
-            raise TypeError
-        if not empty and not value:
-            raise ValueError
-        return value
-
-    return _Rule(allowed, check)
+# ------------------------------------------------------------------------------------------------ the fields' rules
 
 
 def _report_to(value: Any) -> list[str]:
@@ -159,26 +68,10 @@ def _report_to(value: Any) -> list[str]:
     return list(names)
 
 
-def _folder(value: Any) -> Any:
-    """A non-empty path that is a folder or does not exist yet."""
-    value = _path(value)
-    if os.path.exists(value) and not os.path.isdir(value):
-        raise ValueError(f"{os.fspath(value)} exists and is not a folder")
-    return value
-
-
-def _path(value: Any) -> Any:
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError
-    if not os.fspath(value):
-        raise ValueError
-    return value
-
-
 def _loss(value: Any) -> Any:
     if not isinstance(value, (str, type)):
         raise TypeError
-    if (value if isinstance(value, str) else value.__name__) not in LOSSES:
+    if loss_name(value) not in LOSSES:
         raise ValueError
     return value
 
@@ -207,7 +100,7 @@ def _options(value: Any) -> dict[str, Any]:
 
 def _backend(value: Any) -> Any:
     if isinstance(value, str):
-        return _option(BACKEND_NAMES, fold_case=True).check(value)
+        return option(BACKEND_NAMES, fold_case=True).check(value)
     from trainers.base import Backend  # a Backend instance was built with trainers (and torch) imported
 
     if not isinstance(value, Backend):
@@ -215,88 +108,74 @@ def _backend(value: Any) -> Any:
     return value
 
 
-_POSITIVE = _integer("a positive integer")
-_STRATEGY = _option(STRATEGIES)
-_RULES: dict[str, _Rule] = {
-    "output_dir": _Rule("a non-empty path (str or os.PathLike)", _path),
-    "batch_size": _pair_of(_POSITIVE),
-    "num_epochs": _pair_of(_POSITIVE),
-    "max_steps": _integer("a positive integer, or -1 (no limit)", also=(-1,)),
-    "sampling_strategy": _option(SAMPLING_STRATEGIES),
-    "num_iterations": _optional(_POSITIVE),
-    "body_learning_rate": _optional(_pair_of(_number("a finite number >= 0 (0 freezes the body in that phase)")),
-                                    "the objective's default"),
-    "head_learning_rate": _number("a finite number > 0", low_open=True),
-    "loss": _Rule(f"one of {', '.join(LOSSES)} (a name, the sentence-transformers class or "
-                  "setfit_lite.losses.SupConLoss)", _loss),
-    "distance_metric": _optional(_Rule("a callable (a sentence-transformers distance function)", _callable),
-                                 "the loss's default"),
-    "margin": _number("a finite number >= 0"),
-    "end_to_end": _flag(),
-    "use_amp": _flag(),
-    "warmup_proportion": _number("a number in [0, 1]", high=1.0),
-    "l2_weight": _optional(_number("a finite number >= 0")),
-    "max_length": _optional(_integer("an integer >= 2", low=2), "the body's limit"),
+_POSITIVE = integer("a positive integer")
+_STRATEGY = option(STRATEGIES)
+_RULES: dict[str, Rule] = {
+    "output_dir": path(),
+    "batch_size": pair_of(_POSITIVE),
+    "num_epochs": pair_of(_POSITIVE),
+    "max_steps": integer("a positive integer, or -1 (no limit)", also=(-1,)),
+    "sampling_strategy": option(SAMPLING_STRATEGIES),
+    "num_iterations": optional(_POSITIVE),
+    "body_learning_rate": optional(pair_of(number("a finite number >= 0 (0 freezes the body in that phase)")),
+                                   "the objective's default"),
+    "head_learning_rate": number("a finite number > 0", low_open=True),
+    "loss": Rule(f"one of {', '.join(LOSSES)} (a name, the sentence-transformers class or "
+                 "setfit_lite.losses.SupConLoss)", _loss),
+    "distance_metric": optional(Rule("a callable (a sentence-transformers distance function)", _callable),
+                                "the loss's default"),
+    "margin": number("a finite number >= 0"),
+    "end_to_end": flag(),
+    "use_amp": flag(),
+    "warmup_proportion": number("a number in [0, 1]", high=1.0),
+    "l2_weight": optional(number("a finite number >= 0")),
+    "max_length": optional(integer("an integer >= 2", low=2), "the body's limit"),
     "samples_per_label": _POSITIVE,
-    "show_progress_bar": _flag(),
-    "seed": _integer("an integer in [0, 2**63 - 1]", low=0, high=2**63 - 1),
-    "report_to": _Rule("'none', 'all', or a name or list of names of transformers' reporting integrations",
-                       _report_to),
-    "run_name": _optional(_text()),
-    "logging_dir": _optional(_Rule("a non-empty path (str or os.PathLike) of a folder, existing or not", _folder)),
+    "show_progress_bar": flag(),
+    "seed": integer("an integer in [0, 2**63 - 1]", low=0, high=2**63 - 1),
+    "report_to": Rule("'none', 'all', or a name or list of names of transformers' reporting integrations",
+                      _report_to),
+    "run_name": optional(text()),
+    "logging_dir": optional(folder()),
     "logging_strategy": _STRATEGY,
-    "logging_first_step": _flag(),
-    "logging_steps": _integer("a positive integer (0 only with logging_strategy 'no')", low=0),
+    "logging_first_step": flag(),
+    "logging_steps": integer("a positive integer (0 only with logging_strategy 'no')", low=0),
     "eval_strategy": _STRATEGY,
-    "eval_steps": _optional(_POSITIVE, "logging_steps"),
-    "eval_delay": _number("a finite number >= 0"),
-    "eval_max_steps": _integer("a positive integer, or -1 (no limit)", also=(-1,)),
+    "eval_steps": optional(_POSITIVE, "logging_steps"),
+    "eval_delay": number("a finite number >= 0"),
+    "eval_max_steps": integer("a positive integer, or -1 (no limit)", also=(-1,)),
     "save_strategy": _STRATEGY,
     "save_steps": _POSITIVE,
-    "save_total_limit": _optional(_POSITIVE, "keep all"),
-    "load_best_model_at_end": _flag(),
-    "metric_for_best_model": _optional(_text("a non-empty string", empty=False), "the first metric"),
-    "greater_is_better": _optional(_flag(), "from the metric's name"),
-    "objective": _option(OBJECTIVES),
-    "sentence_batch_size": _optional(_integer("an integer >= 2", low=2), "batch_size"),
-    "min_steps_per_epoch": _optional(_POSITIVE, "from the data"),
-    "early_stopping_patience": _optional(_POSITIVE, "no early stopping"),
-    "max_grad_norm": _optional(_number("a finite number >= 0 (0: no clipping)"), "no clipping"),
-    "backend": _Rule(f"one of {', '.join(map(repr, BACKEND_NAMES))} (any case) or a trainers.Backend", _backend),
-    "backend_options": _optional(_Rule("a dict of the backend's options by name, e.g. {'num_threads': 8} or "
-                                       "{'gaudi_config': 'gaudi_config.json'}", _options), "the defaults"),
-    "precision": _option(PRECISION_NAMES),
-    "compile": _flag(),
-    "prompt": _optional(_text()),
-    "freeze_word_embeddings": _optional(_flag(), "by vocabulary size"),
-    "label_anchors": _option(LABEL_ANCHORS),
-    "anchor_template": _Rule("a string containing '{label}'", _template),
-    "anchor_weight": _number("a finite number >= 0"),
-    "anchor_loss": _option(ANCHOR_LOSSES),
-    "anchor_temperature": _number("a finite number > 0", low_open=True),
-    "label_prior_temperature": _optional(_number("a finite number > 0", low_open=True), "no prior"),
-    "zero_shot": _option(ZERO_SHOT_MODES),
-    "calibration": _option(CALIBRATION_MODES),
-    "head_class_weight": _optional(_option(HEAD_CLASS_WEIGHTS), "no class weights"),
-    "self_training_rounds": _integer("an integer >= 0 (0: the unlabeled pool is not used)", low=0),
-    "pseudo_label_threshold": _number("a probability in [0, 1]", high=1.0),
-    "pseudo_labels_per_class": _number("a finite number > 0 (times the class's labelled count)", low_open=True),
-    "self_training_body": _flag(),
+    "save_total_limit": optional(_POSITIVE, "keep all"),
+    "load_best_model_at_end": flag(),
+    "metric_for_best_model": optional(text("a non-empty string", empty=False), "the first metric"),
+    "greater_is_better": optional(flag(), "from the metric's name"),
+    "objective": option(OBJECTIVES),
+    "sentence_batch_size": optional(integer("an integer >= 2", low=2), "batch_size"),
+    "min_steps_per_epoch": optional(_POSITIVE, "from the data"),
+    "early_stopping_patience": optional(_POSITIVE, "no early stopping"),
+    "max_grad_norm": optional(number("a finite number >= 0 (0: no clipping)"), "no clipping"),
+    "backend": Rule(f"one of {', '.join(map(repr, BACKEND_NAMES))} (any case) or a trainers.Backend", _backend),
+    "backend_options": optional(Rule("a dict of the backend's options by name, e.g. {'num_threads': 8} or "
+                                      "{'gaudi_config': 'gaudi_config.json'}", _options), "the defaults"),
+    "precision": option(PRECISION_NAMES),
+    "compile": flag(),
+    "prompt": optional(text()),
+    "freeze_word_embeddings": optional(flag(), "by vocabulary size"),
+    "label_anchors": option(LABEL_ANCHORS),
+    "anchor_template": Rule("a string containing '{label}'", _template),
+    "anchor_weight": number("a finite number >= 0"),
+    "anchor_loss": option(ANCHOR_LOSSES),
+    "anchor_temperature": number("a finite number > 0", low_open=True),
+    "label_prior_temperature": optional(number("a finite number > 0", low_open=True), "no prior"),
+    "zero_shot": option(ZERO_SHOT_MODES),
+    "calibration": option(CALIBRATION_MODES),
+    "head_class_weight": optional(option(HEAD_CLASS_WEIGHTS), "no class weights"),
+    "self_training_rounds": integer("an integer >= 0 (0: the unlabeled pool is not used)", low=0),
+    "pseudo_label_threshold": number("a probability in [0, 1]", high=1.0),
+    "pseudo_labels_per_class": number("a finite number > 0 (times the class's labelled count)", low_open=True),
+    "self_training_body": flag(),
 }
-
-
-def rule_message(rule: _Rule, shown: str, error: Exception) -> str:
-    """"must be <allowed>, got <shown>", with the reason ``error`` gives when it gives one."""
-    return f"must be {rule.allowed}, got {shown}" + (f": {error}" if str(error) else "")
-
-
-def check_rule(rule: _Rule, name: str, value: Any, owner: str = "") -> Any:
-    """``rule.check(value)``; its ``TypeError``/``ValueError`` again, naming ``owner`` (a prefix), the parameter
-    ``name``, the value and what is allowed."""
-    try:
-        return rule.check(value)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"{owner}{name} {rule_message(rule, repr(value), error)}") from None
 
 
 def check_argument(name: str, value: Any) -> Any:
@@ -509,7 +388,7 @@ class TrainingArguments:
             self.objective = "pairs"
         self._default_body_learning_rate = self.body_learning_rate is None
         if self.body_learning_rate is None:
-            self.body_learning_rate = (1e-4 if self.objective == "sentence_batch" else 2e-5, 1e-5)
+            self.body_learning_rate = default_body_learning_rate(self.objective)
         self.body_learning_rate = _pair(self.body_learning_rate)
         self._check_intervals()
         if self.report_to != ["none"]:  # transformers' integrations: checked here, run by the Trainer
@@ -519,7 +398,7 @@ class TrainingArguments:
         if self.backend_options and not isinstance(self.backend, str):
             raise ValueError("TrainingArguments: backend_options cannot be combined with a trainers.Backend instance "
                              "(build the instance with its options instead)")
-        self.loss_name = self.loss if isinstance(self.loss, str) else self.loss.__name__
+        self.loss_name = loss_name(self.loss)
 
     def _check_intervals(self) -> None:
         """setfit's (transformers') rules between the logging, evaluation and saving intervals."""
@@ -591,10 +470,7 @@ class TrainingArguments:
         """``min_steps_per_epoch``, or its default for K classes and N texts in batches of b (see the class doc)."""
         if self.min_steps_per_epoch is not None:
             return self.min_steps_per_epoch
-        by_classes = min(32, max(4, num_classes**2))
-        b = max(2, batch_size)
-        by_pairs = math.ceil(1.75 * num_texts * (num_texts - 1) / (b * (b - 1))) if num_texts > 1 else 0
-        return min(MAX_FLOOR_STEPS, max(by_classes, by_pairs))
+        return steps_per_epoch_floor(num_classes, num_texts, batch_size)
 
     def update(self, arguments: dict[str, Any], ignore_extra: bool = False) -> TrainingArguments:
         """A copy with ``arguments`` replaced; unknown names raise ``TypeError`` unless ``ignore_extra``."""

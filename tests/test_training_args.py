@@ -146,6 +146,11 @@ BAD_ARGUMENTS = [
     ({"calibration": None}, TypeError, "calibration"),
     ({"head_class_weight": "always"}, ValueError, "head_class_weight"),
     ({"head_class_weight": {0: 2.0}}, TypeError, "head_class_weight"),
+    ({"self_training_rounds": -1}, ValueError, "self_training_rounds"),
+    ({"self_training_rounds": 1.0}, TypeError, "self_training_rounds"),
+    ({"pseudo_label_threshold": 1.5}, ValueError, "pseudo_label_threshold"),
+    ({"pseudo_labels_per_class": 0}, ValueError, "pseudo_labels_per_class"),
+    ({"self_training_body": 1}, TypeError, "self_training_body"),
 ]
 
 

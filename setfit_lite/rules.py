@@ -1,0 +1,166 @@
+"""The rules that check a parameter's value: a :class:`Rule` says what it allows and normalises what it accepts.
+
+The builders (:func:`integer`, :func:`number`, :func:`option`, ...) make the rules of the tables of
+:mod:`setfit_lite.training_args` (the training arguments) and :mod:`setfit_lite.params` (prediction, search, CLI);
+:func:`check_rule` turns a rule's bare ``TypeError`` (wrong type) or ``ValueError`` (out of range) into one that
+names the parameter, the value and what is allowed.
+
+Torch- and numpy-free: this module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Rule", "check_rule", "flag", "folder", "integer", "is_bool", "is_integer", "number", "optional",
+           "option", "pair_of", "path", "rule_message", "text"]
+
+
+def is_bool(value: Any) -> bool:
+    """A bool, Python's or numpy's."""
+    numpy = sys.modules.get("numpy")  # a numpy bool exists only once numpy is imported
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
+
+
+def is_integer(value: Any) -> bool:
+    """An int or numpy integer, not a bool (Python's or numpy's)."""
+    return isinstance(value, numbers.Integral) and not is_bool(value)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a parameter allows (for messages) and ``check(value) -> normalised value``.
+
+    ``check`` raises a bare ``TypeError`` (wrong type) or ``ValueError`` (out of range, with or without a reason);
+    :func:`check_rule` adds the parameter, the value and ``allowed`` to the message.
+    """
+
+    allowed: str
+    check: Callable[[Any], Any]
+
+
+def optional(rule: Rule, meaning: str = "") -> Rule:
+    """None (which means ``meaning``) or what ``rule`` allows."""
+    def check(value: Any) -> Any:
+        return None if value is None else rule.check(value)
+
+    return Rule(f"None{f' ({meaning})' if meaning else ''} or {rule.allowed}", check)
+
+
+def integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int, ...] = ()) -> Rule:
+    """An integer (not a bool) in ``[low, high]`` or one of ``also``."""
+    def check(value: Any) -> int:
+        if not is_integer(value):
+            raise TypeError
+        if value not in also and not low <= value <= high:
+            raise ValueError
+        return int(value)
+
+    return Rule(allowed, check)
+
+
+def number(allowed: str, low: float = 0.0, high: float = math.inf, low_open: bool = False) -> Rule:
+    """A finite real (not a bool) in ``[low, high]`` (``(low, high]`` with ``low_open``), as a float."""
+    def check(value: Any) -> float:
+        if is_bool(value) or not isinstance(value, numbers.Real):
+            raise TypeError
+        value = float(value)
+        if not (math.isfinite(value) and low <= value <= high) or (low_open and value == low):
+            raise ValueError
+        return value
+
+    return Rule(allowed, check)
+
+
+def pair_of(rule: Rule) -> Rule:
+    """One value for both phases, or a ``(body, head)`` pair (tuple or list) of them."""
+    def check(value: Any) -> Any:
+        if isinstance(value, (tuple, list)):
+            if len(value) != 2:
+                raise ValueError
+            return tuple(rule.check(v) for v in value)
+        return rule.check(value)
+
+    return Rule(f"{rule.allowed}, or a (body, head) pair of them", check)
+
+
+def option(options: tuple[str, ...], fold_case: bool = False) -> Rule:
+    """One of ``options``; transformers' ``IntervalStrategy``-style enums give their ``value``."""
+    def check(value: Any) -> str:
+        value = getattr(value, "value", value)
+        if not isinstance(value, str):
+            raise TypeError
+        if fold_case:
+            value = value.strip().lower()
+        if value not in options:
+            raise ValueError
+        return value
+
+    return Rule(f"one of {', '.join(map(repr, options))}", check)
+
+
+def flag() -> Rule:
+    """True or False (Python's or numpy's), as a bool."""
+    def check(value: Any) -> bool:
+        if not is_bool(value):
+            raise TypeError
+        return bool(value)
+
+    return Rule("True or False", check)
+
+
+def text(allowed: str = "a string", empty: bool = True) -> Rule:
+    """A string; non-empty unless ``empty``."""
+    def check(value: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError
+        if not empty and not value:
+            raise ValueError
+        return value
+
+    return Rule(allowed, check)
+
+
+def _path(value: Any) -> Any:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError
+    if not os.fspath(value):
+        raise ValueError
+    return value
+
+
+def _folder(value: Any) -> Any:
+    value = _path(value)
+    if os.path.exists(value) and not os.path.isdir(value):
+        raise ValueError(f"{os.fspath(value)} exists and is not a folder")
+    return value
+
+
+def path() -> Rule:
+    """A non-empty path (str or ``os.PathLike``)."""
+    return Rule("a non-empty path (str or os.PathLike)", _path)
+
+
+def folder() -> Rule:
+    """A non-empty path that is a folder or does not exist yet."""
+    return Rule("a non-empty path (str or os.PathLike) of a folder, existing or not", _folder)
+
+
+def rule_message(rule: Rule, shown: str, error: Exception) -> str:
+    """"must be <allowed>, got <shown>", with the reason ``error`` gives when it gives one."""
+    return f"must be {rule.allowed}, got {shown}" + (f": {error}" if str(error) else "")
+
+
+def check_rule(rule: Rule, name: str, value: Any, owner: str = "") -> Any:
+    """``rule.check(value)``; its ``TypeError``/``ValueError`` again, naming ``owner`` (a prefix), the parameter
+    ``name``, the value and what is allowed."""
+    try:
+        return rule.check(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{owner}{name} {rule_message(rule, repr(value), error)}") from None
