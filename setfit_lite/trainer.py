@@ -29,7 +29,6 @@ from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .data.readers import column_renames
 from .evaluation import evaluate_model
-from .heads.linear import is_lr
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
@@ -37,16 +36,10 @@ from .reporting import reporting_callbacks
 from .search import routing, run_hyperparameter_search
 from .search.seeding import seed_everything
 from .serialization import check_output_path
-from .training.head_fit import (
-    add_label_prior,
-    fit_head,
-    fit_prototypes,
-    gather_embeddings,
-    single_text_classes,
-    weigh_classes,
-)
+from .training.head_fit import fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
 from .training.interim_eval import HeadEvaluator, InterimEvaluator
+from .training.label_policy import fold_label_prior, label_anchor_texts, zero_shot_prototypes
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
 from .training.optim import body_optimizer, end_to_end_optimizer, freeze_word_embeddings
@@ -58,7 +51,6 @@ from .training_args import TrainingArguments
 __all__ = ["Trainer", "TrainingInterrupted"]
 
 logger = logging.getLogger(__name__)
-MAX_ANCHORS = 64  # label anchors ride in every batch: beyond this many classes they would crowd out the sentences
 
 
 _REQUIRED_COLUMNS = ("label", "text")
@@ -103,11 +95,8 @@ class Trainer:
         if self._unlabeled is not None and self._eval_data is not None:
             check_disjoint(self._unlabeled, self._eval_data.texts, "the eval dataset")
         self._callbacks = list(callbacks or [])
-        self._anchor_texts: list[str] | None = None  # the current train()'s label texts (label_anchor_texts)
-        self._prototypes = False  # whether the current train() is zero-shot prototypes (zero_shot_prototypes)
         self.state = TrainerState()
-        self.backend: Backend | None = None
-        self.session: Session | None = None
+        self.session: Session | None = None  # the current (or last) train() call's
         if model is None:
             seed_everything(self.args.seed)
             model = self.call_model_init()
@@ -245,7 +234,7 @@ class Trainer:
             model.model_body.max_seq_length = min(args.max_length, _tokenizer_limit(model))
         if args.prompt is not None:
             model.prompt = args.prompt
-        self.backend = backend = get_backend(args.backend, precision=args.precision, compile=args.compile,
+        backend = get_backend(args.backend, precision=args.precision, compile=args.compile,
                                              **(args.backend_options or {}))
         backend.setup()
         try:
@@ -279,8 +268,9 @@ class Trainer:
         start = time.perf_counter()
         backend.move_module(model.model_body)
         tokens = model.tokenize(data.texts)
-        self._prototypes = self.zero_shot_prototypes(args, data.texts, ids, multi_label)
-        self._anchor_texts = self.label_anchor_texts(args, ids)
+        own_objective = self._own_objective()
+        session.prototypes = zero_shot_prototypes(args, model, data.texts, ids, multi_label, own_objective)
+        session.anchor_texts = label_anchor_texts(args, model, ids, session.prototypes, own_objective)
         session.event("on_train_begin")
         if self.trains_body(args):
             self.train_embeddings(args, tokens, ids)
@@ -306,7 +296,8 @@ class Trainer:
 
     def trains_body(self, args: TrainingArguments) -> bool:
         """Whether ``args`` train the body contrastively (not for zero-shot prototypes, a frozen body, no steps)."""
-        return not self._prototypes and args.embedding_num_epochs > 0 and args.max_steps != 0 \
+        prototypes = self.session is not None and self.session.prototypes
+        return not prototypes and args.embedding_num_epochs > 0 and args.max_steps != 0 \
             and args.body_embedding_learning_rate > 0
 
     def _final_logs(self) -> dict[str, float]:
@@ -319,6 +310,17 @@ class Trainer:
             logs.update({f"final_eval_{k}": float(v) for k, v in metrics.items()
                          if isinstance(v, numbers.Real) and not isinstance(v, bool)})
         return logs
+
+    def _own_objective(self) -> str | None:
+        """Why this trainer takes no zero-shot prototypes nor label anchors (it trains its own objective), or None."""
+        if type(self).embedding_loss is Trainer.embedding_loss:
+            return None
+        return f"{type(self).__name__} trains its own objective"
+
+    @property
+    def backend(self) -> Backend | None:
+        """The backend of the current (or last) ``train()`` call."""
+        return self.session.backend if self.session is not None else None
 
     @property
     def handler(self) -> CallbackHandler | None:
@@ -385,7 +387,7 @@ class Trainer:
         freeze_word_embeddings(body, args.freeze_word_embeddings)
         loss, sampler, evaluator = self.embedding_loss(args), self.make_sampler(args, ids), \
             self._interim_evaluator(args, tokens, ids)
-        anchors = self._anchor_texts
+        anchors = self.session.anchor_texts
         if anchors:
             sampler = WithAnchors(sampler, len(tokens), len(anchors))
             loss = LabelAnchorLoss(loss, len(anchors), args.anchor_weight, args.anchor_loss, args.anchor_temperature)
@@ -396,64 +398,6 @@ class Trainer:
             sampler, tokens, self._batch_labels(ids), args.embedding_num_epochs,
             max_steps=args.max_steps, checkpoints=True, evaluate=evaluator))
         freeze_word_embeddings(body, False)
-
-    def _label_prior(self, args: TrainingArguments, head: Any, embeddings: np.ndarray) -> None:
-        """With label anchors and ``label_prior_temperature``, fold the label texts into the head as a prior."""
-        info = self.model.training_info.get("label_anchors") or {}
-        if not info.get("used") or args.label_prior_temperature is None:
-            return
-        anchors = self.model.embed_tokens(self.model.tokenize(info["texts"]))
-        reason = add_label_prior(head, embeddings, anchors, args.label_prior_temperature)
-        info["prior"] = None if reason else args.label_prior_temperature
-        if reason:
-            logger.info("label prior not applied: %s", reason)
-
-    def zero_shot_prototypes(self, args: TrainingArguments, texts: list[str], ids: np.ndarray,
-                             multi_label: bool) -> bool:
-        """Whether this ``train()`` leaves the body as it is and makes the head the nearest class text by cosine
-        (``zero_shot="prototypes"`` and every class has one distinct text: ``get_templated_dataset``'s zero-shot
-        set); recorded in ``model.training_info["zero_shot"]``."""
-        reason = None
-        if args.zero_shot == "train":
-            reason = "zero_shot='train'"
-        elif multi_label or not single_text_classes(texts, ids):
-            reason = "a class has several distinct texts (real examples)"
-        elif not is_lr(getattr(self.model.new_head(int(ids.max()) + 1, False), "estimator", None)):
-            reason = "the head is not a LogisticRegression"
-        elif type(self).embedding_loss is not Trainer.embedding_loss:
-            reason = f"{type(self).__name__} trains its own objective"
-        self.model.training_info["zero_shot"] = {"prototypes": reason is None, "reason": reason}
-        if reason is None:
-            logger.info("zero-shot prototypes: one distinct text per class, the body is not trained and the head "
-                        "is the nearest class text by cosine (zero_shot='train' trains it)")
-        return reason is None
-
-    def label_anchor_texts(self, args: TrainingArguments, ids: np.ndarray) -> list[str] | None:
-        """The label texts the embedding phase anchors its classes to, or None; records which in
-        ``model.training_info["label_anchors"]`` (and the reason when none are used).
-
-        ``label_anchors="auto"`` uses them when the labels are names (str labels, or ``labels=`` names given to
-        the model) of a single-label task with at most :data:`MAX_ANCHORS` classes.
-        """
-        labels = self.model.labels or []
-        reason = None
-        if args.label_anchors == "off":
-            reason = "label_anchors='off'"
-        elif self._prototypes:
-            reason = "zero-shot prototypes: the body is not trained"
-        elif ids.ndim > 1:
-            reason = "multi-label data"
-        elif not all(isinstance(label, str) for label in labels):
-            reason = "the labels are not names (give str labels, or labels=[...] names to the model)"
-        elif len(labels) > MAX_ANCHORS:
-            reason = f"more than {MAX_ANCHORS} classes"
-        elif type(self).embedding_loss is not Trainer.embedding_loss:
-            reason = f"{type(self).__name__} trains its own objective"
-        texts = None if reason else [args.anchor_template.format(label=label) for label in labels]
-        self.model.training_info["label_anchors"] = {"used": texts is not None, "texts": texts, "reason": reason,
-                                                     "prior": None}  # set by _label_prior when folded
-        logger.info("label anchors: %s", texts if texts else f"not used ({reason})")
-        return texts
 
     def train_classifier(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray,
                          multi_label: bool) -> None:
@@ -478,12 +422,12 @@ class Trainer:
             self._not_calibrated("an end-to-end torch head is not calibrated")
         else:
             embeddings, class_weight = gather_embeddings(model, tokens, backend), None
-            if backend.is_main_process and self._prototypes:
+            if backend.is_main_process and self.session.prototypes:
                 fit_prototypes(head, embeddings, ids, args.anchor_temperature)
                 self._not_calibrated("zero-shot prototypes are not calibrated (one text per class)")
             elif backend.is_main_process:
                 class_weight = self._fit_head(args, head, embeddings, ids)
-                self._label_prior(args, head, embeddings)
+                fold_label_prior(args, model, head, embeddings)
                 self.calibrate(args, head, embeddings, ids)
             head = backend.broadcast_object(head)
         model.model_head = head
@@ -528,7 +472,7 @@ class Trainer:
     def _refit_head(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
         """A fold's head for calibration: fitted as the model's head is, without reporting to the callbacks."""
         fit_head(head, embeddings, ids, args)
-        self._label_prior(args, head, embeddings)
+        fold_label_prior(args, self.model, head, embeddings)
 
     def _not_calibrated(self, why: str) -> None:
         self.model.training_info["calibration"] = {"temperature": None, "method": why}

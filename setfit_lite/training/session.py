@@ -19,7 +19,9 @@ logger = logging.getLogger(__name__)
 class Session:
     """The arguments, backend and model of one training run, with the callbacks and the state they see.
 
-    ``resume_from`` is the checkpoint the first resumable phase restores (None: start afresh).
+    ``resume_from`` is the checkpoint the first resumable phase restores (None: start afresh); ``prototypes``
+    whether the head is the zero-shot prototypes and the body is not trained, ``anchor_texts`` the label texts
+    the embedding phase anchors the classes to (:mod:`setfit_lite.training.label_policy`).
     """
 
     args: TrainingArguments
@@ -29,6 +31,8 @@ class Session:
     state: TrainerState = field(default_factory=TrainerState)
     control: TrainerControl = field(default_factory=TrainerControl)
     resume_from: Path | None = None
+    prototypes: bool = False
+    anchor_texts: list[str] | None = None
 
     def __post_init__(self) -> None:  # callbacks (reporting integrations) act on process zero only
         self.state.is_world_process_zero = self.backend.is_main_process
