@@ -202,3 +202,40 @@ def test_trainer_folds_the_label_prior_and_says_so(tiny_body_path, toy_data):
     named = [prior.labels.index("great"), prior.labels.index("awful")]
     before, after = (m.predict_proba(texts, as_numpy=True)[[0, 1], named] for m in (plain, prior))
     assert (after > before).all(), (before, after)
+
+
+def test_label_policy_decides_from_the_arguments_and_the_model_alone(tiny_body_path):
+    """The label policy needs no Trainer: the arguments, the model and the class ids; a trainer with an objective
+    of its own gives its reason, which then wins over using the anchors."""
+    from setfit_lite.training.label_policy import MAX_ANCHORS, label_anchor_texts, zero_shot_prototypes
+
+    args = TrainingArguments(anchor_template="it is {label}")
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["great", "awful"], normalize_embeddings=True)
+    ids = np.array([0, 1, 0, 1])
+    assert label_anchor_texts(args, model, ids, prototypes=False) == ["it is great", "it is awful"]
+    assert model.training_info["label_anchors"]["used"] is True
+    assert label_anchor_texts(args, model, ids, prototypes=False, own_objective="it distils") is None
+    assert model.training_info["label_anchors"]["reason"] == "it distils"
+    assert label_anchor_texts(args, model, ids, prototypes=True) is None
+    assert "zero-shot prototypes" in model.training_info["label_anchors"]["reason"]
+    model.labels = [f"class {k}" for k in range(MAX_ANCHORS + 1)]
+    assert label_anchor_texts(args, model, ids, prototypes=False) is None
+    assert model.training_info["label_anchors"]["reason"] == f"more than {MAX_ANCHORS} classes"
+    model.labels = ["great", "awful"]
+    assert zero_shot_prototypes(args, model, ["great", "awful"], np.array([0, 1]), multi_label=False) is True
+    assert zero_shot_prototypes(args, model, ["great", "awful"], np.array([0, 1]), False, "it distils") is False
+    assert model.training_info["zero_shot"] == {"prototypes": False, "reason": "it distils"}
+
+
+def test_the_call_s_label_decisions_live_on_its_session(tiny_body_path, toy_data):
+    """What one train() decided about the labels is kept on its Session, not on the Trainer."""
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model=model, args=TrainingArguments(max_steps=2, batch_size=8, show_progress_bar=False),
+                      train_dataset=toy_data)
+    assert trainer.session is None and trainer.backend is None
+    trainer.train()
+    session = trainer.session
+    assert session.anchor_texts == model.training_info["label_anchors"]["texts"] == \
+        ["This text is about negative.", "This text is about positive."]
+    assert session.prototypes is False and trainer.backend is session.backend and trainer.state is session.state
+    assert not {"_anchor_texts", "_prototypes", "backend"} & set(vars(trainer))

@@ -266,11 +266,12 @@ def test_backend_options_reach_the_backend(tiny_body_path: str, toy_data: dict) 
         Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=bad, train_dataset=toy_data).train()
 
 
-def test_training_arguments_import_no_torch() -> None:
+def test_training_arguments_and_their_rules_import_neither_torch_nor_numpy() -> None:
     code = ("import sys; from setfit_lite import training_args as t; t.TrainingArguments(backend='cpu'); "
-            "print('torch' in sys.modules)")
+            "import setfit_lite.params, setfit_lite.rules, setfit_lite.loss_names, setfit_lite.sampling_policy; "
+            "print('torch' in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
 def test_num_iterations_selects_pairs_and_loss_class_accepted():

@@ -8,5 +8,6 @@
 - :mod:`.signals`: SIGTERM/SIGINT stop the loop after a checkpoint;
 - :mod:`.interim_eval`: the eval metric during training, with a throwaway head (body) or the head being trained;
 - :mod:`.head_fit`: embeddings for the head (the same path as ``predict``) and fitting it;
-- :mod:`.head_phase`: the head's fit as callback events (epochs, early stopping, the fit's log).
+- :mod:`.head_phase`: the head's fit as callback events (epochs, early stopping, the fit's log);
+- :mod:`.label_policy`: what training makes of the label names (zero-shot prototypes, label anchors, the prior).
 """
