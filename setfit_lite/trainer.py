@@ -360,8 +360,9 @@ class Trainer:
             self._interim_evaluator(args, tokens, ids)
         anchors = self._anchor_texts
         if anchors:
-            sampler = WithAnchors(sampler, len(tokens), len(anchors))
-            loss = LabelAnchorLoss(loss, len(anchors), args.anchor_weight, args.anchor_loss, args.anchor_temperature)
+            sampler = WithAnchors(sampler, len(tokens), len(anchors), args.anchors_per_batch, ids, args.seed)
+            loss = LabelAnchorLoss(loss, sampler.per_batch, args.anchor_weight, args.anchor_loss,
+                                   args.anchor_temperature)
             tokens = tokens + self.model.tokenize(anchors)
             ids = np.concatenate([ids, np.arange(len(anchors), dtype=ids.dtype)])
         run_phase(self.session, Phase(
@@ -406,7 +407,8 @@ class Trainer:
         ``model.training_info["label_anchors"]`` (and the reason when none are used).
 
         ``label_anchors="auto"`` uses them when the labels are names (str labels, or ``labels=`` names given to
-        the model) of a single-label task with at most :data:`MAX_ANCHORS` classes.
+        the model) of a single-label task with at most :data:`MAX_ANCHORS` classes (any number with
+        ``anchors_per_batch``).
         """
         labels = self.model.labels or []
         reason = None
@@ -418,7 +420,7 @@ class Trainer:
             reason = "multi-label data"
         elif not all(isinstance(label, str) for label in labels):
             reason = "the labels are not names (give str labels, or labels=[...] names to the model)"
-        elif len(labels) > MAX_ANCHORS:
+        elif len(labels) > MAX_ANCHORS and args.anchors_per_batch is None:
             reason = f"more than {MAX_ANCHORS} classes"
         elif type(self).embedding_loss is not Trainer.embedding_loss:
             reason = f"{type(self).__name__} trains its own objective"

@@ -269,6 +269,7 @@ _RULES: dict[str, _Rule] = {
     "label_anchors": _option(LABEL_ANCHORS),
     "anchor_template": _Rule("a string containing '{label}'", _template),
     "anchor_weight": _number("a finite number >= 0"),
+    "anchors_per_batch": _optional(_POSITIVE, "every class's anchor in every batch"),
     "anchor_loss": _option(ANCHOR_LOSSES),
     "anchor_temperature": _number("a finite number > 0", low_open=True),
     "label_prior_temperature": _optional(_number("a finite number > 0", low_open=True), "no prior"),
@@ -334,8 +335,11 @@ class TrainingArguments:
       ``anchor_loss`` ties the sentences to them: ``"pairs"`` (default, AncSetFit) the balanced cosine loss on every
       (sentence, label text) pair, ``"softmax"`` (FastFit) a cross-entropy over ``cos / anchor_temperature``.
       ``model.training_info["label_anchors"]`` says whether they were used and why not. ``"off"`` trains as
-      before. ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head
-      as a prior. Chosen on validation splits; measured in benchmarks/README.md ("Accuracy suite").
+      before. ``anchors_per_batch`` (None: every class's text in every batch, up to 64 classes) puts only that
+      many label texts in a batch (at least the batch size): those of its classes and random others, so a step
+      encodes at most twice the batch however many classes there are, and anchors work beyond 64 classes.
+      ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head as a
+      prior. Chosen on validation splits; measured in benchmarks/README.md ("Accuracy suite").
     - ``zero_shot="prototypes"`` (default): when every class has a single distinct training text
       (``get_templated_dataset``'s zero-shot set), contrastive training has no positive pair to learn from and
       only pushes the label sentences apart, so the body is left as it is and the head is the nearest of those
@@ -453,6 +457,7 @@ class TrainingArguments:
     label_anchors: str = "auto"
     anchor_template: str = "This text is about {label}."
     anchor_weight: float = 1.0
+    anchors_per_batch: int | None = None
     anchor_loss: str = "pairs"
     anchor_temperature: float = 0.05
     label_prior_temperature: float | None = None

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.sampling import PairSpace, pair_counts
+from setfit_lite.losses import LabelAnchorLoss, PairMatrixLoss
+from setfit_lite.sampling import PairSpace, SentenceBatchSampler, WithAnchors, pair_counts
 from setfit_lite.trainer import MAX_ANCHORS
 from trainers import get_backend
 
@@ -66,3 +68,41 @@ def test_label_anchors_stop_beyond_max_anchors(tiny_body_path):
     assert f"more than {MAX_ANCHORS} classes" in model.training_info["label_anchors"]["reason"]
     model.labels = names[:MAX_ANCHORS]
     assert len(trainer.label_anchor_texts(trainer.args, ids % MAX_ANCHORS)) == MAX_ANCHORS
+
+
+def test_anchors_per_batch_holds_the_batch_classes_and_a_fixed_count():
+    ids = labels_of(150)
+    inner = SentenceBatchSampler(ids, 16, seed=0, batches_per_epoch=20)
+    sampler = WithAnchors(inner, len(ids), 150, per_batch=16, labels=ids, seed=0)
+    assert sampler.per_batch == 16
+    for batch in sampler.epoch(0):
+        rows, anchors = batch["indices"][:16], batch["indices"][16:] - len(ids)
+        assert len(anchors) == 16 and len(set(anchors.tolist())) == 16
+        assert set(ids[rows].tolist()) <= set(anchors.tolist())  # every sentence's label text is there
+    assert WithAnchors(inner, len(ids), 150, labels=ids).per_batch == 150  # default: every class
+
+
+def test_anchor_loss_reads_which_classes_the_anchor_rows_are():
+    """A batch anchored to a subset of the classes (in any order) scores as the same rows anchored to all."""
+    torch.manual_seed(0)
+    sentences, labels = torch.randn(6, 8), torch.tensor([4, 1, 4, 1, 2, 2])
+    anchors = torch.randn(5, 8)
+    for mode in ("softmax", "pairs"):
+        inner = PairMatrixLoss()
+        subset = torch.tensor([2, 4, 1])
+        got = LabelAnchorLoss(inner, 3, mode=mode)(torch.cat([sentences, anchors[subset]]),
+                                                   torch.cat([labels, subset]))
+        remap = {2: 0, 4: 1, 1: 2}
+        dense = torch.tensor([remap[int(y)] for y in labels])
+        want = LabelAnchorLoss(inner, 3, mode=mode)(torch.cat([sentences, anchors[subset]]),
+                                                    torch.cat([dense, torch.arange(3)]))
+        assert torch.allclose(got, want, atol=1e-6), mode
+
+
+def test_anchors_per_batch_anchors_more_than_max_anchors_classes_at_bounded_cost(tiny_body_path):
+    names = [f"class {i}" for i in range(MAX_ANCHORS + 6)]
+    ids = labels_of(len(names), 2)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=names)
+    trainer = Trainer(model, TrainingArguments(show_progress_bar=False, anchors_per_batch=16),
+                      train_dataset={"text": ["a"] * len(ids), "label": [names[i] for i in ids]})
+    assert len(trainer.label_anchor_texts(trainer.args, ids)) == len(names)
