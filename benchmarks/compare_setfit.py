@@ -90,6 +90,64 @@ def _train_setfit(task: dict) -> tuple[object, float]:
     return model, time.perf_counter() - start
 
 
+class _FastFitPredictor:
+    """A trained FastFit model behind ``predict(texts)``: the label names of the nearest label texts."""
+
+    def __init__(self, model: object, tokenizer: object, labels: list[str], max_length: int) -> None:
+        self.model, self.tokenizer, self.labels, self.max_length = model, tokenizer, labels, max_length
+
+    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
+        import torch
+
+        self.model.eval()
+        out: list[str] = []
+        with torch.no_grad():
+            for start in range(0, len(texts), batch_size):
+                enc = self.tokenizer(texts[start:start + batch_size], padding="max_length", truncation=True,
+                                     max_length=self.max_length, return_attention_mask=True,
+                                     return_tensors="pt")
+                scores = self.model.inference_forward(enc["input_ids"], enc["attention_mask"])
+                out += [self.labels[i] for i in scores.argmax(-1).tolist()]
+        return out
+
+
+class _LocalAccuracy:
+    """``datasets.load_metric("accuracy")`` computed locally (only used if FastFit evaluates)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def compute(self, predictions: list, references: list) -> dict[str, float]:
+        return {"accuracy": sum(p == r for p, r in zip(predictions, references)) / max(1, len(references))}
+
+
+def _train_fastfit(task: dict) -> tuple[object, float]:
+    """FastFit (``fast-fit``) at its own defaults: the label names are its class texts (it needs them). Its trainer
+    insists on a test split with a custom dataset: it gets the training rows (never scored)."""
+    import tempfile
+
+    import fastfit.train
+    from datasets import Dataset
+    from fastfit import FastFitTrainer
+
+    fastfit.train.load_metric = _LocalAccuracy  # its trainer fetches datasets' metric script from the hub
+    names = task["label_names"]
+    train = Dataset.from_dict({"text": task["texts"], "label": [names[i] for i in task["labels"]]})
+    with tempfile.TemporaryDirectory() as out:
+        trainer = FastFitTrainer(model_name_or_path=task["model"], label_column_name="label",
+                                 text_column_name="text", train_dataset=train, test_dataset=train,
+                                 seed=task["seed"], output_dir=out, save_strategy="no", report_to="none",
+                                 disable_tqdm=True, **task.get("args", {}))
+        start = time.perf_counter()
+        model = trainer.train()
+        seconds = time.perf_counter() - start
+    return _FastFitPredictor(model, trainer.tokenizer, list(trainer.labels), trainer.data_args.max_text_length), \
+        seconds
+
+
+TRAINERS = {"setfit_lite": _train_setfit_lite, "setfit": _train_setfit, "fastfit": _train_fastfit}
+
+
 def worker(framework: str) -> None:
     """Serve tasks (JSON lines on stdin) until EOF; one JSON line of results per task on stdout."""
     import warnings
@@ -99,9 +157,11 @@ def worker(framework: str) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if framework == "setfit_lite":
         import setfit_lite.trainer  # noqa: F401  (pay the imports before the first timing)
+    elif framework == "fastfit":
+        import fastfit  # noqa: F401
     else:
         import setfit  # noqa: F401
-    train = _train_setfit_lite if framework == "setfit_lite" else _train_setfit
+    train = TRAINERS[framework]
     out = sys.stdout
     sys.stdout = sys.stderr  # library prints must not corrupt the protocol
     print(json.dumps({"ready": framework}), file=out, flush=True)

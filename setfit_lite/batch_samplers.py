@@ -243,15 +243,34 @@ class SentenceBatchSampler:
 
 
 class WithAnchors:
-    """Wraps a batch sampler: every batch also holds the rows ``first .. first + count - 1`` (the label anchors),
-    at its end, so a loss can find them as its last ``count`` rows."""
+    """Wraps a batch sampler: every batch also holds label-anchor rows (``first .. first + count - 1``, the anchor of
+    class ``k`` at ``first + k``) at its end, so a loss can find them as its last ``per_batch`` rows.
 
-    def __init__(self, sampler: Any, first: int, count: int) -> None:
-        self.sampler, self.anchors = sampler, np.arange(first, first + count, dtype=np.int64)
+    By default (``per_batch`` None) every anchor rides in every batch. With ``per_batch`` (and the batch rows'
+    ``labels``), each batch holds ``per_batch`` anchors (at least the batch size, at most ``count``): those of the
+    classes in the batch, then others drawn at random (deterministic in ``seed`` and the epoch), so the rows a
+    step encodes do not grow with the number of classes."""
+
+    def __init__(self, sampler: Any, first: int, count: int, per_batch: int | None = None,
+                 labels: np.ndarray | None = None, seed: int = 0) -> None:
+        self.sampler, self.first, self.count, self.seed = sampler, first, count, seed
+        self.anchors = np.arange(first, first + count, dtype=np.int64)
+        batch_size = getattr(sampler, "batch_size", 0)
+        self.per_batch = count if per_batch is None else min(count, max(per_batch, batch_size))
+        self.labels = None if labels is None else np.asarray(labels)
+        if self.per_batch < count and (self.labels is None or self.labels.ndim != 1):
+            raise ValueError("anchors per batch need the single-label class ids of the rows")
 
     def __len__(self) -> int:
         return len(self.sampler)
 
     def epoch(self, epoch: int) -> Iterator[dict[str, np.ndarray]]:
+        rng = np.random.default_rng([self.seed, epoch, 7])
         for batch in self.sampler.epoch(epoch):
-            yield batch | {"indices": np.concatenate([batch["indices"], self.anchors])}
+            anchors = self.anchors
+            if self.per_batch < self.count:
+                present = np.unique(self.labels[batch["indices"]])
+                others = np.setdiff1d(np.arange(self.count), present)
+                extra = rng.choice(others, self.per_batch - len(present), replace=False)
+                anchors = self.first + np.concatenate([present, extra]).astype(np.int64)
+            yield batch | {"indices": np.concatenate([batch["indices"], anchors])}

@@ -268,8 +268,9 @@ class SimilarityDistillationLoss(torch.nn.Module):
 class LabelAnchorLoss(torch.nn.Module):
     """A batch loss plus a term that ties each sentence to the embedding of its class's label text.
 
-    The last ``num_anchors`` rows of every batch are the anchors: row ``n + k`` is the label text of class ``k``,
-    encoded by the body like the sentences (so the label texts move with the body). The loss is
+    The last ``num_anchors`` rows of every batch are the anchors, label texts encoded by the body like the sentences
+    (so the label texts move with the body); their ``labels`` say whose (every class in order, or a subset holding
+    at least the batch's classes). The loss is
     ``inner(sentences) + weight * term`` with ``term``:
 
     - ``"softmax"`` (FastFit, Yehudai & Bandel 2024): cross-entropy of each sentence's class under a softmax of
@@ -296,12 +297,13 @@ class LabelAnchorLoss(torch.nn.Module):
         loss = self.inner(sentences, classes, pair_index, pair_target)
         if self.weight == 0:
             return loss
+        anchor_classes = labels[n:]  # which class each anchor row is (all classes in order, or a batch's subset)
         if self.pair_loss is None:
             logits = F.normalize(sentences.float(), dim=-1) @ F.normalize(embeddings[n:].float(), dim=-1).T
-            term = F.cross_entropy(logits / self.temperature, classes)
+            term = F.cross_entropy(logits / self.temperature, (classes[:, None] == anchor_classes).int().argmax(1))
         else:
             i = torch.arange(n, device=labels.device).repeat_interleave(self.num_anchors)
             k = torch.arange(self.num_anchors, device=labels.device).repeat(n)
-            target = (classes[i] == k).float()
+            target = (classes[i] == anchor_classes[k]).float()
             term = self.pair_loss(embeddings, pair_index=torch.stack([i, n + k], dim=1), pair_target=target)
         return loss + self.weight * term

@@ -389,8 +389,9 @@ class Trainer:
             self._interim_evaluator(args, tokens, ids)
         anchors = self.session.anchor_texts
         if anchors:
-            sampler = WithAnchors(sampler, len(tokens), len(anchors))
-            loss = LabelAnchorLoss(loss, len(anchors), args.anchor_weight, args.anchor_loss, args.anchor_temperature)
+            sampler = WithAnchors(sampler, len(tokens), len(anchors), args.anchors_per_batch, ids, args.seed)
+            loss = LabelAnchorLoss(loss, sampler.per_batch, args.anchor_weight, args.anchor_loss,
+                                   args.anchor_temperature)
             tokens = tokens + self.model.tokenize(anchors)
             ids = np.concatenate([ids, np.arange(len(anchors), dtype=ids.dtype)])
         run_phase(self.session, Phase(

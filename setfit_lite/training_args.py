@@ -165,6 +165,7 @@ _RULES: dict[str, Rule] = {
     "label_anchors": option(LABEL_ANCHORS),
     "anchor_template": Rule("a string containing '{label}'", _template),
     "anchor_weight": number("a finite number >= 0"),
+    "anchors_per_batch": optional(_POSITIVE, "every class's anchor in every batch"),
     "anchor_loss": option(ANCHOR_LOSSES),
     "anchor_temperature": number("a finite number > 0", low_open=True),
     "label_prior_temperature": optional(number("a finite number > 0", low_open=True), "no prior"),
@@ -220,8 +221,11 @@ class TrainingArguments:
       ``anchor_loss`` ties the sentences to them: ``"pairs"`` (default, AncSetFit) the balanced cosine loss on every
       (sentence, label text) pair, ``"softmax"`` (FastFit) a cross-entropy over ``cos / anchor_temperature``.
       ``model.training_info["label_anchors"]`` says whether they were used and why not. ``"off"`` trains as
-      before. ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head
-      as a prior. Chosen on validation splits; measured in benchmarks/README.md ("Accuracy suite").
+      before. ``anchors_per_batch`` (None: every class's text in every batch, up to 64 classes) puts only that
+      many label texts in a batch (at least the batch size): those of its classes and random others, so a step
+      encodes at most twice the batch however many classes there are, and anchors work beyond 64 classes.
+      ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head as a
+      prior. Chosen on validation splits; measured on the accuracy benchmark page (docs/benchmarks/accuracy.md).
     - ``zero_shot="prototypes"`` (default): when every class has a single distinct training text
       (``get_templated_dataset``'s zero-shot set), contrastive training has no positive pair to learn from and
       only pushes the label sentences apart, so the body is left as it is and the head is the nearest of those
@@ -350,6 +354,7 @@ class TrainingArguments:
     label_anchors: str = "auto"
     anchor_template: str = "This text is about {label}."
     anchor_weight: float = 1.0
+    anchors_per_batch: int | None = None
     anchor_loss: str = "pairs"
     anchor_temperature: float = 0.05
     label_prior_temperature: float | None = None

@@ -138,6 +138,7 @@ BAD_ARGUMENTS = [
     ({"anchor_template": "about {name}"}, ValueError, "anchor_template"),
     ({"anchor_template": 3}, TypeError, "anchor_template"),
     ({"anchor_weight": -1}, ValueError, "anchor_weight"),
+    ({"anchors_per_batch": 0}, ValueError, "anchors_per_batch"),
     ({"anchor_loss": "triplet"}, ValueError, "anchor_loss"),
     ({"anchor_temperature": 0}, ValueError, "anchor_temperature"),
     ({"label_prior_temperature": 0.0}, ValueError, "label_prior_temperature"),

@@ -54,8 +54,8 @@ def label_anchor_texts(args: TrainingArguments, model: Any, ids: np.ndarray, pro
     ``model.training_info["label_anchors"]`` (and the reason when none are used).
 
     ``label_anchors="auto"`` uses them when the labels are names (str labels, or ``labels=`` names given to
-    the model) of a single-label task with at most :data:`MAX_ANCHORS` classes, and the body is trained
-    (not with zero-shot ``prototypes``).
+    the model) of a single-label task with at most :data:`MAX_ANCHORS` classes (any number with
+    ``anchors_per_batch``), and the body is trained (not with zero-shot ``prototypes``).
     """
     labels = model.labels or []
     reason = None
@@ -67,7 +67,7 @@ def label_anchor_texts(args: TrainingArguments, model: Any, ids: np.ndarray, pro
         reason = "multi-label data"
     elif not all(isinstance(label, str) for label in labels):
         reason = "the labels are not names (give str labels, or labels=[...] names to the model)"
-    elif len(labels) > MAX_ANCHORS:
+    elif len(labels) > MAX_ANCHORS and args.anchors_per_batch is None:
         reason = f"more than {MAX_ANCHORS} classes"
     elif own_objective is not None:
         reason = own_objective
