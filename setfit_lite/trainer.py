@@ -354,17 +354,17 @@ class Trainer:
         return lambda rows: torch.as_tensor(ids[rows], dtype=dtype)
 
     def make_sampler(self, args: TrainingArguments, ids: np.ndarray) -> Any:
-        """The embedding phase's batches: setfit's pairs (``objective="pairs"``) or label-balanced sentences."""
-        backend = self.backend
-        assert backend is not None
+        """The embedding phase's batches: setfit's pairs (``objective="pairs"``) or label-balanced sentences; this
+        process's share of them during ``train()``, all of them outside it."""
+        rank, world_size = (self.backend.rank, self.backend.world_size) if self.backend is not None else (0, 1)
         if args.objective == "pairs" and args.loss_name in PAIR_LOSSES:
             return PairSampler(ids, args.embedding_batch_size, args.seed, args.sampling_strategy,
-                               args.num_iterations, rank=backend.rank, world_size=backend.world_size)
+                               args.num_iterations, rank=rank, world_size=world_size)
         batch_size = args.sentence_batch_size or args.embedding_batch_size
         num_classes = ids.shape[1] if ids.ndim > 1 else len(np.unique(ids))
         per_epoch = max(math.ceil(len(ids) / batch_size), args.steps_per_epoch_floor(num_classes, len(ids), batch_size))
-        return SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size,
-                                    batches_per_epoch=per_epoch * backend.world_size)
+        return SentenceBatchSampler(ids, batch_size, args.seed, rank=rank, world_size=world_size,
+                                    batches_per_epoch=per_epoch * world_size)
 
     def _interim_evaluator(self, args: TrainingArguments, tokens: list[list[int]],
                            ids: np.ndarray) -> InterimEvaluator | None:

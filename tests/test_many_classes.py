@@ -9,10 +9,9 @@ import pytest
 import torch
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.losses import LabelAnchorLoss, PairMatrixLoss
 from setfit_lite.batch_samplers import PairSpace, SentenceBatchSampler, WithAnchors, pair_counts
-from setfit_lite.trainer import MAX_ANCHORS
-from trainers import get_backend
+from setfit_lite.losses import LabelAnchorLoss, PairMatrixLoss
+from setfit_lite.training.label_policy import MAX_ANCHORS, label_anchor_texts
 
 
 def labels_of(num_classes: int, per_class: int = 8) -> np.ndarray:
@@ -23,7 +22,6 @@ def sampler_for(tiny_body_path: str, ids: np.ndarray, **args: object):
     model = SetFitModel.from_pretrained(tiny_body_path)
     trainer = Trainer(model, TrainingArguments(seed=0, show_progress_bar=False, **args),
                       train_dataset={"text": ["a"] * len(ids), "label": ids.tolist()})
-    trainer.backend = get_backend("cpu")
     return trainer.make_sampler(trainer.args, ids)
 
 
@@ -64,10 +62,10 @@ def test_label_anchors_stop_beyond_max_anchors(tiny_body_path):
     model = SetFitModel.from_pretrained(tiny_body_path, labels=names)
     trainer = Trainer(model, TrainingArguments(show_progress_bar=False),
                       train_dataset={"text": ["a"] * len(ids), "label": [names[i] for i in ids]})
-    assert trainer.label_anchor_texts(trainer.args, ids) is None
+    assert label_anchor_texts(trainer.args, model, ids, False) is None
     assert f"more than {MAX_ANCHORS} classes" in model.training_info["label_anchors"]["reason"]
     model.labels = names[:MAX_ANCHORS]
-    assert len(trainer.label_anchor_texts(trainer.args, ids % MAX_ANCHORS)) == MAX_ANCHORS
+    assert len(label_anchor_texts(trainer.args, model, ids % MAX_ANCHORS, False)) == MAX_ANCHORS
 
 
 def test_anchors_per_batch_holds_the_batch_classes_and_a_fixed_count():
@@ -105,4 +103,4 @@ def test_anchors_per_batch_anchors_more_than_max_anchors_classes_at_bounded_cost
     model = SetFitModel.from_pretrained(tiny_body_path, labels=names)
     trainer = Trainer(model, TrainingArguments(show_progress_bar=False, anchors_per_batch=16),
                       train_dataset={"text": ["a"] * len(ids), "label": [names[i] for i in ids]})
-    assert len(trainer.label_anchor_texts(trainer.args, ids)) == len(names)
+    assert len(label_anchor_texts(trainer.args, model, ids, False)) == len(names)
