@@ -1,6 +1,6 @@
 """Many classes: setfit_lite against setfit 1.2 and FastFit at 8 examples per class, 50 and 150 classes.
 
-    python benchmarks/many_classes.py --seeds 0 --setfit-python SETFIT_VENV/bin/python \\
+    python -m benchmarks.many_classes --seeds 0 --setfit-python SETFIT_VENV/bin/python \\
         --fastfit-python FASTFIT_VENV/bin/python
 
 Tasks: ``trec_fine`` (TREC's 50 fine question types, ``fine_label_text``; 500 test rows) and ``clinc150`` (150

@@ -1,7 +1,7 @@
 """Corpus scoring at scale through the static tier: single-process ``predict_iter`` against Ray Data
 (``setfit_lite.integrations.ray_data.score_dataset``) on one node with 1, 2, ... actors, in one run on the same texts.
 
-    python benchmarks/ray_scoring.py [--texts 1000000] [--actors 1 2] [--static-model DIR] [--data-dir DIR]
+    python -m benchmarks.ray_scoring [--texts 1000000] [--actors 1 2] [--static-model DIR] [--data-dir DIR]
 
 The corpus: ``--texts`` SST-2 training sentences, repeated and numbered (``"<sentence> <i>"``: each text is
 distinct), written once as a text file (one per line, for ``predict_iter``) and as Parquet files of 50,000 rows
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "ray_scoring")
     args = parser.parse_args()
-    results: dict = {"command": "python benchmarks/ray_scoring.py " + " ".join(sys.argv[1:]), "texts": args.texts,
+    results: dict = {"command": "python -m benchmarks.ray_scoring " + " ".join(sys.argv[1:]), "texts": args.texts,
                      "cpus": os.cpu_count(), "load_before": round(os.getloadavg()[0], 1)}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
