@@ -35,10 +35,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT))
 
-import compare_setfit  # noqa: E402
+from benchmarks import compare_setfit  # noqa: E402
 
 TASK = "bbc_news:8"
 POOLINGS = ("mean", "max", "weighted")

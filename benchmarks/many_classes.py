@@ -30,10 +30,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
 
-import compare_setfit  # noqa: E402
-from imbalanced import scores  # noqa: E402
+from benchmarks import compare_setfit  # noqa: E402
+from benchmarks.imbalanced import scores  # noqa: E402
 
 TASKS = ("trec_fine", "clinc150")
 
@@ -65,7 +64,6 @@ def load(data_dir: Path, name: str, seed: int, split: str, per_class: int | None
 
 def setfit_steps(labels: list[int], batch_size: int = 16) -> int:
     """Steps of setfit 1.2's default epoch (oversampling: as many positive as negative pairs, batches of 16)."""
-    sys.path.insert(0, str(ROOT))
     import numpy as np
 
     from setfit_lite.batch_samplers import PairSpace

@@ -31,10 +31,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
 
-from inference import HWM, child, peak_rss_mb, read_split, result_line  # noqa: E402
+from benchmarks.inference import HWM, child, peak_rss_mb, read_split, result_line  # noqa: E402
 
 SINGLE = r"""
 import json, sys, time
