@@ -41,8 +41,8 @@ class Chunking:
 
     # defaults chosen on bbc_news's validation split (docs/benchmarks/long_documents.md)
     long_text: str = "chunk"
-    chunk_overlap: int = 32
-    chunk_pooling: str = "max"
+    chunk_overlap: int = 0
+    chunk_pooling: str = "mean"
 
     def __post_init__(self) -> None:
         for name in ("long_text", "chunk_overlap", "chunk_pooling"):
