@@ -51,6 +51,9 @@ class SendSignal(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step == self.step:
+            # the trainer's handler must be in place: with the default one the signal would end this process
+            handler = signal.getsignal(self.signum)
+            assert callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN), handler
             os.kill(os.getpid(), self.signum)
 
 

@@ -26,6 +26,8 @@ from setfit_lite.cli import main  # noqa: E402
 from setfit_lite.cli.inputs import load_model  # noqa: E402
 from setfit_lite.integrations.ray_data import BatchScorer, read_texts, score_dataset  # noqa: E402
 
+pytestmark = pytest.mark.ray  # a Ray cluster of its own: run apart from the other tests (scripts/test.sh)
+
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "sentence_transformers")
 N_ROWS = 300

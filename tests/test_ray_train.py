@@ -22,6 +22,8 @@ pytest.importorskip("ray.train.torch", reason="Ray Train is not installed: pip i
 from conftest import make_sentences  # noqa: E402
 from test_distributed import TRAINER_ARGS, launch  # noqa: E402
 
+pytestmark = pytest.mark.ray  # a Ray cluster of its own: run apart from the other tests (scripts/test.sh)
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 NUM_WORKERS = 2
