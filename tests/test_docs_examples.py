@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -142,7 +143,17 @@ def test_pages_describe_the_present(path: Path) -> None:
 def test_docs_page_examples_run(path: Path, tiny_body_path: str, tmp_path: Path,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    run_blocks(page_blocks(path), {MINILM: tiny_body_path})
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        run_blocks(page_blocks(path), {MINILM: tiny_body_path})
+    finally:
+        # a page that starts Ray (ray.init) leaves a driver and its SIGTERM handler (sys.exit) in this process:
+        # stop it and put the handlers back, so the next test file in this worker signals as it expects
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized():
+            ray.shutdown()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 @pytest.mark.integration

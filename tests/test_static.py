@@ -187,7 +187,7 @@ def test_static_folder_safety(fitted: SetFitModel, exported: Path, tmp_path: Pat
     with pytest.raises(FileExistsError):
         fitted.export_static(tmp_path / "a-file", texts, labels)
     assert (tmp_path / "a-file").read_text() == "x"
-    with pytest.raises(ValueError, match=r"exported with export_static .* SetFitModel\.from_static\("):
+    with pytest.raises(ValueError, match=r"exported with export_static.* SetFitModel\.from_static\("):
         SetFitModel.from_pretrained(exported)
     (exported / "extra.pkl").write_bytes(b"\x80\x04N.")
     try:
