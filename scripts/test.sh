@@ -12,8 +12,8 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # Two pytest workers (a test module stays on one worker, so its fixtures are built once): the tests are
 # single-threaded, so this nearly halves the wall time on 2 cores. PYTEST_WORKERS=0 runs in one process.
 # With arguments: one pytest run of them. Without: the suite in two runs, the tests that start a Ray cluster
-# (marker "ray") and those that send SIGTERM to their own process (marker "own_process") in one process after the
-# others: no Ray process outlives its file inside a worker that runs other files, and a SIGTERM test does not share
+# (marker "ray") and those that send SIGTERM or SIGINT to their own process (marker "own_process") in one process after the
+# others: no Ray process outlives its file inside a worker that runs other files, and a signal test does not share
 # a worker with the thread tests (after tests/test_threads.py in one xdist worker it ended that worker).
 if [ "$#" -gt 0 ]; then
     exec python -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"
