@@ -302,7 +302,7 @@ def test_training_on_hostile_datasets(tiny_body_path: str, rows: list, duplicate
     assert sorted(set(data["label"]), key=str) == sorted(model.labels, key=str)
     proba = model.predict_proba(data["text"], as_numpy=True)
     assert proba.shape == (len(rows), len(model.labels)) and np.allclose(proba.sum(1), 1, atol=1e-5)
-    assert model.predict(data["text"]) == [model.labels[k] for k in proba.argmax(1)]
+    assert list(model.predict(data["text"], as_numpy=True)) == [model.labels[k] for k in proba.argmax(1)]
 
 
 def test_single_class_error_names_the_label(tiny_body_path: str) -> None:

@@ -62,9 +62,9 @@ def test_torch_and_exported_models_share_one_predictor() -> None:
 def test_inference_is_a_leaf() -> None:
     graph = import_graph()
     data = {name for name in graph if name == "setfit_lite.data" or name.startswith("setfit_lite.data.")}
-    # and the parameter rules (setfit_lite.params, on training_args' engine: the standard library only)
+    # and the parameter rules (setfit_lite.params, on the rule engine and training_args: the standard library only)
     assert graph["setfit_lite.inference"] <= data | {"setfit_lite.params"}
-    assert graph["setfit_lite.params"] == {"setfit_lite.training_args"}
+    assert graph["setfit_lite.params"] == {"setfit_lite.rules", "setfit_lite.training_args"}
     assert "setfit_lite.modeling" not in graph["setfit_lite.export"]
 
 

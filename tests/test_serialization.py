@@ -596,7 +596,7 @@ def test_from_pretrained_explains_onnx_export_and_empty_folders(tmp_path: Path, 
 
     old, _, _ = old_and_new
     exported = old.export_onnx(tmp_path / "exported")
-    with pytest.raises(ValueError, match=r"exported with export_onnx .* SetFitModel\.from_onnx\(.*exported'\)"):
+    with pytest.raises(ValueError, match=r"exported with export_onnx.* SetFitModel\.from_onnx\(.*exported'\)"):
         SetFitModel.from_pretrained(exported)
 
     for name, files in (("empty", {}), ("notes_only", {"keep.txt": "mine"})):
