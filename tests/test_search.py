@@ -319,7 +319,8 @@ def test_one_argument_model_init_receives_only_marked_params(tiny_body_path: str
         trainer.hyperparameter_search(hp_space=space, n_trials=1)
     message = str(info.value)
     assert message.startswith("hyperparameter(s) 'bogus_param': nothing accepts this name")
-    assert "TrainingArguments (anchor_loss, anchor_temperature, anchor_template, anchor_weight, anchors_per_batch, backend" in message
+    assert ("TrainingArguments (anchor_loss, anchor_temperature, anchor_template, anchor_weight, anchors_per_batch, "
+            "backend") in message
     assert "the head (LogisticRegression: C, class_weight" in message
     assert "model_init(params) receives" in message and "'model_init__bogus_param'" in message
     assert len(received) == calls  # refused before the first trial
