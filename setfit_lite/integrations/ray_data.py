@@ -49,7 +49,7 @@ READERS: dict[str, tuple[str, dict[str, Any]]] = {
     ".csv": ("read_csv", {}), ".txt": ("read_text", {})}
 
 
-def _require_ray() -> Any:
+def require_ray() -> Any:
     try:
         import ray
         import ray.data  # noqa: F401
@@ -98,7 +98,7 @@ class BatchScorer:
 def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], **read_args: Any) -> Any:
     """A ``ray.data.Dataset`` of Parquet, JSONL/JSON, CSV or text files (one text per line, column ``text``),
     read by the ``ray.data.read_*`` function their suffix names; a folder is read by the suffix of its files."""
-    ray = _require_ray()
+    ray = require_ray()
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not items:
         raise ValueError("no input paths given")
@@ -119,7 +119,7 @@ def _with_row_index(dataset: Any, column: str, max_retries: int) -> tuple[Any, i
     """``dataset`` with ``column`` = the row's position in it, counted in the dataset's order, and its row count.
 
     The dataset is materialised in order (``preserve_order``); a task per block adds its rows' positions."""
-    ray = _require_ray()
+    ray = require_ray()
     from ray.data.block import BlockAccessor
 
     dataset.context.execution_options.preserve_order = True
@@ -164,7 +164,7 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
 
     Returns ``{"output", "rows", "files", "tier", "seconds"}``. ``output`` must not exist yet.
     """
-    ray = _require_ray()
+    ray = require_ray()
     from ..serialization import check_output_path
 
     started = time.perf_counter()

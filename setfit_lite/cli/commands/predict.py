@@ -35,11 +35,11 @@ def add_arguments(predict: argparse.ArgumentParser) -> None:
 def run_on_ray(ns: argparse.Namespace) -> dict[str, Any]:
     """``predict --ray``: the input scored by :func:`setfit_lite.integrations.ray_data.score_dataset`; a summary
     on stdout."""
-    from ...integrations.ray_data import _require_ray, score_dataset
+    from ...integrations.ray_data import require_ray, score_dataset
 
     if not ns.output or ns.data == "-":
         raise ValueError("predict --ray needs an input file or folder and --output OUT.parquet")
-    ray = _require_ray()
+    ray = require_ray()
     if not ray.is_initialized():
         ray.init(address=ns.ray or None, log_to_driver=sl_logging.is_verbose())
     ray.data.DataContext.get_current().enable_progress_bars = sl_logging.tqdm_disable(True) is None
