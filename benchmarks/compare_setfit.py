@@ -342,6 +342,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="train setfit_lite on label ids only (the datasets' label texts are not given)")
     parser.add_argument("--test-limit", type=int, default=None,
                         help="evaluate on this many test sentences (a fixed random subset) instead of the whole split")
+    parser.add_argument("--split", default="test", help="the split scored (validation: to choose a default)")
     parser.add_argument("--proba", action="store_true",
                         help="also score the test probabilities: expected calibration error and Brier score")
     parser.add_argument("--summarize", type=Path, default=None,
@@ -379,12 +380,13 @@ def main(argv: list[str] | None = None) -> None:
             print(f"setfit not available ({err}); running setfit_lite only", file=sys.stderr)
     results: dict = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]), "model": ns.model,
                      "lite_args": ns.lite_args, "setfit_args": ns.setfit_args, "cpu_count": os.cpu_count(),
-                     "test_limit": ns.test_limit, "label_names": not ns.no_label_names,
+                     "test_limit": ns.test_limit, "split": ns.split, "label_names": not ns.no_label_names,
                      "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "tasks": {}}
     for spec in ns.tasks:
         runs: dict[str, list[dict]] = {fw: [] for fw in configs}
         for i, seed in enumerate(ns.seeds):
-            task = load_task(ns.data_dir, spec, seed, ns.test_limit) | {"model": ns.model, "proba": ns.proba}
+            task = load_task(ns.data_dir, spec, seed, ns.test_limit, split=ns.split) | {"model": ns.model,
+                                                                                         "proba": ns.proba}
             if ns.no_label_names:
                 task["label_names"] = None
             order = list(configs) if i % 2 == 0 else list(reversed(configs))

@@ -231,6 +231,14 @@ class SetFitModel(Predictor):
                           in_features=self.embedding_dim, use_differentiable_head=self.use_differentiable_head,
                           **self.head_params)
 
+    def with_body(self, model_body: SentenceTransformer) -> SetFitModel:
+        """An untrained model with this one's settings (head, labels, prompt, long-text reading) and ``model_body``."""
+        return SetFitModel(model_body, self.head_spec, labels=self.labels,
+                           multi_target_strategy=self.multi_target_strategy,
+                           use_differentiable_head=self.use_differentiable_head, head_params=self.head_params,
+                           normalize_embeddings=self.normalize_embeddings, prompt=self.prompt,
+                           **self.chunking.to_config())
+
     @property
     def embedding_dim(self) -> int:
         body = self.model_body

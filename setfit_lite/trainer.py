@@ -6,6 +6,7 @@ evaluation during training and head fitting live in :mod:`setfit_lite.training`,
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import numbers
@@ -22,7 +23,7 @@ from trainers import Backend, get_backend
 from trainers.distributed import current_env
 
 from .batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
-from .calibration import cv_temperature
+from .calibration import CROSS_FIT_FOLDS, MAX_FOLDS, cross_fit_temperature, cv_temperature
 from .callbacks import CallbackHandler, TrainerControl, TrainerState
 from .checkpoint_files import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
@@ -36,6 +37,7 @@ from .reporting import reporting_callbacks
 from .search import routing, run_hyperparameter_search
 from .search.seeding import seed_everything
 from .serialization import check_output_path
+from .training.cross_fit import fold_trainer
 from .training.head_fit import fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
 from .training.interim_eval import HeadEvaluator, InterimEvaluator
@@ -272,6 +274,11 @@ class Trainer:
         session.prototypes = zero_shot_prototypes(args, model, data.texts, ids, multi_label, own_objective)
         session.anchor_texts = label_anchor_texts(args, model, ids, session.prototypes, own_objective)
         session.event("on_train_begin")
+        if args.calibration == "cross_fit" and self.trains_body(args) and not multi_label:
+            if backend.world_size > 1:
+                raise ValueError("calibration='cross_fit' trains its folds in one process; distributed training "
+                                 "takes calibration='temperature' or 'none'")
+            session.initial_body = copy.deepcopy(model.model_body).to("cpu")
         if self.trains_body(args):
             self.train_embeddings(args, tokens, ids)
         self.train_classifier(args, tokens, ids, multi_label)
@@ -459,14 +466,25 @@ class Trainer:
 
     def calibrate(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
         """With ``calibration="temperature"``, set ``head.calibration_temperature`` from heads refitted on folds of
-        the training embeddings (:func:`setfit_lite.calibration.cv_temperature`); recorded in
-        ``model.training_info["calibration"]`` with the reason when none is fitted."""
+        the training embeddings (:func:`setfit_lite.calibration.cv_temperature`); with ``"cross_fit"``, from whole
+        models trained without each fold (:mod:`setfit_lite.training.cross_fit`; a body not trained: as
+        ``"temperature"``). Recorded in ``model.training_info["calibration"]`` with the reason when none is
+        fitted."""
         temperature, how = None, "calibration='none'"
-        if args.calibration == "temperature":
+        session = self.session
+        if args.calibration == "cross_fit" and session is not None and session.initial_body is not None:
+            if session.cross_fit is None:  # fitted once, on the labelled data (self-training refits reuse it)
+                data = self._train_data
+                assert data is not None
+                session.cross_fit = cross_fit_temperature(
+                    fold_trainer(type(self), self.model, session.initial_body, args, data.texts, data.labels),
+                    ids, args.calibration_folds or CROSS_FIT_FOLDS, seed=args.seed)
+            temperature, how = session.cross_fit
+        elif args.calibration != "none":  # "temperature", or "cross_fit" with a body not trained: the same
             num_classes = len(self.model.labels or [])
             temperature, how = cv_temperature(lambda: self.model.new_head(num_classes, ids.ndim > 1),
                                               lambda h, x, y: self._refit_head(args, h, x, y), embeddings, ids,
-                                              seed=args.seed)
+                                              args.calibration_folds or MAX_FOLDS, seed=args.seed)
         head.calibration_temperature = temperature or 1.0
         self.model.training_info["calibration"] = {"temperature": temperature, "method": how}
 

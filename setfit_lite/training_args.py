@@ -40,7 +40,7 @@ __all__ = ["MAX_FLOOR_STEPS", "TrainingArguments", "check_argument", "is_integer
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
 ZERO_SHOT_MODES = ("prototypes", "train")
-CALIBRATION_MODES = ("temperature", "none")
+CALIBRATION_MODES = ("cross_fit", "temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
 STRATEGIES = ("no", "steps", "epoch")
 
@@ -171,6 +171,7 @@ _RULES: dict[str, Rule] = {
     "label_prior_temperature": optional(number("a finite number > 0", low_open=True), "no prior"),
     "zero_shot": option(ZERO_SHOT_MODES),
     "calibration": option(CALIBRATION_MODES),
+    "calibration_folds": optional(integer("an integer >= 2", low=2), "the method's default"),
     "head_class_weight": optional(option(HEAD_CLASS_WEIGHTS), "no class weights"),
     "self_training_rounds": integer("an integer >= 0 (0: the unlabeled pool is not used)", low=0),
     "pseudo_label_threshold": number("a probability in [0, 1]", high=1.0),
@@ -360,6 +361,7 @@ class TrainingArguments:
     label_prior_temperature: float | None = None
     zero_shot: str = "prototypes"
     calibration: str = "none"
+    calibration_folds: int | None = None
     head_class_weight: str | None = "auto"
     self_training_rounds: int = 1
     pseudo_label_threshold: float = 0.5

@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.calibration import cv_temperature
+from setfit_lite.calibration import cv_temperature, out_of_fold_log_proba
 from setfit_lite.evaluation import evaluate_model
 from setfit_lite.heads import SklearnHead, load_head
 from setfit_lite.inference import temper
@@ -158,6 +158,65 @@ def test_multi_label_training_is_not_calibrated(tiny_body_path) -> None:
             train_dataset={"text": texts, "label": hot}).train()
     assert model.calibration_temperature == 1.0
     assert "multi-label" in model.training_info["calibration"]["method"]
+
+
+def test_out_of_fold_rows_never_train_the_model_that_scores_them() -> None:
+    ids = np.array([0] * 6 + [1] * 4 + [2] * 8)
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def fit_predict(train, held_out):
+        seen.append((train, held_out))
+        assert not set(train) & set(held_out)
+        assert set(ids[train]) == {0, 1, 2}  # stratified: every class trains every fold
+        return np.full((len(held_out), 3), 1 / 3)
+
+    log_proba, folds = out_of_fold_log_proba(fit_predict, ids, max_folds=3, seed=0)
+    assert folds == 3 and len(seen) == 3
+    assert sorted(np.concatenate([h for _, h in seen]).tolist()) == list(range(len(ids)))
+    np.testing.assert_allclose(log_proba, np.log(1 / 3))
+
+
+def test_cross_fit_calibrates_from_folds_trained_without_their_rows(tiny_body_path, monkeypatch) -> None:
+    """Each fold's model is trained from the untrained body on the other fold's texts only; the temperature
+    comes from their out-of-fold probabilities, and the final model is the one trained without calibration."""
+    import setfit_lite.training.cross_fit as cross_fit
+
+    texts, labels = make_sentences(6, seed=0)
+    trained_on: list[list[str]] = []
+    real = cross_fit.fold_trainer
+
+    def spying(trainer_class, model, body, args, texts_, labels_):
+        fit_predict = real(trainer_class, model, body, args, texts_, labels_)
+
+        def spy(train, held_out):
+            trained_on.append([texts_[i] for i in train])
+            assert not {texts_[i] for i in train} & {texts_[i] for i in held_out}
+            return fit_predict(train, held_out)
+        return spy
+
+    monkeypatch.setattr("setfit_lite.trainer.fold_trainer", spying)
+    crossed, plain = _train(tiny_body_path, calibration="cross_fit"), _train(tiny_body_path)
+    info = crossed.training_info["calibration"]
+    assert "2-fold cross-fitting" in info["method"] and info["temperature"] is not None
+    assert len(trained_on) == 2 and sorted(trained_on[0] + trained_on[1]) == sorted(texts)
+    probe = make_sentences(5, seed=4)[0]
+    np.testing.assert_allclose(crossed.predict_proba(probe, as_numpy=True),
+                               temper(plain.predict_proba(probe, as_numpy=True), info["temperature"]), atol=1e-6)
+
+
+def test_cross_fit_does_not_sharpen_what_the_trained_body_memorised(tiny_body_path) -> None:
+    """Folds of a body trained on all the shots look easy, so "temperature" sharpens; folds trained without
+    their rows do not share that leak, so "cross_fit" fits a larger temperature."""
+    crossed = _train(tiny_body_path, calibration="cross_fit")
+    leaky = _train(tiny_body_path, calibration="temperature")
+    assert crossed.calibration_temperature > leaky.calibration_temperature
+
+
+def test_cross_fit_with_a_body_not_trained_is_the_embedding_cross_validation(tiny_body_path) -> None:
+    model = _train(tiny_body_path, calibration="cross_fit", body_learning_rate=0.0)
+    assert "cross-validation on the training embeddings" in model.training_info["calibration"]["method"]
+    assert model.calibration_temperature == _train(tiny_body_path, calibration="temperature",
+                                                   body_learning_rate=0.0).calibration_temperature
 
 
 # ------------------------------------------------------------------------------------- saving and the tiers

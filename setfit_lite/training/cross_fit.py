@@ -1,0 +1,40 @@
+"""``calibration="cross_fit"``: out-of-fold probabilities from whole models trained without each fold.
+
+The body is trained contrastively on the same few shots the head is fitted on, so a head refitted on folds of the
+trained body's embeddings sees held-out rows the body already pulled to their class, and a temperature fitted on
+them sharpens the head far too much (``calibration="temperature"`` with a trained body). Cross-fitting trains each
+fold's model from the body as it was before training (``Session.initial_body``), with the same arguments, on the
+other folds' texts only, and scores the held-out texts with it: honest out-of-fold probabilities, for the price of
+``folds`` extra trainings on ``(folds - 1) / folds`` of the data.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FOLD_ARGUMENTS", "fold_trainer"]
+
+# A fold's training: the run's arguments, without what writes, reports, evaluates or self-trains
+FOLD_ARGUMENTS = {"calibration": "none", "save_strategy": "no", "eval_strategy": "no", "report_to": "none",
+                  "early_stopping_patience": None, "load_best_model_at_end": False, "self_training_rounds": 0}
+
+
+def fold_trainer(trainer_class: type, model: Any, initial_body: Any, args: Any, texts: Sequence[str],
+                 labels: Sequence[Any]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``fit_predict(train_rows, held_out_rows)`` for :func:`setfit_lite.calibration.cross_fit_temperature`: a
+    copy of ``initial_body`` in a model with ``model``'s settings, trained by ``trainer_class`` with ``args``
+    (less :data:`FOLD_ARGUMENTS`) on ``texts``/``labels`` at ``train_rows``; returns its probabilities for the
+    texts at ``held_out_rows`` (columns in ``model.labels`` order)."""
+    fold_args = args.update(FOLD_ARGUMENTS)
+
+    def fit_predict(train: np.ndarray, held_out: np.ndarray) -> np.ndarray:
+        fold_model = model.with_body(copy.deepcopy(initial_body))
+        trainer_class(model=fold_model, args=fold_args, train_dataset={
+            "text": [texts[i] for i in train], "label": [labels[i] for i in train]}).train()
+        return np.asarray(fold_model.predict_proba([texts[i] for i in held_out], as_numpy=True))
+
+    return fit_predict
