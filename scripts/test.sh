@@ -12,12 +12,11 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # Two pytest workers (a test module stays on one worker, so its fixtures are built once): the tests are
 # single-threaded, so this nearly halves the wall time on 2 cores. PYTEST_WORKERS=0 runs in one process.
 # With arguments: one pytest run of them. Without: the suite in two runs, the tests that start a Ray cluster
-# (marker "ray") and those that send SIGTERM or SIGINT to their own process (marker "own_process") in one process after the
-# others: no Ray process outlives its file inside a worker that runs other files, and a signal test does not share
-# a worker with the thread tests (after tests/test_threads.py in one xdist worker it ended that worker).
+# (marker "ray") in one process after the others: no Ray process outlives its file inside a worker that runs other
+# files.
 if [ "$#" -gt 0 ]; then
     exec python -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"
 fi
 python -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 \
-    -m "not ray and not own_process"
-exec python -m pytest -q -p no:cacheprovider -n 0 --durations=5 -m "ray or own_process"
+    -m "not ray"
+exec python -m pytest -q -p no:cacheprovider -n 0 --durations=5 -m ray

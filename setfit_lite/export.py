@@ -55,6 +55,7 @@ from .serialization.validate import (
     check_version,
     temperature_field,
 )
+from .signal_stack import kept_signal_stack
 from .verbosity import filter_log_records
 from .version import __version__
 
@@ -308,8 +309,16 @@ class OpenVinoSession:
         config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
         if num_threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(num_threads)
-        self.compiled = ov.Core().compile_model(model_file, "CPU", config)
+        with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.signal_stack)
+            self.compiled = ov.Core().compile_model(model_file, "CPU", config)
         self._local = threading.local()  # an infer request per calling thread: a request is not thread-safe
+
+    def __del__(self) -> None:
+        compiled = self.__dict__.pop("compiled", None)
+        if compiled is not None:
+            with kept_signal_stack():  # freeing it puts back the stack OpenVINO found, maybe freed since
+                self.__dict__.pop("_local", None)
+                del compiled
 
     def run(self, output_names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         request = getattr(self._local, "request", None)

@@ -85,7 +85,6 @@ def test_saving_does_not_change_training(reference, tiny_body_path, toy_data, to
     assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.own_process
 def test_sigterm_checkpoints_and_resume_gives_the_same_model(reference, tiny_body_path, toy_data, toy_eval,
                                                             tmp_path) -> None:
     with pytest.raises(TrainingInterrupted, match="checkpoint saved to .*checkpoint-7"):

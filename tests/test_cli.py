@@ -136,7 +136,6 @@ def _interrupt_after_first_checkpoint(proc: subprocess.Popen, checkpoints: Path,
     return proc.returncode, err
 
 
-@pytest.mark.own_process
 def test_sigterm_checkpoints_and_resume_completes(tmp_path: Path, tiny_body_path: str,
                                                   data: tuple[Path, Path]) -> None:
     out = tmp_path / "model"
@@ -161,7 +160,6 @@ def test_sigterm_checkpoints_and_resume_completes(tmp_path: Path, tiny_body_path
     assert model.predict(["good great film", "bad awful film"]) == ["positive", "negative"]
 
 
-@pytest.mark.own_process
 def test_sigint_checkpoints_and_exits_130(tmp_path: Path, tiny_body_path: str, data: tuple[Path, Path]) -> None:
     out = tmp_path / "model"
     code, err = _interrupt_after_first_checkpoint(
@@ -173,7 +171,6 @@ def test_sigint_checkpoints_and_exits_130(tmp_path: Path, tiny_body_path: str, d
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-@pytest.mark.own_process
 def test_interrupt_without_saving_says_nothing_was_saved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                          tiny_body_path: str, data: tuple[Path, Path],
                                                          capsys: pytest.CaptureFixture, sig: int, code: int) -> None:

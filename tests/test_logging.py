@@ -62,7 +62,6 @@ def test_training_modules_log_under_their_own_names(library_logger: logging.Logg
         assert importlib.import_module(name).logger.name == name
 
 
-@pytest.mark.own_process
 @pytest.mark.parametrize("verbosity, shown", [("default", False), ("quiet", False), ("verbose", True)])
 def test_command_line_drops_the_signal_notice_unless_verbose(capsys: pytest.CaptureFixture, verbosity: str,
                                                              shown: bool) -> None:

@@ -1,0 +1,70 @@
+"""OpenVINO swaps the compiling thread's alternate signal stack and, once the compiled model is freed, puts back
+a stack that may be freed too: the next signal handled with Python's handler (SA_ONSTACK) then segfaulted the
+process (Ctrl-C, or SIGTERM during training after an OpenVINO model was used and dropped). setfit_lite keeps the
+thread's stack across OpenVINO's compile and free (``setfit_lite.signal_stack``)."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from setfit_lite import SetFitModel
+from setfit_lite.signal_stack import _StackT, current_signal_stack, kept_signal_stack
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sigaltstack is Linux's here")
+
+
+def test_kept_signal_stack_puts_back_the_stack_a_call_replaced() -> None:
+    before = current_signal_stack()
+    buffer = ctypes.create_string_buffer(65536)
+    with kept_signal_stack():
+        libc = ctypes.CDLL(None)
+        libc.sigaltstack.argtypes = [ctypes.POINTER(_StackT), ctypes.POINTER(_StackT)]
+        assert libc.sigaltstack(ctypes.byref(_StackT(ctypes.addressof(buffer), 0, len(buffer))), None) == 0
+        assert current_signal_stack()[0] == ctypes.addressof(buffer)
+    assert current_signal_stack() == before
+
+
+def _tiny_onnx(tier_models: dict) -> str:
+    pytest.importorskip("openvino")
+    return str(tier_models["folders"]["onnx"])
+
+
+def test_openvino_models_leave_the_threads_signal_stack_as_they_found_it(tier_models: dict) -> None:
+    folder = _tiny_onnx(tier_models)
+    before = current_signal_stack()
+    for _ in range(2):
+        model = SetFitModel.from_onnx(folder, runtime="openvino")
+        model.predict_proba(["a short text"])
+        assert current_signal_stack() == before
+        del model
+        gc.collect()
+        assert current_signal_stack() == before
+
+
+def test_sigterm_after_openvino_models_were_freed_reaches_the_python_handler(tier_models: dict) -> None:
+    """The user-facing failure, in a process of its own (it died with SIGSEGV, exit status -11, before the fix)."""
+    script = textwrap.dedent("""
+        import faulthandler, gc, os, signal, sys, time
+        faulthandler.enable()
+        from setfit_lite import SetFitModel
+        for _ in range(2):
+            model = SetFitModel.from_onnx(sys.argv[1], runtime="openvino")
+            model.predict_proba(["a short text"])
+            del model
+            gc.collect()
+        got = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)
+        print("handled", got)
+    """)
+    done = subprocess.run([sys.executable, "-c", script, _tiny_onnx(tier_models)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "handled [15]" in done.stdout
