@@ -21,7 +21,7 @@ from benchmarks import accuracy_suite, compare_setfit
 
 HERE = Path(__file__).resolve().parent
 
-VARIANTS = {"temperature": {"calibration": "temperature"}, "cross_fit": {"calibration": "cross_fit"}}
+VARIANTS = {"temperature": {"calibration": "temperature"}}
 
 
 def calibration_table(results: dict) -> str:

@@ -1,12 +1,15 @@
-"""Temperature scaling fitted without a validation set: cross-validation on the training embeddings.
+"""Temperature scaling fitted without a validation set, on out-of-fold predictions of the training examples.
 
-The head is refitted on ``k`` stratified folds of the training embeddings (``k = min(5, smallest class count)``),
-each fold's held-out rows get the log-probabilities of the head fitted without them, and the temperature ``T``
-minimising the negative log-likelihood of those out-of-fold predictions under ``softmax(log p / T)``
-(:func:`setfit_lite.inference.temper`, the rule every prediction tier applies) is kept. ``T`` changes no argmax.
-Multi-label heads are not calibrated (independent sigmoids have no single softmax to scale).
+Each of ``k`` stratified folds of the training examples is scored by a model fitted without it, and the
+temperature ``T`` minimising the negative log-likelihood of those out-of-fold predictions under
+``softmax(log p / T)`` (:func:`setfit_lite.inference.temper`, the rule every prediction tier applies) is kept;
+``T`` changes no argmax. What "a model fitted without it" is depends on whether the body was trained on the
+examples: if not, a head refitted on the other folds' embeddings (:func:`cv_temperature`, ``k = min(5, smallest
+class count)``); if so, a whole model, body and head, trained without the fold (:func:`cross_fit_temperature`,
+``k = 2`` by default; :mod:`setfit_lite.training.cross_fit`), since a trained body has already pulled every
+training example to its class. Multi-label heads are not calibrated (independent sigmoids have no single softmax
+to scale).
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -86,7 +89,7 @@ def cv_temperature(new_head: Callable[[], Any], fit: Callable[[Any, np.ndarray, 
 def cross_fit_temperature(fit_predict: Callable[[np.ndarray, np.ndarray], np.ndarray], ids: np.ndarray,
                           max_folds: int = CROSS_FIT_FOLDS, seed: int = 0) -> tuple[float | None, str]:
     """``(T, how)``: the temperature fitted on out-of-fold log-probabilities of whole models (body and head)
-    trained by ``fit_predict(train_rows, held_out_rows)`` without the held-out rows (``calibration="cross_fit"``);
+    trained by ``fit_predict(train_rows, held_out_rows)`` without the held-out rows (cross-fitting);
     ``(None, why not)`` as :func:`out_of_fold_log_proba`."""
     log_proba, folds = out_of_fold_log_proba(fit_predict, ids, max_folds, seed)
     if log_proba is None:

@@ -274,10 +274,10 @@ class Trainer:
         session.prototypes = zero_shot_prototypes(args, model, data.texts, ids, multi_label, own_objective)
         session.anchor_texts = label_anchor_texts(args, model, ids, session.prototypes, own_objective)
         session.event("on_train_begin")
-        if args.calibration == "cross_fit" and self.trains_body(args) and not multi_label:
+        if args.calibration == "temperature" and self.trains_body(args) and not multi_label:
             if backend.world_size > 1:
-                raise ValueError("calibration='cross_fit' trains its folds in one process; distributed training "
-                                 "takes calibration='temperature' or 'none'")
+                raise ValueError("calibration='temperature' trains whole models on folds of the data in one "
+                                 "process; with distributed training use calibration='none'")
             session.initial_body = copy.deepcopy(model.model_body).to("cpu")
         if self.trains_body(args):
             self.train_embeddings(args, tokens, ids)
@@ -465,14 +465,13 @@ class Trainer:
         return class_weight
 
     def calibrate(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
-        """With ``calibration="temperature"``, set ``head.calibration_temperature`` from heads refitted on folds of
-        the training embeddings (:func:`setfit_lite.calibration.cv_temperature`); with ``"cross_fit"``, from whole
-        models trained without each fold (:mod:`setfit_lite.training.cross_fit`; a body not trained: as
-        ``"temperature"``). Recorded in ``model.training_info["calibration"]`` with the reason when none is
-        fitted."""
+        """With ``calibration="temperature"``, set ``head.calibration_temperature`` from out-of-fold predictions:
+        of whole models trained without each fold when the body is trained (:mod:`setfit_lite.training.cross_fit`),
+        else of heads refitted on folds of the training embeddings (:func:`setfit_lite.calibration.cv_temperature`).
+        Recorded in ``model.training_info["calibration"]`` with the reason when none is fitted."""
         temperature, how = None, "calibration='none'"
         session = self.session
-        if args.calibration == "cross_fit" and session is not None and session.initial_body is not None:
+        if args.calibration == "temperature" and session is not None and session.initial_body is not None:
             if session.cross_fit is None:  # fitted once, on the labelled data (self-training refits reuse it)
                 data = self._train_data
                 assert data is not None
@@ -480,7 +479,7 @@ class Trainer:
                     fold_trainer(type(self), self.model, session.initial_body, args, data.texts, data.labels),
                     ids, args.calibration_folds or CROSS_FIT_FOLDS, seed=args.seed)
             temperature, how = session.cross_fit
-        elif args.calibration != "none":  # "temperature", or "cross_fit" with a body not trained: the same
+        elif args.calibration == "temperature":  # the body is not trained: its embeddings are out of sample
             num_classes = len(self.model.labels or [])
             temperature, how = cv_temperature(lambda: self.model.new_head(num_classes, ids.ndim > 1),
                                               lambda h, x, y: self._refit_head(args, h, x, y), embeddings, ids,

@@ -40,7 +40,7 @@ __all__ = ["MAX_FLOOR_STEPS", "TrainingArguments", "check_argument", "is_integer
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
 ZERO_SHOT_MODES = ("prototypes", "train")
-CALIBRATION_MODES = ("cross_fit", "temperature", "none")
+CALIBRATION_MODES = ("temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
 STRATEGIES = ("no", "steps", "epoch")
 
@@ -234,17 +234,18 @@ class TrainingArguments:
       regression). ``model.training_info["zero_shot"]`` says which was used. ``"train"`` trains the body and a
       logistic regression as for real examples (setfit's behaviour). Zero-shot Emotion, validation split,
       MiniLM-L6: 0.411 against 0.330-0.350 (benchmarks/README.md, "Zero-shot").
-    - ``calibration="none"`` (default): ``predict_proba`` gives the head's probabilities. ``"temperature"``: after
-      the head is fitted, a temperature dividing its log-probabilities is fitted by cross-validation on the
-      training embeddings (``setfit_lite.calibration``: k-fold refits of the head, k = min(5, smallest class
-      count), out-of-fold negative log-likelihood), saved with the head and applied by ``predict_proba`` on every
-      tier (torch, ONNX, static); it never changes a prediction. Not for multi-label heads, zero-shot prototypes,
-      end-to-end torch heads or a class with one example (``model.training_info["calibration"]`` says why).
-      Not the default: the body is trained on the same few shots, so held-out folds look easy and the fitted
-      temperature sharpens the head far too much (validation splits, MiniLM, 8 per class, seeds 0-1: SST-5 T =
-      0.08/0.09, ECE 0.045/0.028 without, 0.475/0.449 with; Emotion T = 0.05/0.07, ECE 0.152/0.120 without,
-      0.432/0.446 with; benchmarks/README.md, "Calibration").
-      Cross-validation is unbiased only where the body is not trained on the shots (``body_learning_rate=0``).
+    - ``calibration="none"`` (default): ``predict_proba`` gives the head's probabilities. ``"temperature"``: a
+      temperature dividing the head's log-probabilities, fitted on out-of-fold predictions of the training
+      examples (``setfit_lite.calibration``, out-of-fold negative log-likelihood), saved with the head and
+      applied by ``predict_proba`` on every tier (torch, ONNX, static); it never changes a prediction. When the
+      body is trained, each fold's whole model (body from its untrained state, and head) is trained without the
+      fold (cross-fitting, ``calibration_folds`` folds, default 2: about twice the training time); a head refitted
+      on folds of the trained body's embeddings would see rows the body already pulled to their class and sharpen
+      far too much (validation splits, MiniLM, 8 per class, seeds 0-1: SST-5 ECE 0.47/0.48 that way against
+      0.05/0.15 cross-fitted, Emotion 0.40/0.44 against 0.13/0.10). With the body not trained
+      (``body_learning_rate=0``), k-fold refits of the head on the embeddings (k = ``calibration_folds``, default
+      min(5, smallest class count)). Not for multi-label heads, zero-shot prototypes, end-to-end torch heads, a
+      class with one example (``model.training_info["calibration"]`` says why) or distributed training (refused).
     - ``head_class_weight="auto"`` (default) trains the head with ``class_weight="balanced"`` (each class's
       examples weigh ``n / (K * count)``; the LogisticRegression's own parameter, the differentiable head's
       weighted cross-entropy) when the single-label training labels are skewed: the largest class has at least

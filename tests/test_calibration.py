@@ -140,7 +140,7 @@ def test_training_fits_a_temperature_on_request_and_none_by_default(tiny_body_pa
     texts = make_sentences(5, seed=4)[0]
     calibrated, plain = _train(tiny_body_path, calibration="temperature"), _train(tiny_body_path)
     info = calibrated.training_info["calibration"]
-    assert info["temperature"] is not None and "5-fold" in info["method"]
+    assert info["temperature"] is not None and "2-fold cross-fitting" in info["method"]
     assert calibrated.calibration_temperature == info["temperature"] != 1.0
     assert plain.calibration_temperature == 1.0 and plain.training_info["calibration"]["temperature"] is None
     raw = calibrated.model_head.predict_proba(calibrated.encode(texts))
@@ -176,7 +176,7 @@ def test_out_of_fold_rows_never_train_the_model_that_scores_them() -> None:
     np.testing.assert_allclose(log_proba, np.log(1 / 3))
 
 
-def test_cross_fit_calibrates_from_folds_trained_without_their_rows(tiny_body_path, monkeypatch) -> None:
+def test_calibration_of_a_trained_body_comes_from_folds_trained_without_their_rows(tiny_body_path, monkeypatch) -> None:
     """Each fold's model is trained from the untrained body on the other fold's texts only; the temperature
     comes from their out-of-fold probabilities, and the final model is the one trained without calibration."""
     import setfit_lite.training.cross_fit as cross_fit
@@ -195,7 +195,7 @@ def test_cross_fit_calibrates_from_folds_trained_without_their_rows(tiny_body_pa
         return spy
 
     monkeypatch.setattr("setfit_lite.trainer.fold_trainer", spying)
-    crossed, plain = _train(tiny_body_path, calibration="cross_fit"), _train(tiny_body_path)
+    crossed, plain = _train(tiny_body_path, calibration="temperature"), _train(tiny_body_path)
     info = crossed.training_info["calibration"]
     assert "2-fold cross-fitting" in info["method"] and info["temperature"] is not None
     assert len(trained_on) == 2 and sorted(trained_on[0] + trained_on[1]) == sorted(texts)
@@ -204,19 +204,21 @@ def test_cross_fit_calibrates_from_folds_trained_without_their_rows(tiny_body_pa
                                temper(plain.predict_proba(probe, as_numpy=True), info["temperature"]), atol=1e-6)
 
 
-def test_cross_fit_does_not_sharpen_what_the_trained_body_memorised(tiny_body_path) -> None:
-    """Folds of a body trained on all the shots look easy, so "temperature" sharpens; folds trained without
-    their rows do not share that leak, so "cross_fit" fits a larger temperature."""
-    crossed = _train(tiny_body_path, calibration="cross_fit")
-    leaky = _train(tiny_body_path, calibration="temperature")
-    assert crossed.calibration_temperature > leaky.calibration_temperature
+def test_cross_fitting_does_not_sharpen_what_the_trained_body_memorised(tiny_body_path) -> None:
+    """Folds of the embeddings of a body trained on all the shots look easy, so a temperature fitted on them
+    sharpens; folds trained without their rows do not share that leak and give a larger temperature."""
+    crossed = _train(tiny_body_path, calibration="temperature")
+    texts, labels = make_sentences(6, seed=0)
+    ids = np.asarray(crossed.label_ids(labels))
+    leaky, how = cv_temperature(lambda: crossed.new_head(2, False), lambda h, x, y: h.fit(x, y),
+                                crossed.encode(texts), ids, seed=3)
+    assert "embeddings" in how and crossed.calibration_temperature > leaky
 
 
-def test_cross_fit_with_a_body_not_trained_is_the_embedding_cross_validation(tiny_body_path) -> None:
-    model = _train(tiny_body_path, calibration="cross_fit", body_learning_rate=0.0)
-    assert "cross-validation on the training embeddings" in model.training_info["calibration"]["method"]
-    assert model.calibration_temperature == _train(tiny_body_path, calibration="temperature",
-                                                   body_learning_rate=0.0).calibration_temperature
+def test_calibration_of_a_body_not_trained_is_the_embedding_cross_validation(tiny_body_path) -> None:
+    model = _train(tiny_body_path, calibration="temperature", body_learning_rate=0.0)
+    assert "5-fold cross-validation on the training embeddings" in model.training_info["calibration"]["method"]
+    assert model.calibration_temperature != 1.0
 
 
 # ------------------------------------------------------------------------------------- saving and the tiers

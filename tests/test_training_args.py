@@ -145,6 +145,8 @@ BAD_ARGUMENTS = [
     ({"zero_shot": "skip"}, ValueError, "zero_shot"),
     ({"calibration": "platt"}, ValueError, "calibration"),
     ({"calibration": None}, TypeError, "calibration"),
+    ({"calibration_folds": 1}, ValueError, "calibration_folds"),
+    ({"calibration_folds": 2.5}, TypeError, "calibration_folds"),
     ({"head_class_weight": "always"}, ValueError, "head_class_weight"),
     ({"head_class_weight": {0: 2.0}}, TypeError, "head_class_weight"),
     ({"self_training_rounds": -1}, ValueError, "self_training_rounds"),

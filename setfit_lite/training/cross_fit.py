@@ -1,8 +1,8 @@
-"""``calibration="cross_fit"``: out-of-fold probabilities from whole models trained without each fold.
+"""Calibration with a trained body: out-of-fold probabilities from whole models trained without each fold.
 
 The body is trained contrastively on the same few shots the head is fitted on, so a head refitted on folds of the
 trained body's embeddings sees held-out rows the body already pulled to their class, and a temperature fitted on
-them sharpens the head far too much (``calibration="temperature"`` with a trained body). Cross-fitting trains each
+them sharpens the head far too much. Cross-fitting (``calibration="temperature"`` with a trained body) trains each
 fold's model from the body as it was before training (``Session.initial_body``), with the same arguments, on the
 other folds' texts only, and scores the held-out texts with it: honest out-of-fold probabilities, for the price of
 ``folds`` extra trainings on ``(folds - 1) / folds`` of the data.

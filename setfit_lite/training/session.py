@@ -22,7 +22,7 @@ class Session:
     ``resume_from`` is the checkpoint the first resumable phase restores (None: start afresh); ``prototypes``
     whether the head is the zero-shot prototypes and the body is not trained, ``anchor_texts`` the label texts
     the embedding phase anchors the classes to (:mod:`setfit_lite.training.label_policy`); ``initial_body`` and
-    ``cross_fit`` serve ``calibration="cross_fit"`` (:meth:`setfit_lite.Trainer.calibrate`).
+    ``cross_fit`` serve ``calibration="temperature"`` with a trained body (:meth:`setfit_lite.Trainer.calibrate`).
     """
 
     args: TrainingArguments
@@ -34,7 +34,7 @@ class Session:
     resume_from: Path | None = None
     prototypes: bool = False
     anchor_texts: list[str] | None = None
-    initial_body: Any = None  # calibration="cross_fit": the body before training, which each fold retrains
+    initial_body: Any = None  # calibration with a trained body: the body before training, which each fold retrains
     cross_fit: tuple[float | None, str] | None = None  # its temperature and method, once fitted
 
     def __post_init__(self) -> None:  # callbacks (reporting integrations) act on process zero only
