@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shots", type=int, default=8)
     parser.add_argument("--pool", type=int, default=2000, help="unlabeled training texts given to self-training")
     parser.add_argument("--lite-args", default="{}", help="JSON TrainingArguments of the run with the pool")
+    parser.add_argument("--merge", type=Path, default=None,
+                        help="an earlier results JSON of this script: its other tasks join the tables (each task's "
+                             "rows still come from one run)")
     ns, command = imbalanced.parse_common(parser, argv, "unlabeled", "self-training settings")
     split = "validation" if ns.choose_default else "test"
     plan = configs(ns)
@@ -78,6 +81,11 @@ def main(argv: list[str] | None = None) -> None:
                "sample": (f"{ns.shots} (and {2 * ns.shots}) per class drawn per seed with sample_dataset; pool: "
                           f"{ns.pool} other training-split texts per seed, labels dropped, none in the sample or the "
                           f"scored split; body {ns.model}; scored on the {split} split"), "runs": {}}
+    if ns.merge is not None:
+        earlier = json.loads(ns.merge.read_text())
+        results["merged"] = {"command": earlier.get("command"), "tasks": [t for t in earlier["runs"]
+                                                                           if t not in ns.tasks]}
+        results["runs"] = {t: runs for t, runs in earlier["runs"].items() if t not in ns.tasks}
     for name in ns.tasks:
         runs: dict[str, list[dict]] = {c: [] for c in plan}
         for i, seed in enumerate(ns.seeds):
