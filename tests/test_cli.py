@@ -72,6 +72,16 @@ def test_train_then_evaluate(trained: Path, data: tuple[Path, Path], capsys: pyt
         assert set(result["calibration"]) == {"expected_calibration_error", "brier_score"}
 
 
+def test_train_with_calibration_saves_the_cross_fitted_temperature(tmp_path: Path, tiny_body_path: str,
+                                                                  data: tuple[Path, Path]) -> None:
+    out = tmp_path / "model"
+    assert main(["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(out), "--max-steps", "8",
+                 "--calibration", "temperature"]) == 0
+    model = SetFitModel.from_pretrained(out)
+    info = model.training_info["calibration"]
+    assert "cross-fitting" in info["method"] and model.calibration_temperature == info["temperature"] != 1.0
+
+
 def test_evaluate_an_exported_folder(tmp_path: Path, trained: Path, data: tuple[Path, Path],
                                      capsys: pytest.CaptureFixture) -> None:
     pytest.importorskip("onnxruntime")

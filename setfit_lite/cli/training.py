@@ -34,6 +34,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None)
     p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None,
                    help="stop body training after this many steps")
+    p.add_argument("--calibration", choices=["temperature", "none"], default=None,
+                   help="temperature: calibrated predict_proba (cross-fitted; about twice the training time)")
 
 
 def train_args(ns: argparse.Namespace) -> Any:
@@ -42,7 +44,7 @@ def train_args(ns: argparse.Namespace) -> Any:
 
     kwargs: dict[str, Any] = {"seed": ns.seed, "backend": ns.backend, "precision": ns.precision,
                               "output_dir": str(Path(ns.output_dir) / CHECKPOINTS)}
-    for name in ("num_epochs", "batch_size", "objective", "max_length", "max_steps"):
+    for name in ("num_epochs", "batch_size", "objective", "max_length", "max_steps", "calibration"):
         if getattr(ns, name) is not None:
             kwargs[name] = getattr(ns, name)
     if getattr(ns, "save_steps", None) is not None:
