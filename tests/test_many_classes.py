@@ -104,3 +104,18 @@ def test_anchors_per_batch_anchors_more_than_max_anchors_classes_at_bounded_cost
     trainer = Trainer(model, TrainingArguments(show_progress_bar=False, anchors_per_batch=16),
                       train_dataset={"text": ["a"] * len(ids), "label": [names[i] for i in ids]})
     assert len(label_anchor_texts(trainer.args, model, ids, False)) == len(names)
+
+
+def test_the_default_head_loosens_its_regularisation_from_many_classes(tiny_body_path) -> None:
+    """From MANY_CLASSES single-label classes the model's default logistic regression takes C=MANY_CLASSES_C (chosen
+    on CLINC150's validation split); fewer classes, multi-label heads and a user's C are left alone."""
+    from setfit_lite.heads import build_head
+    from setfit_lite.heads.factory import MANY_CLASSES, MANY_CLASSES_C
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    assert model.new_head(MANY_CLASSES, multi_label=False).estimator.C == MANY_CLASSES_C
+    assert model.new_head(MANY_CLASSES - 1, multi_label=False).estimator.C == 1.0
+    assert build_head(None, num_classes=MANY_CLASSES, multi_label=True).estimator.get_params()["estimator__C"] \
+        == 1.0
+    user = SetFitModel.from_pretrained(tiny_body_path, head_params={"C": 2.0})
+    assert user.new_head(MANY_CLASSES, multi_label=False).estimator.C == 2.0
