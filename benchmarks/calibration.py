@@ -5,9 +5,10 @@ setfit 1.2, same samples, seeds and body, one run.
 
 Runs go through ``compare_setfit.py`` with ``--proba`` (its workers return the test probabilities, scored by
 ``setfit_lite.metrics``), over the tasks of ``accuracy_suite.py``; setfit_lite runs with its defaults and, as the
-variant ``setfit_lite[temperature]``, with ``calibration="temperature"`` (the cross-validated temperature). The table
-gives accuracy, ECE and Brier score per task and configuration (means over seeds) and the ECE as a fraction of
-setfit's. Other options (``--model``, ``--test-limit``, ``--lite-args``, ...) are ``compare_setfit.py``'s.
+variant ``setfit_lite[temperature]``, with ``calibration="temperature"`` (cross-fitted: each fold scored by a
+model trained without it). The table gives accuracy, ECE and Brier score per task and configuration (means over
+seeds) and the ECE as a fraction of setfit's. Other options (``--model``, ``--test-limit``, ``--lite-args``, ...)
+are ``compare_setfit.py``'s.
 """
 
 from __future__ import annotations

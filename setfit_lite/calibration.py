@@ -10,6 +10,7 @@ class count)``); if so, a whole model, body and head, trained without the fold (
 training example to its class. Multi-label heads are not calibrated (independent sigmoids have no single softmax
 to scale).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -80,10 +81,7 @@ def cv_temperature(new_head: Callable[[], Any], fit: Callable[[Any, np.ndarray, 
         fit(head, embeddings[train], ids[train])
         return head.predict_proba(embeddings[held_out])
 
-    log_proba, folds = out_of_fold_log_proba(fit_predict, ids, max_folds, seed)
-    if log_proba is None:
-        return None, str(folds)
-    return fit_temperature(log_proba, ids), f"{folds}-fold cross-validation on the training embeddings"
+    return _oof_temperature(fit_predict, ids, max_folds, seed, "cross-validation on the training embeddings")
 
 
 def cross_fit_temperature(fit_predict: Callable[[np.ndarray, np.ndarray], np.ndarray], ids: np.ndarray,
@@ -91,7 +89,14 @@ def cross_fit_temperature(fit_predict: Callable[[np.ndarray, np.ndarray], np.nda
     """``(T, how)``: the temperature fitted on out-of-fold log-probabilities of whole models (body and head)
     trained by ``fit_predict(train_rows, held_out_rows)`` without the held-out rows (cross-fitting);
     ``(None, why not)`` as :func:`out_of_fold_log_proba`."""
+    return _oof_temperature(fit_predict, ids, max_folds, seed,
+                            "cross-fitting (body and head trained without each fold)")
+
+
+def _oof_temperature(fit_predict: Callable[[np.ndarray, np.ndarray], np.ndarray], ids: np.ndarray, max_folds: int,
+                     seed: int, method: str) -> tuple[float | None, str]:
+    """``(T, "<k>-fold <method>")`` from :func:`out_of_fold_log_proba`, or ``(None, why not)``."""
     log_proba, folds = out_of_fold_log_proba(fit_predict, ids, max_folds, seed)
     if log_proba is None:
         return None, str(folds)
-    return fit_temperature(log_proba, ids), f"{folds}-fold cross-fitting (body and head trained without each fold)"
+    return fit_temperature(log_proba, np.asarray(ids)), f"{folds}-fold {method}"

@@ -13,6 +13,7 @@ stack is never the live one and nothing freed is ever restored. Linux only; else
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ class _StackT(ctypes.Structure):  # struct stack_t (Linux): void *ss_sp; int ss_
     _fields_ = [("ss_sp", ctypes.c_void_p), ("ss_flags", ctypes.c_int), ("ss_size", ctypes.c_size_t)]
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None

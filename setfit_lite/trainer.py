@@ -274,7 +274,8 @@ class Trainer:
         session.prototypes = zero_shot_prototypes(args, model, data.texts, ids, multi_label, own_objective)
         session.anchor_texts = label_anchor_texts(args, model, ids, session.prototypes, own_objective)
         session.event("on_train_begin")
-        if args.calibration == "temperature" and self.trains_body(args) and not multi_label:
+        end_to_end = args.end_to_end and model.has_differentiable_head  # an end-to-end head is not calibrated
+        if args.calibration == "temperature" and self.trains_body(args) and not multi_label and not end_to_end:
             if backend.world_size > 1:
                 raise ValueError("calibration='temperature' trains whole models on folds of the data in one "
                                  "process; with distributed training use calibration='none'")

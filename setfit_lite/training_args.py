@@ -239,7 +239,7 @@ class TrainingArguments:
       examples (``setfit_lite.calibration``, out-of-fold negative log-likelihood), saved with the head and
       applied by ``predict_proba`` on every tier (torch, ONNX, static); it never changes a prediction. When the
       body is trained, each fold's whole model (body from its untrained state, and head) is trained without the
-      fold (cross-fitting, ``calibration_folds`` folds, default 2: about twice the training time); a head refitted
+      fold (cross-fitting, ``calibration_folds`` folds, default 2: 2.5-3x the training time); a head refitted
       on folds of the trained body's embeddings would see rows the body already pulled to their class and sharpen
       far too much (validation splits, MiniLM, 8 per class, seeds 0-1: SST-5 ECE 0.47/0.48 that way against
       0.05/0.15 cross-fitted, Emotion 0.40/0.44 against 0.13/0.10). With the body not trained

@@ -215,6 +215,21 @@ def test_cross_fitting_does_not_sharpen_what_the_trained_body_memorised(tiny_bod
     assert "embeddings" in how and crossed.calibration_temperature > leaky
 
 
+def test_an_end_to_end_head_is_not_calibrated_and_trains_no_folds(tiny_body_path, monkeypatch) -> None:
+    def no_folds(*args, **kwargs):
+        raise AssertionError("an end-to-end head is never calibrated: no fold may be trained for it")
+
+    monkeypatch.setattr("setfit_lite.trainer.fold_trainer", no_folds)
+    texts, labels = make_sentences(6, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, use_differentiable_head=True)
+    trainer = Trainer(model=model, args=TrainingArguments(**FAST, calibration="temperature", end_to_end=True),
+                      train_dataset={"text": texts, "label": labels})
+    trainer.train()
+    assert trainer.session.initial_body is None  # no copy of the untrained body kept for folds never trained
+    assert model.calibration_temperature == 1.0
+    assert "end-to-end" in model.training_info["calibration"]["method"]
+
+
 def test_calibration_of_a_body_not_trained_is_the_embedding_cross_validation(tiny_body_path) -> None:
     model = _train(tiny_body_path, calibration="temperature", body_learning_rate=0.0)
     assert "5-fold cross-validation on the training embeddings" in model.training_info["calibration"]["method"]

@@ -35,7 +35,7 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None,
                    help="stop body training after this many steps")
     p.add_argument("--calibration", choices=["temperature", "none"], default=None,
-                   help="temperature: calibrated predict_proba (cross-fitted; about twice the training time)")
+                   help="temperature: calibrated predict_proba (cross-fitted; 2.5-3x the training time)")
 
 
 def train_args(ns: argparse.Namespace) -> Any:

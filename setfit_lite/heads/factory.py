@@ -23,7 +23,7 @@ TORCH_HEAD_NAMES = ("differentiable", "torch")  # the first is the default diffe
 # The default logistic regression's C from this many classes on (single-label): 150 classes of normalised
 # embeddings need larger weights to separate than C=1 allows. Chosen on CLINC150's validation split (8 per class,
 # MiniLM-L6, seeds 0-1: C=1 86.2/87.6, C=10 87.6/88.3, C=100 88.7/88.7; Emotion's 6 classes: C=1 51.3, C=100
-# 50.8); benchmarks/results/many_classes_validation.md. TREC's 50 fine classes were not measured and keep C=1.
+# 50.8); benchmarks/results/head_regularisation.md. TREC's 50 fine classes were not measured and keep C=1.
 MANY_CLASSES = 65
 MANY_CLASSES_C = 100.0
 
