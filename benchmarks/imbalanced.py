@@ -110,8 +110,8 @@ def choose_default(ns: argparse.Namespace, command: str) -> None:
     import numpy as np
 
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
-    from setfit_lite.batch_samplers import SentenceBatchSampler
     from setfit_lite.heads import build_head
+    from setfit_lite.training.batch_samplers import SentenceBatchSampler
 
     class Sampling(Trainer):
         replacement = True

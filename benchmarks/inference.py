@@ -118,7 +118,7 @@ class SetfitWorker:
 LOAD_PREDICT = r"""
 import sys
 from setfit_lite.cli.inputs import load_model
-from setfit_lite.inference import iter_text_file
+from setfit_lite.runtime.predictor import iter_text_file
 model = load_model(sys.argv[1], sys.argv[2])
 for _ in model.iter_proba(iter_text_file(sys.argv[3]), batch_size=32):
     pass
@@ -127,7 +127,7 @@ for _ in model.iter_proba(iter_text_file(sys.argv[3]), batch_size=32):
 STREAM = r"""
 import json, sys, time
 from pathlib import Path
-from setfit_lite.static import StaticSetFitModel
+from setfit_lite.runtime.static import StaticSetFitModel
 
 def rss_mb():
     with open("/proc/self/statm") as f:
@@ -197,8 +197,8 @@ def read_split(data_dir: Path, name: str, split: str) -> list[str]:
 
 def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
-    from setfit_lite.export import OnnxSetFitModel
-    from setfit_lite.static import StaticSetFitModel
+    from setfit_lite.runtime.onnx import OnnxSetFitModel
+    from setfit_lite.runtime.static import StaticSetFitModel
 
     name = spec.split(":")[0]
     task = load_task(args.data_dir, spec, 0, test_limit=args.test_limit)
@@ -371,7 +371,7 @@ class Model2VecPeer:
         self.labels = static.labels
 
     def class_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        from setfit_lite.static import linear_proba
+        from setfit_lite.runtime.static import linear_proba
 
         return linear_proba(self.static.head, self.model.encode(texts))
 
@@ -404,8 +404,8 @@ def static_profile(static, texts: list[str], repeats: int = 5) -> dict:
     """Where the static tier's time goes, on one thread: tokenizer (ids as a flat array), row lookup and mean
     (``encode`` minus the tokenizer) and the head (its blocked product and nonlinearity on the embeddings);
     best of ``repeats``."""
-    from setfit_lite.parallel import single_threaded_blas
-    from setfit_lite.static import HEAD_BLOCK, linear_proba
+    from setfit_lite.runtime.static import HEAD_BLOCK, linear_proba
+    from setfit_lite.runtime.threads import single_threaded_blas
 
     def best(fn) -> float:
         fn()

@@ -33,8 +33,8 @@ def padding_waste(lengths: list[int], batch_size: int, order: np.ndarray) -> flo
 def profile(folder: str, texts: list[str], threads: int, batch_size: int) -> dict:
     import onnxruntime as ort
 
-    from setfit_lite.export import OnnxSetFitModel
-    from setfit_lite.inference import length_sorted_batches
+    from setfit_lite.runtime.onnx import OnnxSetFitModel
+    from setfit_lite.runtime.predictor import length_sorted_batches
 
     model = OnnxSetFitModel.load(folder, num_threads=threads)
     model.predict_proba(texts[:64], batch_size=batch_size)  # warm-up

@@ -57,7 +57,7 @@ def name(setting: dict) -> str:
 def embeddings_by_setting(model, texts: list[str], overlaps: list[int]) -> dict[str, np.ndarray]:
     """Each setting's embeddings of ``texts``: windows embedded once per overlap, then the first window
     (truncation) or the pooled windows."""
-    from setfit_lite.chunking import pool, split_windows
+    from setfit_lite.runtime.chunking import pool, split_windows
 
     model.chunking = type(model.chunking)("chunk", 0, "mean")
     tokens = model.tokenize(texts)
@@ -109,7 +109,7 @@ def train(task: dict, model_path: str, lite_args: dict):
 def timings(model, task: dict, chosen: dict, texts: list[str], static_tier: bool) -> dict[str, float]:
     """ms per document of ``predict`` for each tier and setting, on ``texts``, one after another."""
     from setfit_lite import SetFitModel, TrainingArguments
-    from setfit_lite.chunking import Chunking
+    from setfit_lite.runtime.chunking import Chunking
     from setfit_lite.training.head_fit import fit_head
 
     out = {}

@@ -66,7 +66,7 @@ def setfit_steps(labels: list[int], batch_size: int = 16) -> int:
     """Steps of setfit 1.2's default epoch (oversampling: as many positive as negative pairs, batches of 16)."""
     import numpy as np
 
-    from setfit_lite.batch_samplers import PairSpace
+    from setfit_lite.training.batch_samplers import PairSpace
 
     # setfit pairs every i <= j: positives include a sentence with itself, as PairSpace counts them
     space = PairSpace(np.asarray(labels))

@@ -37,7 +37,7 @@ from benchmarks.inference import HWM, child, peak_rss_mb, read_split, result_lin
 SINGLE = r"""
 import json, sys, time
 from pathlib import Path
-from setfit_lite.static import StaticSetFitModel
+from setfit_lite.runtime.static import StaticSetFitModel
 model = StaticSetFitModel.load(sys.argv[1])
 start, n = time.perf_counter(), 0
 for _ in model.predict_iter(Path(sys.argv[2]), batch_size=1024):

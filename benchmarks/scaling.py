@@ -48,7 +48,7 @@ def setfit_pairs(labels: list[int]) -> int:
     """Pairs per epoch that setfit's default (oversampling) sampling would build for ``labels``."""
     import numpy as np
 
-    from setfit_lite.batch_samplers import PairSpace, pair_counts
+    from setfit_lite.training.batch_samplers import PairSpace, pair_counts
 
     pos, neg = pair_counts(PairSpace(np.asarray(labels)), "oversampling", None, len(labels))
     return pos + neg

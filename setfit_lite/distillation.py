@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .batch_samplers import SentenceBatchSampler
 from .data import LabeledData, to_labeled_data
 from .losses import SimilarityDistillationLoss
 from .modeling import SetFitModel
 from .trainer import Trainer
+from .training.batch_samplers import SentenceBatchSampler
 from .training_args import TrainingArguments
 
 LAYER_CHOICES = ("spread", "first")

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from .data import LabeledData
-from .inference import Predictor, predict_ids
 from .metrics import MetricInputs, add_reported_metrics, calibration_metrics, compute_metric
+from .runtime.predictor import Predictor, predict_ids
 
 __all__ = ["evaluate_model"]
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
 
-from .loss_names import LOSSES, MNRL_LOSS, PAIR_LOSSES, RANKING_LOSSES, SUPCON_LOSS, TRIPLET_LOSSES, loss_name
+from .config.loss_names import LOSSES, MNRL_LOSS, PAIR_LOSSES, RANKING_LOSSES, SUPCON_LOSS, TRIPLET_LOSSES, loss_name
 
 __all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "InBatchNegativesLoss", "LabelAnchorLoss",
            "PairMatrixLoss", "SimilarityDistillationLoss", "SupConLoss", "TripletLoss", "all_pairs", "build_loss",

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
+from .config.params import check_param
 from .data import check_label_names, validate_texts
-from .inference import Predictor, length_sorted_batches, tokenize_texts
 from .logging import tqdm_disable
-from .params import check_param
+from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
+from .runtime.predictor import Predictor, length_sorted_batches, tokenize_texts
 from .serialization import (
     MANIFEST_NAME,
     atomic_update_directory,
@@ -72,11 +72,11 @@ class SetFitModel(Predictor):
     user switched to training mode (``.train()``) is switched back to eval by the next prediction (as
     sentence-transformers' ``encode`` does), never to training mode: predict under eval semantics only.
 
-    Long texts (``setfit_lite.chunking``): ``long_text="chunk"`` splits a text longer than the body's max length
+    Long texts (``setfit_lite.runtime.chunking``): ``long_text="chunk"`` splits a text longer than the body's max length
     into windows sharing ``chunk_overlap`` tokens and pools their embeddings (``chunk_pooling``: "mean", "max",
     "weighted"), wherever the model embeds texts (head fitting, evaluation, ``encode``, prediction, the ONNX
     export); ``long_text="truncate"`` reads the first window only. The body's contrastive training reads each
-    text's first window. None: the defaults (``setfit_lite.chunking.DEFAULT_CHUNKING``).
+    text's first window. None: the defaults (``setfit_lite.runtime.chunking.DEFAULT_CHUNKING``).
     """
 
     setfit_return_types = True
@@ -125,7 +125,7 @@ class SetFitModel(Predictor):
         from sentence_transformers import SentenceTransformer
 
         from .heads import load_head
-        from .setfit_format import is_setfit_folder, load_setfit_folder
+        from .heads.setfit_format import is_setfit_folder, load_setfit_folder
 
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
@@ -353,16 +353,16 @@ class SetFitModel(Predictor):
     # ---- ONNX ---------------------------------------------------------------------------------
     def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17,
                     calibration_texts: Sequence[str] | None = None) -> Path:
-        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.export``
+        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.runtime.onnx``
         (``quantize``: None, "int8", or "int8-static" calibrated on ``calibration_texts``)."""
-        from .export import export_onnx
+        from .runtime.onnx import export_onnx
 
         return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
     @staticmethod
     def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime") -> Any:
         """Load a folder written by ``export_onnx`` as an ``OnnxSetFitModel`` (onnxruntime or OpenVINO, no torch)."""
-        from .export import OnnxSetFitModel
+        from .runtime.onnx import OnnxSetFitModel
 
         return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime)
 
@@ -371,8 +371,8 @@ class SetFitModel(Predictor):
                       unlabeled_texts: Sequence[str] = (), **options: Any) -> Path:
         """Distil the body into static token embeddings (model2vec's format) with a head refitted on ``texts``
         (``labels``, or this model's predictions) and ``unlabeled_texts`` (this model's predictions); see
-        ``setfit_lite.static.export_static``."""
-        from .static import export_static
+        ``setfit_lite.runtime.static.export_static``."""
+        from .runtime.static import export_static
 
         return export_static(self, path, texts, labels=labels, unlabeled_texts=unlabeled_texts, **options)
 
@@ -380,7 +380,7 @@ class SetFitModel(Predictor):
     def from_static(path: str | os.PathLike, num_threads: int | None = None) -> Any:
         """Load a folder written by ``export_static`` as a ``StaticSetFitModel`` (numpy and tokenizers, no torch;
         ``num_threads``: threads a prediction uses, default the CPUs this process may use)."""
-        from .static import StaticSetFitModel
+        from .runtime.static import StaticSetFitModel
 
         return StaticSetFitModel.load(path, num_threads=num_threads)
 
@@ -479,8 +479,8 @@ def load_model_folder(model_dir: str | os.PathLike, runtime: str = "onnxruntime"
 def exported_format(folder: str | os.PathLike) -> Literal["onnx", "static"] | None:
     """``"onnx"`` or ``"static"`` for a folder written by ``export_onnx`` or ``export_static`` (read from its config
     file's name: nothing heavy is imported), else None."""
-    from .export import ONNX_CONFIG_NAME
-    from .static import STATIC_CONFIG_NAME
+    from .runtime.onnx import ONNX_CONFIG_NAME
+    from .runtime.static import STATIC_CONFIG_NAME
 
     if (Path(folder) / ONNX_CONFIG_NAME).is_file():
         return "onnx"
@@ -541,7 +541,7 @@ def _check_head_against_config(folder: Path, config: dict[str, Any], head: Any) 
 def _head_file(folder: Path) -> Path:
     """The file that says what a loaded head takes: setfit_lite's head config, or setfit's pickled head."""
     from .heads import HEAD_CONFIG_NAME
-    from .setfit_format import SETFIT_HEAD_NAME
+    from .heads.setfit_format import SETFIT_HEAD_NAME
 
     ours = folder / HEAD_DIR / HEAD_CONFIG_NAME
     return ours if ours.is_file() else folder / SETFIT_HEAD_NAME

@@ -3,7 +3,7 @@
 setfit builds every pair of the data as a dict before training; here the pairs are kept as two int32 index
 arrays (8 bytes a pair) and turned into ``{"sentence_1", "sentence_2", "label"}`` dicts as they are read.
 setfit_lite's own trainer does not use this class (it samples pairs in O(n) memory, see
-:mod:`setfit_lite.batch_samplers`); it is here for code written against ``setfit.sampler``.
+:mod:`setfit_lite.training.batch_samplers`); it is here for code written against ``setfit.sampler``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import IterableDataset
 
-from .sampling_policy import SAMPLING_STRATEGIES
+from .config.sampling_policy import SAMPLING_STRATEGIES
 
 __all__ = ["ContrastiveDataset", "shuffled_pair_indices"]
 

@@ -22,14 +22,11 @@ import torch
 from trainers import Backend, get_backend
 from trainers.distributed import current_env
 
-from .batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
-from .calibration import CROSS_FIT_FOLDS, MAX_FOLDS, cross_fit_temperature, cv_temperature
-from .callbacks import CallbackHandler, TrainerControl, TrainerState
-from .checkpoint_files import resolve_checkpoint
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .data.readers import column_renames
 from .evaluation import evaluate_model
+from .heads.calibration import CROSS_FIT_FOLDS, MAX_FOLDS, cross_fit_temperature, cv_temperature
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel
@@ -37,6 +34,9 @@ from .reporting import reporting_callbacks
 from .search import routing, run_hyperparameter_search
 from .search.seeding import seed_everything
 from .serialization import check_output_path
+from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
+from .training.callbacks import CallbackHandler, TrainerControl, TrainerState
+from .training.checkpoints import resolve_checkpoint
 from .training.cross_fit import fold_trainer
 from .training.head_fit import fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
@@ -468,7 +468,8 @@ class Trainer:
     def calibrate(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
         """With ``calibration="temperature"``, set ``head.calibration_temperature`` from out-of-fold predictions:
         of whole models trained without each fold when the body is trained (:mod:`setfit_lite.training.cross_fit`),
-        else of heads refitted on folds of the training embeddings (:func:`setfit_lite.calibration.cv_temperature`).
+        else of heads refitted on folds of the training embeddings
+        (:func:`setfit_lite.heads.calibration.cv_temperature`).
         Recorded in ``model.training_info["calibration"]`` with the reason when none is fitted."""
         temperature, how = None, "calibration='none'"
         session = self.session

@@ -12,8 +12,8 @@ from typing import Any
 from trainers.names import NAMES as BACKEND_NAMES
 from trainers.names import PRECISION_NAMES
 
-from .loss_names import LOSSES, loss_name
-from .rules import (
+from .config.loss_names import LOSSES, loss_name
+from .config.rules import (
     Rule,
     check_rule,
     flag,
@@ -27,7 +27,7 @@ from .rules import (
     path,
     text,
 )
-from .sampling_policy import (
+from .config.sampling_policy import (
     MAX_FLOOR_STEPS,
     OBJECTIVES,
     SAMPLING_STRATEGIES,
@@ -236,7 +236,7 @@ class TrainingArguments:
       MiniLM-L6: 0.411 against 0.330-0.350 (benchmarks/README.md, "Zero-shot").
     - ``calibration="none"`` (default): ``predict_proba`` gives the head's probabilities. ``"temperature"``: a
       temperature dividing the head's log-probabilities, fitted on out-of-fold predictions of the training
-      examples (``setfit_lite.calibration``, out-of-fold negative log-likelihood), saved with the head and
+      examples (``setfit_lite.heads.calibration``, out-of-fold negative log-likelihood), saved with the head and
       applied by ``predict_proba`` on every tier (torch, ONNX, static); it never changes a prediction. When the
       body is trained, each fold's whole model (body from its untrained state, and head) is trained without the
       fold (cross-fitting, ``calibration_folds`` folds, default 2: 2.5-3x the training time); a head refitted

@@ -13,11 +13,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.calibration import cv_temperature, out_of_fold_log_proba
 from setfit_lite.evaluation import evaluate_model
 from setfit_lite.heads import SklearnHead, load_head
-from setfit_lite.inference import temper
+from setfit_lite.heads.calibration import cv_temperature, out_of_fold_log_proba
 from setfit_lite.metrics import brier_score, calibration_metrics, coverage_accuracy, expected_calibration_error
+from setfit_lite.runtime.predictor import temper
 from setfit_lite.serialization.validate import ModelFormatError
 
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
@@ -279,7 +279,7 @@ def test_temperature_is_saved_loaded_and_applied_alike_by_torch_and_onnx(calibra
 def test_static_tier_fits_and_applies_its_own_temperature(calibrated_tiers) -> None:
     static, texts = calibrated_tiers["static"], calibrated_tiers["texts"]
     assert static.calibration_temperature not in (1.0, calibrated_tiers["lr"]["model"].calibration_temperature)
-    from setfit_lite.static import linear_proba
+    from setfit_lite.runtime.static import linear_proba
 
     raw = linear_proba(static.head, static.encode(texts))
     np.testing.assert_allclose(static.predict_proba(texts), temper(raw, static.calibration_temperature), atol=1e-6)

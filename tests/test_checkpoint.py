@@ -15,14 +15,14 @@ import torch
 from transformers import TrainerCallback
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.checkpoint_files import (
+from setfit_lite.trainer import TrainingInterrupted
+from setfit_lite.training.checkpoints import (
     CheckpointError,
     _join,
     _split,
     latest_checkpoint,
     verify_checkpoint,
 )
-from setfit_lite.trainer import TrainingInterrupted
 from trainers import CpuBackend
 
 ARGS = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu", "seed": 3,

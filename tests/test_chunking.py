@@ -10,7 +10,7 @@ import pytest
 from conftest import FILLER, NEGATIVE, POSITIVE, make_sentences
 
 from setfit_lite import SetFitModel
-from setfit_lite.chunking import Chunking, Windows, pool, split_windows
+from setfit_lite.runtime.chunking import Chunking, Windows, pool, split_windows
 
 MAX_LENGTH = 16  # the tiny body reads 16 tokens here: [CLS] + 14 words + [SEP]
 LABELS = ["positive", "negative"]

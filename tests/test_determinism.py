@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from setfit_lite.checkpoint_files import latest_checkpoint
+from setfit_lite.training.checkpoints import latest_checkpoint
 
 WORKER = Path(__file__).parent / "determinism_worker.py"
 

@@ -177,7 +177,7 @@ def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
     from conftest import make_sentences
 
     from setfit_lite import SetFitModel
-    from setfit_lite.checkpoint_files import latest_checkpoint, verify_checkpoint
+    from setfit_lite.training.checkpoints import latest_checkpoint, verify_checkpoint
 
     eval_texts = make_sentences(10, seed=1)[0]
     r0, r1 = (torch.load(ranks / f"trainer_rank{r}.pt", weights_only=False) for r in range(2))

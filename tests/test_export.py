@@ -11,8 +11,8 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments  # noqa: E402
-from setfit_lite.export import ONNX_CONFIG_NAME, ONNX_MODEL_NAME, OnnxSetFitModel  # noqa: E402
 from setfit_lite.heads import SklearnHead, TorchHead  # noqa: E402
+from setfit_lite.runtime.onnx import ONNX_CONFIG_NAME, ONNX_MODEL_NAME, OnnxSetFitModel  # noqa: E402
 
 FAST = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu", "seed": 3}
 TEXTS = ["great wonderful superb film", "awful dull terrible movie", "the plot was nice", "boring sad acting",
@@ -77,7 +77,7 @@ def test_fp32_lr_head_matches_torch(lr_model, tmp_path):
     # the graph has dynamic batch and sequence axes, and the declared input/output names
     session = onnx_model.session
     assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask"]
-    # a chunking model's graph also gives the text embedding its head graph reads (setfit_lite.chunking)
+    # a chunking model's graph also gives the text embedding its head graph reads (setfit_lite.runtime.chunking)
     assert [o.name for o in session.get_outputs()] == ["probabilities", "embedding"][:1 + lr_model.chunking.enabled]
     assert all(isinstance(d, str) for i in session.get_inputs() for d in i.shape)
 

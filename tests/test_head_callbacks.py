@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.callbacks import TrainerCallback
+from setfit_lite.training.callbacks import TrainerCallback
 
 # body_learning_rate 0 for the embedding phase skips it: the head phase alone, on the body as loaded
 HEAD_ONLY = {"body_learning_rate": (0.0, 1e-5), "show_progress_bar": False, "backend": "cpu", "seed": 3}

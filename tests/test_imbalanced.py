@@ -8,9 +8,9 @@ import pytest
 from conftest import make_sentences
 from sklearn.linear_model import LogisticRegression
 
-from setfit_lite.batch_samplers import SentenceBatchSampler
 from setfit_lite.heads import SklearnHead, TorchHead, load_head
 from setfit_lite.metrics import compute_metric
+from setfit_lite.training.batch_samplers import SentenceBatchSampler
 
 SKEWED = [
     # (class sizes, batch size)

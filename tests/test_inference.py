@@ -1,5 +1,5 @@
-"""The torch-free prediction layer (``setfit_lite.inference``, ``setfit_lite.evaluation``): one prediction rule, one
-``Predictor`` base for the torch and the exported model, streaming, evaluation."""
+"""The torch-free prediction layer (``setfit_lite.runtime.predictor``, ``setfit_lite.evaluation``): one prediction
+rule, one ``Predictor`` base for the torch and the exported model, streaming, evaluation."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from test_imports import import_graph
 
-import setfit_lite.inference as inference
+import setfit_lite.runtime.predictor as inference
 from setfit_lite.data import LabeledData
 from setfit_lite.evaluation import evaluate_model
-from setfit_lite.inference import Predictor, labels_from_proba, predict_ids
+from setfit_lite.runtime.predictor import Predictor, labels_from_proba, predict_ids
 
 
 class LengthModel(Predictor):
@@ -50,8 +50,8 @@ def test_labels_from_proba() -> None:
 
 
 def test_torch_and_exported_models_share_one_predictor() -> None:
-    from setfit_lite.export import OnnxSetFitModel
     from setfit_lite.modeling import SetFitModel
+    from setfit_lite.runtime.onnx import OnnxSetFitModel
 
     for cls in (SetFitModel, OnnxSetFitModel):
         assert issubclass(cls, Predictor)
@@ -62,10 +62,11 @@ def test_torch_and_exported_models_share_one_predictor() -> None:
 def test_inference_is_a_leaf() -> None:
     graph = import_graph()
     data = {name for name in graph if name == "setfit_lite.data" or name.startswith("setfit_lite.data.")}
-    # and the parameter rules (setfit_lite.params, on the rule engine and training_args: the standard library only)
-    assert graph["setfit_lite.inference"] <= data | {"setfit_lite.params"}
-    assert graph["setfit_lite.params"] == {"setfit_lite.rules", "setfit_lite.training_args"}
-    assert "setfit_lite.modeling" not in graph["setfit_lite.export"]
+    # and the parameter rules (setfit_lite.config.params, on the rule engine and training_args: the standard
+    # library only)
+    assert graph["setfit_lite.runtime.predictor"] <= data | {"setfit_lite.config.params"}
+    assert graph["setfit_lite.config.params"] == {"setfit_lite.config.rules", "setfit_lite.training_args"}
+    assert "setfit_lite.modeling" not in graph["setfit_lite.runtime.onnx"]
 
 
 def test_predictor_streams_chunks_and_names_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,7 +125,7 @@ def test_tokenizer_file_gives_the_body_tokenizers_ids_and_padding(tiny_body_path
     """The transformers-free tokenizer of exported folders: same ids, truncation and padding as the body's."""
     from transformers import AutoTokenizer
 
-    from setfit_lite.inference import TokenizerFile
+    from setfit_lite.runtime.predictor import TokenizerFile
 
     body_tokenizer = AutoTokenizer.from_pretrained(tiny_body_path)
     texts = ["great wonderful superb film", "so bad", "a " * 40 + "end", "zzqq unknown words"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from setfit_lite.jsonable import decode, encode
+from setfit_lite.serialization.jsonable import decode, encode
 
 
 def _round_trip(value, tensors=None, **kwargs):
@@ -88,6 +88,6 @@ def test_reads_head_params_written_before() -> None:
 
 
 def test_imports_without_torch() -> None:
-    code = "import sys; sys.modules['torch'] = None; import setfit_lite.jsonable; print('ok')"
+    code = "import sys; sys.modules['torch'] = None; import setfit_lite.serialization.jsonable; print('ok')"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

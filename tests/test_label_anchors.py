@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from sentence_transformers.sentence_transformer import losses as st_losses
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.batch_samplers import SentenceBatchSampler, WithAnchors
 from setfit_lite.losses import InBatchNegativesLoss, LabelAnchorLoss, PairMatrixLoss, _next_of_class, build_loss
+from setfit_lite.training.batch_samplers import SentenceBatchSampler, WithAnchors
 
 
 def _batch(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -24,10 +24,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.multiclass import OneVsRestClassifier
 
 from setfit_lite import SetFitModel
-from setfit_lite.checkpoint_files import finalize_checkpoint, load_body_state, load_checkpoint, write_rank_state
 from setfit_lite.heads import TorchHead
+from setfit_lite.runtime.static import StaticSetFitModel
 from setfit_lite.serialization import MANIFEST_NAME, ModelFormatError, write_manifest
-from setfit_lite.static import StaticSetFitModel
+from setfit_lite.training.checkpoints import finalize_checkpoint, load_body_state, load_checkpoint, write_rank_state
 
 LABELS = ["positive", "negative"]
 NEWER = 99

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.batch_samplers import PairSpace, SentenceBatchSampler, WithAnchors, pair_counts
 from setfit_lite.losses import LabelAnchorLoss, PairMatrixLoss
+from setfit_lite.training.batch_samplers import PairSpace, SentenceBatchSampler, WithAnchors, pair_counts
 from setfit_lite.training.label_policy import MAX_ANCHORS, label_anchor_texts
 
 

@@ -1,4 +1,4 @@
-"""One rule per numeric parameter (``setfit_lite.params``), applied alike by the API (every prediction tier, the
+"""One rule per numeric parameter (``setfit_lite.config.params``), applied alike by the API (every prediction tier, the
 search) and the CLI (an argparse error, exit status 2, before any data or model is loaded); ``report_to`` and
 ``labels`` checked when the arguments or the model are made."""
 
@@ -171,7 +171,7 @@ def test_cli_numbers_are_argparse_errors(monkeypatch: pytest.MonkeyPatch, capsys
 
 def test_cli_and_api_share_the_rule(capsys: pytest.CaptureFixture) -> None:
     """The CLI's message is the API's rule: same allowed values."""
-    from setfit_lite.params import PARAMS, check_param
+    from setfit_lite.config.params import PARAMS, check_param
 
     with pytest.raises(ValueError) as api_error:
         check_param("batch_size", 0)

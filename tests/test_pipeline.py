@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.callbacks import TrainerCallback
+from setfit_lite.training.callbacks import TrainerCallback
 
 FAST = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu"}
 
@@ -208,7 +208,7 @@ def test_model_init_and_unknown_args(tiny_body_path, toy_data):
 
 @pytest.mark.parametrize("bad, error", [(None, TypeError), ("  ", ValueError)])
 def test_bad_text_past_the_first_chunk_is_named_by_its_row(trained, monkeypatch, bad, error):
-    import setfit_lite.inference as inference
+    import setfit_lite.runtime.predictor as inference
 
     monkeypatch.setattr(inference, "STREAM_CHUNK", 3)
     texts = ["good film", "bad film", "fine", "awful", "nice", bad, "dull"]

@@ -7,7 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from setfit_lite.batch_samplers import LazyPermutation, PairSampler, PairSpace, SentenceBatchSampler, pair_counts
+from setfit_lite.training.batch_samplers import (
+    LazyPermutation,
+    PairSampler,
+    PairSpace,
+    SentenceBatchSampler,
+    pair_counts,
+)
 
 
 def test_pair_space_enumerates_setfit_pairs_exactly():
@@ -155,7 +161,7 @@ def test_one_same_label_rule() -> None:
     """The pair targets come from ``losses.same_label`` alone (the sampler's numpy twin is gone)."""
     import torch
 
-    import setfit_lite.batch_samplers as sampling
+    import setfit_lite.training.batch_samplers as sampling
     from setfit_lite.losses import same_label
 
     assert not hasattr(sampling, "same_label_matrix")

@@ -11,7 +11,7 @@ import pytest
 from conftest import make_sentences
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
-from setfit_lite.callbacks import TrainerCallback
+from setfit_lite.training.callbacks import TrainerCallback
 from setfit_lite.training.self_training import select_pseudo_labels
 
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,

@@ -1,7 +1,7 @@
 """OpenVINO swaps the compiling thread's alternate signal stack and, once the compiled model is freed, puts back
 a stack that may be freed too: the next signal handled with Python's handler (SA_ONSTACK) then segfaulted the
 process (Ctrl-C, or SIGTERM during training after an OpenVINO model was used and dropped). setfit_lite keeps the
-thread's stack across OpenVINO's compile and free (``setfit_lite.signal_stack``)."""
+thread's stack across OpenVINO's compile and free (``setfit_lite.runtime.signal_stack``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from setfit_lite import SetFitModel
-from setfit_lite.signal_stack import _StackT, current_signal_stack, kept_signal_stack
+from setfit_lite.runtime.signal_stack import _StackT, current_signal_stack, kept_signal_stack
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sigaltstack is Linux's here")
 

@@ -14,7 +14,7 @@ from test_torch_free import run_python
 from setfit_lite import SetFitModel
 from setfit_lite.heads import build_head
 from setfit_lite.heads.linear import linear_head_spec
-from setfit_lite.static import (
+from setfit_lite.runtime.static import (
     EMBEDDINGS_KEY,
     STATIC_CONFIG_NAME,
     StaticSetFitModel,
@@ -200,7 +200,7 @@ def test_static_folder_safety(fitted: SetFitModel, exported: Path, tmp_path: Pat
 HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "onnxruntime")
 STATIC_PREDICT = f"""
 import json, sys
-from setfit_lite.static import StaticSetFitModel
+from setfit_lite.runtime.static import StaticSetFitModel
 from setfit_lite.cli import main
 
 model = StaticSetFitModel.load(sys.argv[1])

@@ -157,7 +157,7 @@ def test_a_tokenizer_shared_by_threads_asking_different_lengths_truncates_each_c
     through ``tokenize_texts`` take turns, so each gets its own length (without turns, hundreds got another's)."""
     from transformers import AutoTokenizer
 
-    from setfit_lite.inference import tokenize_texts
+    from setfit_lite.runtime.predictor import tokenize_texts
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_body_path)
     texts = ["good film " * 20] * 32
@@ -212,7 +212,7 @@ def test_default_workers_follow_omp_num_threads_else_the_cpus(omp: str | None, e
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from setfit_lite.parallel import default_workers
+    from setfit_lite.runtime.threads import default_workers
 
     if omp is None:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -226,7 +226,7 @@ def test_blas_is_single_threaded_while_any_piece_runs_and_restored_after() -> No
     """Nested and concurrent holders: one BLAS thread until the last leaves, then the setting from before."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from setfit_lite.parallel import run_pieces, single_threaded_blas
+    from setfit_lite.runtime.threads import run_pieces, single_threaded_blas
 
     def blas_threads() -> list[int]:
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]

@@ -47,7 +47,7 @@ else:
 PREDICT = """
 import json, sys
 from setfit_lite import SetFitModel
-from setfit_lite.export import OnnxSetFitModel
+from setfit_lite.runtime.onnx import OnnxSetFitModel
 
 folder, runtime, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 model = SetFitModel.from_onnx(folder, runtime=runtime)

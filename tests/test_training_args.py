@@ -271,7 +271,8 @@ def test_backend_options_reach_the_backend(tiny_body_path: str, toy_data: dict) 
 
 def test_training_arguments_and_their_rules_import_neither_torch_nor_numpy() -> None:
     code = ("import sys; from setfit_lite import training_args as t; t.TrainingArguments(backend='cpu'); "
-            "import setfit_lite.params, setfit_lite.rules, setfit_lite.loss_names, setfit_lite.sampling_policy; "
+            "import setfit_lite.config.params, setfit_lite.config.rules, setfit_lite.config.loss_names, "
+            "setfit_lite.config.sampling_policy; "
             "print('torch' in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"

@@ -39,7 +39,7 @@ def read_texts(source: str, text_column: str) -> Iterator[str]:
     """The texts of ``source``: ``-`` (stdin: a text or a JSON object per line), a CSV/JSON/JSONL file (its
     ``text_column``) or a text file (one text per line)."""
     if source == "-":
-        from ..inference import decoded_lines
+        from ..runtime.predictor import decoded_lines
 
         buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded line by line: an error names the line
         lines = decoded_lines(buffer, "<stdin>") if buffer is not None else (t.rstrip("\n") for t in sys.stdin)
@@ -52,7 +52,7 @@ def read_texts(source: str, text_column: str) -> Iterator[str]:
 
         yield from to_labeled_data(Path(source), text_column=text_column, require_labels=False).texts
         return
-    from ..inference import iter_text_file
+    from ..runtime.predictor import iter_text_file
 
     yield from iter_text_file(Path(source))
 

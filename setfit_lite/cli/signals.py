@@ -51,7 +51,7 @@ def signal_number(interrupt: KeyboardInterrupt) -> int:
 
 def interrupted_line(ns: argparse.Namespace, signum: int, argv: list[str]) -> str:
     """One line: where the checkpoint is and the command that resumes from it, or that nothing was saved."""
-    from ..checkpoint_files import latest_checkpoint
+    from ..training.checkpoints import latest_checkpoint
 
     head = f"setfit-lite {ns.command}: interrupted by {signal.Signals(signum).name}"
     if ns.command != "train":

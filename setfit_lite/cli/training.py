@@ -10,7 +10,7 @@ from typing import Any
 from trainers.names import NAMES as BACKEND_NAMES
 from trainers.names import PRECISION_NAMES
 
-from ..params import TRAINING_RULES, argument_type
+from ..config.params import TRAINING_RULES, argument_type
 from .options import CHECKPOINTS, DEFAULT_BODY, add_data_args
 
 __all__ = ["add_train_args", "train_args", "train_eval_rows"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..params import check_param
+from ..config.params import check_param
 from .checks import is_dataframe, is_dataset, is_dataset_dict, pick_split_error
 from .labels import normalize_labels
 from .readers import as_table

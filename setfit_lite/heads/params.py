@@ -10,7 +10,7 @@ from typing import Any
 import sklearn
 from packaging.version import InvalidVersion, Version
 
-from .. import jsonable
+from ..serialization import jsonable
 from .common import corrupt_head_error
 
 

@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
-from ..inference import predict_ids
+from ..runtime.predictor import predict_ids
 from ..serialization import atomic_write_bytes, load_tensors, save_json, save_tensors
 from ..serialization.validate import check_temperature, temperature_field
 from .common import (

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..inference import predict_ids
+from ..runtime.predictor import predict_ids
 from ..serialization import load_tensors, save_json, save_tensors
 from ..serialization.validate import check_float_dtype, check_shape, check_temperature, temperature_field
 from .common import (

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..inference import labels_from_proba
+from ..runtime.predictor import labels_from_proba
 
 __all__ = ["TIER_DEFAULTS", "BatchScorer", "read_texts", "score_dataset"]
 

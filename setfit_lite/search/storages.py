@@ -17,7 +17,7 @@ from typing import Any
 
 import optuna
 
-from ..params import check_params
+from ..config.params import check_params
 
 __all__ = ["open_storage"]
 

@@ -27,8 +27,8 @@ from typing import Any
 import optuna
 from optuna.distributions import BaseDistribution
 
+from ..config.params import check_param, check_params
 from ..errors import NoCompletedTrialError
-from ..params import check_param, check_params
 from ..verbosity import quiet_optuna
 from .routing import apply_hyperparameters
 from .spaces import DIRECTIONS, Experiment, default_hp_space, parse_experiment, suggest_hyperparameters
@@ -43,7 +43,7 @@ _OPTUNA_KWARGS = ("sampler", "pruner", "storage", "study_name", "load_if_exists"
                   "gc_after_trial", "callbacks", "catch", "show_progress_bar")
 # storage options (not Optuna's optimize arguments): several workers on one database study
 _STORAGE_KWARGS = ("heartbeat_interval", "grace_period", "max_retry", "max_trials")
-# numeric arguments, checked by their rules in setfit_lite.params before anything is built
+# numeric arguments, checked by their rules in setfit_lite.config.params before anything is built
 _NUMBER_KWARGS = ("timeout", "n_jobs", "heartbeat_interval", "grace_period", "max_retry", "max_trials")
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..callbacks import EarlyStopping
 from ..data import LabeledData, encode_labels
-from ..inference import predict_ids
 from ..metrics import MetricInputs, add_reported_metrics, compute_metric
+from ..runtime.predictor import predict_ids
 from ..training_args import TrainingArguments
+from .callbacks import EarlyStopping
 from .head_fit import fit_head
 from .progress import Progress
 from .session import Session

@@ -1,5 +1,5 @@
 """Where the loop stands (:class:`Progress`), saved to a checkpoint and resumed from one (the checkpoint folder's
-files: :mod:`setfit_lite.checkpoint_files`)."""
+files: :mod:`setfit_lite.training.checkpoints`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from ..callbacks import EarlyStopping
-from ..checkpoint_files import (
+from .callbacks import EarlyStopping
+from .checkpoints import (
     CheckpointError,
     finalize_checkpoint,
     load_body_state,

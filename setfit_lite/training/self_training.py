@@ -23,7 +23,7 @@ import numpy as np
 
 from ..data.checks import validate_texts
 from ..data.readers import as_table
-from ..inference import temper
+from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
 __all__ = ["SelfTrainingRound", "check_disjoint", "pool_without", "read_unlabeled", "run_self_training",

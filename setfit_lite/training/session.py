@@ -9,8 +9,8 @@ from typing import Any
 
 from trainers import Backend
 
-from ..callbacks import CallbackHandler, TrainerControl, TrainerState
 from ..training_args import TrainingArguments
+from .callbacks import CallbackHandler, TrainerControl, TrainerState
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from ...params import TRAINING_RULES, argument_type
+from ...config.params import TRAINING_RULES, argument_type
 from ..inputs import check_output
 from ..options import DEFAULT_BODY
 

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from ...params import argument_type
+from ...config.params import argument_type
 from ..inputs import check_output, is_table, read_texts
 from ..options import add_data_args
 

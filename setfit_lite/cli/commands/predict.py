@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ... import logging as sl_logging
-from ...params import argument_type
+from ...config.params import argument_type
 from ..inputs import load_model, read_texts
 from ..options import add_data_args, add_runtime_arg
 

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from ...params import argument_type
+from ...config.params import argument_type
 from ..inputs import check_output
 from ..training import add_train_args, train_args, train_eval_rows
 

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from ...params import TRAINING_RULES, argument_type
+from ...config.params import TRAINING_RULES, argument_type
 from ..inputs import check_output
 from ..options import CHECKPOINTS
 from ..training import add_train_args, train_args, train_eval_rows
@@ -25,9 +25,9 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
-    from ...checkpoint_files import latest_checkpoint
     from ...modeling import SetFitModel
     from ...trainer import Trainer
+    from ...training.checkpoints import latest_checkpoint
 
     check_output(ns.output_dir, ns.model, ns.data, ns.eval_data, suffix="trained")
     args = train_args(ns)

@@ -4,7 +4,7 @@ The exported folder holds ``model.onnx`` (inputs ``input_ids`` and ``attention_m
 (batch, sequence); output ``probabilities``, float32 of shape (batch, len(labels)), columns in ``labels``
 order), the tokenizer files, ``config_setfit_lite_onnx.json`` and an integrity manifest. A calibrated model's
 temperature is in the config (``calibration_temperature``) and applied to the graph's probabilities by
-``OnnxSetFitModel`` with the rule every tier applies (``setfit_lite.inference.temper``). With
+``OnnxSetFitModel`` with the rule every tier applies (``setfit_lite.runtime.predictor.temper``). With
 ``quantize="int8"`` the weights are dynamically quantised to int8 and ``model.onnx`` is the quantised graph
 (the float32 graph is not kept).
 
@@ -12,11 +12,11 @@ The head becomes graph operations: LogisticRegression (plain, one-vs-rest or mul
 ``coef_``/``intercept_``, reproducing scikit-learn's ``predict_proba``, and a ``TorchHead`` through its own
 forward. Other heads cannot be exported.
 
-A model that chunks long texts (``long_text="chunk"``, see ``setfit_lite.chunking``) is exported with a second
+A model that chunks long texts (``long_text="chunk"``, see ``setfit_lite.runtime.chunking``) is exported with a second
 output, ``embedding`` (the text embedding the head reads), and the head alone as ``head.onnx`` (``embedding`` to
 ``probabilities``): ``OnnxSetFitModel`` embeds each window with the first graph, pools the windows of a text as the
-torch model does (``setfit_lite.chunking.pool``) and runs the head graph on the pooled embeddings. The config records
-the setting (``long_text``, ``chunk_overlap``, ``chunk_pooling``, ``normalize_embeddings``).
+torch model does (``setfit_lite.runtime.chunking.pool``) and runs the head graph on the pooled embeddings. The config
+records the setting (``long_text``, ``chunk_overlap``, ``chunk_pooling``, ``normalize_embeddings``).
 """
 
 from __future__ import annotations
@@ -32,11 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .chunking import Chunking, affixes, pool, split_windows
-from .inference import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
-from .parallel import default_workers, run_pieces
-from .params import check_param
-from .serialization import (
+from ..config.params import check_param
+from ..serialization import (
     atomic_update_directory,
     check_output_path,
     load_json,
@@ -45,8 +42,8 @@ from .serialization import (
     verify_manifest,
     write_manifest,
 )
-from .serialization.manifest import is_inside
-from .serialization.validate import (
+from ..serialization.manifest import is_inside
+from ..serialization.validate import (
     ModelFormatError,
     check_count,
     check_labels,
@@ -55,9 +52,12 @@ from .serialization.validate import (
     check_version,
     temperature_field,
 )
+from ..verbosity import filter_log_records
+from ..version import __version__
+from .chunking import Chunking, affixes, pool, split_windows
+from .predictor import Predictor, TokenizerFile, length_sorted_batches, tokenize_texts, with_prompt
 from .signal_stack import kept_signal_stack
-from .verbosity import filter_log_records
-from .version import __version__
+from .threads import default_workers, run_pieces
 
 __all__ = ["ONNX_CONFIG_NAME", "ONNX_MODEL_NAME", "OnnxSetFitModel", "export_onnx"]
 
@@ -90,8 +90,8 @@ def _build_graph(model: Any) -> Any:
     import torch
     from torch import nn
 
-    from .heads import SklearnHead, TorchHead
-    from .heads.linear import linear_head_spec
+    from ..heads import SklearnHead, TorchHead
+    from ..heads.linear import linear_head_spec
 
     class LinearProba(nn.Module):
         """``predict_proba`` of a LogisticRegression-family head from its fitted coefficients.
@@ -265,7 +265,7 @@ def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequenc
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from .data import validate_texts
+    from ..data import validate_texts
 
     token_ids = model.tokenize(validate_texts(texts))
 
@@ -309,7 +309,7 @@ class OpenVinoSession:
         config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
         if num_threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(num_threads)
-        with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.signal_stack)
+        with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.runtime.signal_stack)
             self.compiled = ov.Core().compile_model(model_file, "CPU", config)
         self._local = threading.local()  # an infer request per calling thread: a request is not thread-safe
 
@@ -448,7 +448,7 @@ class OnnxSetFitModel(Predictor):
         """Load a folder written by ``export_onnx``, checking its manifest and refusing pickles.
 
         ``num_threads``: threads a prediction uses (default: the CPUs this process may use). With onnxruntime,
-        that many batches run at once, each on one intra-op thread without spinning (``setfit_lite.parallel``:
+        that many batches run at once, each on one intra-op thread without spinning (``setfit_lite.runtime.threads``:
         on 2 cores this gave 230 int8 texts/s where onnxruntime's own two spinning threads gave 142); OpenVINO
         gets it as ``INFERENCE_NUM_THREADS`` and runs one batch at a time. ``runtime``: ``"onnxruntime"``, or
         ``"openvino"`` (Intel's runtime reads the same ONNX graph; ``pip install "setfit_lite[openvino]"``).

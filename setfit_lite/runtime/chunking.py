@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .params import CHUNK_POOLINGS, LONG_TEXT_MODES, check_param
+from ..config.params import CHUNK_POOLINGS, LONG_TEXT_MODES, check_param
 
 __all__ = ["CHUNK_POOLINGS", "DEFAULT_CHUNKING", "LONG_TEXT_MODES", "Chunking", "Windows", "affixes",
            "first_window", "pool", "split_windows"]

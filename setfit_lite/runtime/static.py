@@ -35,10 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from .inference import Predictor, TokenizerFile, predict_ids, with_prompt
-from .parallel import default_workers, run_pieces
-from .params import check_param, check_params
-from .serialization import (
+from ..config.params import check_param, check_params
+from ..serialization import (
     atomic_update_directory,
     check_output_path,
     load_json,
@@ -48,7 +46,7 @@ from .serialization import (
     verify_manifest,
     write_manifest,
 )
-from .serialization.validate import (
+from ..serialization.validate import (
     ModelFormatError,
     check_count,
     check_float_dtype,
@@ -60,7 +58,9 @@ from .serialization.validate import (
     check_version,
     temperature_field,
 )
-from .version import __version__
+from ..version import __version__
+from .predictor import Predictor, TokenizerFile, predict_ids, with_prompt
+from .threads import default_workers, run_pieces
 
 __all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "export_static", "linear_proba"]
 
@@ -140,7 +140,7 @@ class StaticSetFitModel(Predictor):
         file against the others (:func:`validate_static_folder`).
 
         ``num_threads``: threads a prediction uses, each on its own slice of the texts (default: the CPUs this
-        process may use; ``setfit_lite.parallel``)."""
+        process may use; ``setfit_lite.runtime.threads``)."""
         folder = Path(path)
         refuse_pickles(folder)
         verify_manifest(folder)
@@ -349,10 +349,10 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     """
     from sklearn.decomposition import PCA
 
-    from .calibration import cv_temperature
-    from .data import validate_texts
-    from .heads import build_head
-    from .heads.linear import linear_head_spec
+    from ..data import validate_texts
+    from ..heads import build_head
+    from ..heads.calibration import cv_temperature
+    from ..heads.linear import linear_head_spec
 
     check_output_path(path, getattr(model, "source_folder", None), suffix="static")
     model._check_fitted()

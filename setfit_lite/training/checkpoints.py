@@ -24,9 +24,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from . import jsonable
-from .serialization import load_json, save_json, verify_manifest, write_manifest
-from .serialization.validate import ModelFormatError, check_count, check_type, check_version
+from ..serialization import jsonable, load_json, save_json, verify_manifest, write_manifest
+from ..serialization.validate import ModelFormatError, check_count, check_type, check_version
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """How the embedding phase samples its batches and how long an epoch is: the objectives, setfit's pair-sampling
 strategies, the steps-per-epoch floor of sentence batches and each objective's default body learning rates.
 
-The samplers that draw the batches are in :mod:`setfit_lite.batch_samplers`. Torch- and numpy-free
+The samplers that draw the batches are in :mod:`setfit_lite.training.batch_samplers`. Torch- and numpy-free
 (``TrainingArguments`` checks and documents its fields with these).
 """
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .data import check_text_collection, encode_labels, validate_texts
-from .params import check_param, is_integer
+from ..config.params import check_param, is_integer
+from ..data import check_text_collection, encode_labels, validate_texts
 
 __all__ = [
     "MULTI_LABEL_THRESHOLD",

@@ -20,9 +20,9 @@ import torch
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.multioutput import ClassifierChain, MultiOutputClassifier
 
-from .heads import SklearnHead, TorchHead
-from .serialization import load_json
-from .serialization.validate import check_labels
+from ..serialization import load_json
+from ..serialization.validate import check_labels
+from . import SklearnHead, TorchHead
 
 __all__ = ["SETFIT_CONFIG_NAME", "SETFIT_HEAD_NAME", "is_setfit_folder", "load_setfit_folder"]
 

@@ -3,14 +3,15 @@
 :data:`PARAMS` holds the rules of prediction (``batch_size`` of ``predict``/``predict_proba``/``predict_iter``/
 ``encode`` on torch, ONNX and static models, ONNX ``num_threads``), of the search (``n_trials``, ``timeout``,
 ``n_jobs``, ``max_trials`` and the storage's heartbeat options) and of the other numbers the CLI takes. They are
-built with, and checked by, the rules of :mod:`setfit_lite.rules`, as are the rules of the training arguments
+built with, and checked by, the rules of :mod:`setfit_lite.config.rules`, as are the rules of the training arguments
 (:data:`TRAINING_RULES`, the table of :mod:`setfit_lite.training_args`).
 
 The API calls :func:`check_param` (``TypeError`` for a wrong type, ``ValueError`` for a value out of range, both
 naming the parameter, the value and what is allowed); the CLI's options are parsed by :func:`argument_type`, built
 from the same rule, so a bad number is an argparse error (exit status 2) before any data or model is loaded.
 
-Torch-free: this module imports only the standard library, ``setfit_lite.rules`` and ``setfit_lite.training_args``.
+Torch-free: this module imports only the standard library, ``setfit_lite.config.rules`` and
+``setfit_lite.training_args``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..training_args import _RULES as TRAINING_RULES
 from .rules import Rule, check_rule, integer, is_integer, number, option, optional, rule_message
-from .training_args import _RULES as TRAINING_RULES
 
 __all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params", "is_integer"]
 
@@ -46,7 +47,7 @@ PARAMS: dict[str, Rule] = {
     "opset": integer("an ONNX opset version, an integer >= 7", low=7),
     "pca_dims": optional(_POSITIVE, "the body's embedding size"),
     "refine_epochs": integer("an integer >= 0", low=0),
-    # long texts (setfit_lite.chunking)
+    # long texts (setfit_lite.runtime.chunking)
     "long_text": option(LONG_TEXT_MODES),
     "chunk_overlap": integer("an integer >= 0 (tokens shared by consecutive windows)", low=0),
     "chunk_pooling": option(CHUNK_POOLINGS),

@@ -1,7 +1,8 @@
 """The rules that check a parameter's value: a :class:`Rule` says what it allows and normalises what it accepts.
 
 The builders (:func:`integer`, :func:`number`, :func:`option`, ...) make the rules of the tables of
-:mod:`setfit_lite.training_args` (the training arguments) and :mod:`setfit_lite.params` (prediction, search, CLI);
+:mod:`setfit_lite.training_args` (the training arguments) and :mod:`setfit_lite.config.params` (prediction, search,
+CLI);
 :func:`check_rule` turns a rule's bare ``TypeError`` (wrong type) or ``ValueError`` (out of range) into one that
 names the parameter, the value and what is allowed.
 

@@ -2,7 +2,7 @@
 
 Each of ``k`` stratified folds of the training examples is scored by a model fitted without it, and the
 temperature ``T`` minimising the negative log-likelihood of those out-of-fold predictions under
-``softmax(log p / T)`` (:func:`setfit_lite.inference.temper`, the rule every prediction tier applies) is kept;
+``softmax(log p / T)`` (:func:`setfit_lite.runtime.predictor.temper`, the rule every prediction tier applies) is kept;
 ``T`` changes no argmax. What "a model fitted without it" is depends on whether the body was trained on the
 examples: if not, a head refitted on the other folds' embeddings (:func:`cv_temperature`, ``k = min(5, smallest
 class count)``); if so, a whole model, body and head, trained without the fold (:func:`cross_fit_temperature`,
