@@ -5,7 +5,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import moved as _moved
 from .version import __version__
+
+_moved.install()  # the module paths of earlier releases (setfit_lite.export, ...) stay importable
 
 _EXPORTS = {
     "SetFitModel": "modeling",
