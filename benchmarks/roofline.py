@@ -104,7 +104,7 @@ def quantize_like_export(fp32_path: Path, int8_path: Path) -> Path:
     """``fp32_path`` quantised as ``export_onnx(..., quantize="int8")`` does: dynamic, per-channel QInt8 weights."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from setfit_lite.runtime.onnx import _ORT_PREPROCESS_ADVICE
+    from setfit_lite.exporting.onnx import _ORT_PREPROCESS_ADVICE
     from setfit_lite.verbosity import filter_log_records
 
     with filter_log_records("", *_ORT_PREPROCESS_ADVICE):

@@ -355,7 +355,7 @@ class SetFitModel(Predictor):
                     calibration_texts: Sequence[str] | None = None) -> Path:
         """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.runtime.onnx``
         (``quantize``: None, "int8", or "int8-static" calibrated on ``calibration_texts``)."""
-        from .runtime.onnx import export_onnx
+        from .exporting.onnx import export_onnx
 
         return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
@@ -371,8 +371,8 @@ class SetFitModel(Predictor):
                       unlabeled_texts: Sequence[str] = (), **options: Any) -> Path:
         """Distil the body into static token embeddings (model2vec's format) with a head refitted on ``texts``
         (``labels``, or this model's predictions) and ``unlabeled_texts`` (this model's predictions); see
-        ``setfit_lite.runtime.static.export_static``."""
-        from .runtime.static import export_static
+        ``setfit_lite.exporting.static.export_static``."""
+        from .exporting.static import export_static
 
         return export_static(self, path, texts, labels=labels, unlabeled_texts=unlabeled_texts, **options)
 

@@ -12,15 +12,10 @@ from conftest import make_sentences
 from test_torch_free import run_python
 
 from setfit_lite import SetFitModel
+from setfit_lite.exporting.static import zipf_weights
 from setfit_lite.heads import build_head
 from setfit_lite.heads.linear import linear_head_spec
-from setfit_lite.runtime.static import (
-    EMBEDDINGS_KEY,
-    STATIC_CONFIG_NAME,
-    StaticSetFitModel,
-    linear_proba,
-    zipf_weights,
-)
+from setfit_lite.runtime.static import EMBEDDINGS_KEY, STATIC_CONFIG_NAME, StaticSetFitModel, linear_proba
 
 TEXTS = ["great wonderful superb film", "awful dull terrible movie", "the plot was nice", "boring sad acting",
          "zzzz qqqq", "great great great"]
