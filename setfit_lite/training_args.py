@@ -9,185 +9,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from trainers.names import NAMES as BACKEND_NAMES
-from trainers.names import PRECISION_NAMES
-
-from .config.loss_names import LOSSES, loss_name
-from .config.rules import (
-    Rule,
-    check_rule,
-    flag,
-    folder,
-    integer,
-    is_integer,
-    number,
-    option,
-    optional,
-    pair_of,
-    path,
-    text,
-)
-from .config.sampling_policy import (
-    MAX_FLOOR_STEPS,
-    OBJECTIVES,
-    SAMPLING_STRATEGIES,
-    default_body_learning_rate,
-    steps_per_epoch_floor,
-)
+from .config.loss_names import loss_name
+from .config.rules import is_integer
+from .config.sampling_policy import MAX_FLOOR_STEPS, default_body_learning_rate, steps_per_epoch_floor
+from .config.training_rules import TRAINING_RULES, check_argument
 
 __all__ = ["MAX_FLOOR_STEPS", "TrainingArguments", "check_argument", "is_integer"]
-
-LABEL_ANCHORS = ("auto", "off")
-ANCHOR_LOSSES = ("pairs", "softmax")
-ZERO_SHOT_MODES = ("prototypes", "train")
-CALIBRATION_MODES = ("temperature", "none")
-HEAD_CLASS_WEIGHTS = ("auto", "balanced")
-STRATEGIES = ("no", "steps", "epoch")
 
 
 def _pair(value: Any) -> tuple[Any, Any]:
     """``(body, head)`` of a checked value: its pair, or the value twice."""
     return value if isinstance(value, tuple) else (value, value)
-
-
-# ------------------------------------------------------------------------------------------------ the fields' rules
-
-
-def _report_to(value: Any) -> list[str]:
-    """setfit's ``report_to``: a name or a list of names, kept as a list; each name once, and ``"none"`` or
-    ``"all"`` alone."""
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
-        raise TypeError
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(f"duplicate name(s) {duplicates}: each integration reports once")
-    for alone in ("none", "all"):
-        if alone in names and len(names) > 1:
-            raise ValueError(f"{alone!r} cannot be combined with other integrations")
-    return list(names)
-
-
-def _loss(value: Any) -> Any:
-    if not isinstance(value, (str, type)):
-        raise TypeError
-    if loss_name(value) not in LOSSES:
-        raise ValueError
-    return value
-
-
-def _callable(value: Any) -> Any:
-    if not callable(value):
-        raise TypeError
-    return value
-
-
-def _template(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError
-    if "{label}" not in value:
-        raise ValueError
-    return value
-
-
-def _options(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise TypeError
-    if not all(isinstance(k, str) and k.isidentifier() for k in value):
-        raise ValueError
-    return dict(value)
-
-
-def _backend(value: Any) -> Any:
-    if isinstance(value, str):
-        return option(BACKEND_NAMES, fold_case=True).check(value)
-    from trainers.base import Backend  # a Backend instance was built with trainers (and torch) imported
-
-    if not isinstance(value, Backend):
-        raise TypeError
-    return value
-
-
-_POSITIVE = integer("a positive integer")
-_STRATEGY = option(STRATEGIES)
-_RULES: dict[str, Rule] = {
-    "output_dir": path(),
-    "batch_size": pair_of(_POSITIVE),
-    "num_epochs": pair_of(_POSITIVE),
-    "max_steps": integer("a positive integer, or -1 (no limit)", also=(-1,)),
-    "sampling_strategy": option(SAMPLING_STRATEGIES),
-    "num_iterations": optional(_POSITIVE),
-    "body_learning_rate": optional(pair_of(number("a finite number >= 0 (0 freezes the body in that phase)")),
-                                   "the objective's default"),
-    "head_learning_rate": number("a finite number > 0", low_open=True),
-    "loss": Rule(f"one of {', '.join(LOSSES)} (a name, the sentence-transformers class or "
-                 "setfit_lite.losses.SupConLoss)", _loss),
-    "distance_metric": optional(Rule("a callable (a sentence-transformers distance function)", _callable),
-                                "the loss's default"),
-    "margin": number("a finite number >= 0"),
-    "end_to_end": flag(),
-    "use_amp": flag(),
-    "warmup_proportion": number("a number in [0, 1]", high=1.0),
-    "l2_weight": optional(number("a finite number >= 0")),
-    "max_length": optional(integer("an integer >= 2", low=2), "the body's limit"),
-    "samples_per_label": _POSITIVE,
-    "show_progress_bar": flag(),
-    "seed": integer("an integer in [0, 2**63 - 1]", low=0, high=2**63 - 1),
-    "report_to": Rule("'none', 'all', or a name or list of names of transformers' reporting integrations",
-                      _report_to),
-    "run_name": optional(text()),
-    "logging_dir": optional(folder()),
-    "logging_strategy": _STRATEGY,
-    "logging_first_step": flag(),
-    "logging_steps": integer("a positive integer (0 only with logging_strategy 'no')", low=0),
-    "eval_strategy": _STRATEGY,
-    "eval_steps": optional(_POSITIVE, "logging_steps"),
-    "eval_delay": number("a finite number >= 0"),
-    "eval_max_steps": integer("a positive integer, or -1 (no limit)", also=(-1,)),
-    "save_strategy": _STRATEGY,
-    "save_steps": _POSITIVE,
-    "save_total_limit": optional(_POSITIVE, "keep all"),
-    "load_best_model_at_end": flag(),
-    "metric_for_best_model": optional(text("a non-empty string", empty=False), "the first metric"),
-    "greater_is_better": optional(flag(), "from the metric's name"),
-    "objective": option(OBJECTIVES),
-    "sentence_batch_size": optional(integer("an integer >= 2", low=2), "batch_size"),
-    "min_steps_per_epoch": optional(_POSITIVE, "from the data"),
-    "early_stopping_patience": optional(_POSITIVE, "no early stopping"),
-    "max_grad_norm": optional(number("a finite number >= 0 (0: no clipping)"), "no clipping"),
-    "backend": Rule(f"one of {', '.join(map(repr, BACKEND_NAMES))} (any case) or a trainers.Backend", _backend),
-    "backend_options": optional(Rule("a dict of the backend's options by name, e.g. {'num_threads': 8} or "
-                                      "{'gaudi_config': 'gaudi_config.json'}", _options), "the defaults"),
-    "precision": option(PRECISION_NAMES),
-    "compile": flag(),
-    "prompt": optional(text()),
-    "freeze_word_embeddings": optional(flag(), "by vocabulary size"),
-    "label_anchors": option(LABEL_ANCHORS),
-    "anchor_template": Rule("a string containing '{label}'", _template),
-    "anchor_weight": number("a finite number >= 0"),
-    "anchors_per_batch": optional(_POSITIVE, "every class's anchor in every batch"),
-    "anchor_loss": option(ANCHOR_LOSSES),
-    "anchor_temperature": number("a finite number > 0", low_open=True),
-    "label_prior_temperature": optional(number("a finite number > 0", low_open=True), "no prior"),
-    "zero_shot": option(ZERO_SHOT_MODES),
-    "calibration": option(CALIBRATION_MODES),
-    "calibration_folds": optional(integer("an integer >= 2", low=2), "the method's default"),
-    "head_class_weight": optional(option(HEAD_CLASS_WEIGHTS), "no class weights"),
-    "self_training_rounds": integer("an integer >= 0 (0: the unlabeled pool is not used)", low=0),
-    "pseudo_label_threshold": number("a probability in [0, 1]", high=1.0),
-    "pseudo_labels_per_class": number("a finite number > 0 (times the class's labelled count)", low_open=True),
-    "self_training_body": flag(),
-}
-
-
-def check_argument(name: str, value: Any) -> Any:
-    """``value`` of the :class:`TrainingArguments` field ``name``, normalised (numpy numbers to Python ones,
-    enums to their value, a backend name to lower case), or ``TypeError`` (wrong type) / ``ValueError`` (out of
-    range) naming the field, the value and what is allowed. Cross-field rules are checked by the constructor."""
-    rule = _RULES.get(name)
-    if rule is None:
-        raise TypeError(f"TrainingArguments has no argument {name!r}")
-    return check_rule(rule, name, value, owner="TrainingArguments: ")
 
 
 @dataclass
@@ -387,7 +219,7 @@ class TrainingArguments:
         self.__post_init__()
 
     def __post_init__(self) -> None:
-        for name in _RULES:
+        for name in TRAINING_RULES:
             setattr(self, name, check_argument(name, getattr(self, name)))
         self.batch_size, self.num_epochs = _pair(self.batch_size), _pair(self.num_epochs)
         if self.num_iterations is not None and self.objective == "sentence_batch":

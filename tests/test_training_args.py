@@ -172,10 +172,10 @@ def test_bad_argument_is_refused_naming_field_value_and_allowed(kwargs: dict, er
 
 
 def test_every_field_has_a_rule_and_the_table_covers_it() -> None:
-    from setfit_lite.training_args import _RULES
+    from setfit_lite.config.training_rules import TRAINING_RULES
 
     names = {f.name for f in dataclasses.fields(TrainingArguments) if f.init}
-    assert set(_RULES) == names
+    assert set(TRAINING_RULES) == names
     assert {name for _, _, name in BAD_ARGUMENTS} == names
 
 

@@ -4,14 +4,13 @@
 ``encode`` on torch, ONNX and static models, ONNX ``num_threads``), of the search (``n_trials``, ``timeout``,
 ``n_jobs``, ``max_trials`` and the storage's heartbeat options) and of the other numbers the CLI takes. They are
 built with, and checked by, the rules of :mod:`setfit_lite.config.rules`, as are the rules of the training arguments
-(:data:`TRAINING_RULES`, the table of :mod:`setfit_lite.training_args`).
+(:data:`TRAINING_RULES`, the table of :mod:`setfit_lite.config.training_rules`).
 
 The API calls :func:`check_param` (``TypeError`` for a wrong type, ``ValueError`` for a value out of range, both
 naming the parameter, the value and what is allowed); the CLI's options are parsed by :func:`argument_type`, built
 from the same rule, so a bad number is an argparse error (exit status 2) before any data or model is loaded.
 
-Torch-free: this module imports only the standard library, ``setfit_lite.config.rules`` and
-``setfit_lite.training_args``.
+Torch-free: this module imports only the standard library and ``setfit_lite.config``.
 """
 
 from __future__ import annotations
@@ -20,12 +19,12 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..training_args import _RULES as TRAINING_RULES
 from .rules import Rule, check_rule, integer, is_integer, number, option, optional, rule_message
+from .training_rules import TRAINING_RULES
 
 __all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params", "is_integer"]
 
-_POSITIVE = integer("a positive integer")
+_POSITIVE = integer()
 LONG_TEXT_MODES = ("truncate", "chunk")
 CHUNK_POOLINGS = ("mean", "max", "weighted")
 
@@ -35,21 +34,21 @@ PARAMS: dict[str, Rule] = {
     "num_threads": optional(_POSITIVE, "the runtime's choice"),
     # hyperparameter search
     "n_trials": optional(_POSITIVE, "no limit: until max_trials or timeout"),
-    "timeout": optional(number("a finite number of seconds > 0", low_open=True), "no limit"),
-    "n_jobs": integer("1 (trials share one Trainer; to search in parallel run several processes with the same "
-                      "storage and study_name, load_if_exists=True)", high=1),
+    "timeout": optional(number(low_open=True, note="seconds"), "no limit"),
+    "n_jobs": integer(high=1, note="trials share one Trainer; to search in parallel run several processes with the "
+                                    "same storage and study_name, load_if_exists=True"),
     "max_trials": optional(_POSITIVE, "no limit"),
-    "heartbeat_interval": optional(integer("a positive integer (seconds)"), "no heartbeat"),
-    "grace_period": optional(integer("a positive integer (seconds)"), "2 x heartbeat_interval"),
-    "max_retry": optional(integer("an integer >= 0", low=0), "retry without limit"),
+    "heartbeat_interval": optional(integer(note="seconds"), "no heartbeat"),
+    "grace_period": optional(integer(note="seconds"), "2 x heartbeat_interval"),
+    "max_retry": optional(integer(low=0), "retry without limit"),
     # data sampling, exports
     "num_samples": _POSITIVE,
-    "opset": integer("an ONNX opset version, an integer >= 7", low=7),
+    "opset": integer(low=7, note="an ONNX opset version"),
     "pca_dims": optional(_POSITIVE, "the body's embedding size"),
-    "refine_epochs": integer("an integer >= 0", low=0),
+    "refine_epochs": integer(low=0),
     # long texts (setfit_lite.runtime.chunking)
     "long_text": option(LONG_TEXT_MODES),
-    "chunk_overlap": integer("an integer >= 0 (tokens shared by consecutive windows)", low=0),
+    "chunk_overlap": integer(low=0, note="tokens shared by consecutive windows"),
     "chunk_pooling": option(CHUNK_POOLINGS),
 }
 

@@ -54,8 +54,39 @@ def optional(rule: Rule, meaning: str = "") -> Rule:
     return Rule(f"None{f' ({meaning})' if meaning else ''} or {rule.allowed}", check)
 
 
-def integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int, ...] = ()) -> Rule:
-    """An integer (not a bool) in ``[low, high]`` or one of ``also``."""
+def _shown(bound: float) -> str:
+    """A bound as the messages write it: ``2**63 - 1`` rather than its 19 digits."""
+    if isinstance(bound, int) and bound > 2**32 and (bound + 1) & bound == 0:
+        return f"2**{bound.bit_length()} - 1"
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)
+
+
+def _interval(kind: str, low: float, high: float, low_open: bool = False, high_open: bool = False) -> str:
+    """What ``low``/``high`` allow, in words: "a positive integer", "an integer >= 2", "a number in [0, 1)"."""
+    if high == math.inf:
+        if kind == "integer" and low == 1:
+            return "a positive integer"
+        return f"{'an integer' if kind == 'integer' else 'a finite number'} {'>' if low_open else '>='} {_shown(low)}"
+    if kind == "integer" and low == high:
+        return str(low)
+    what = "an integer" if kind == "integer" else "a number"
+    return f"{what} in {'(' if low_open else '['}{_shown(low)}, {_shown(high)}{')' if high_open else ']'}"
+
+
+def _with_note(allowed: str, note: str) -> str:
+    return f"{allowed} ({note})" if note else allowed
+
+
+def integer(low: int = 1, high: float = math.inf, also: tuple[int, ...] = (), note: str = "") -> Rule:
+    """An integer (not a bool) in ``[low, high]`` or one of ``also``; what it allows is said from those bounds,
+    ``note`` (what a value means) added in parentheses.
+
+    Example:
+        >>> integer(low=0, note="0: never").allowed
+        'an integer >= 0 (0: never)'
+        >>> integer(also=(-1,), note="-1: no limit").allowed
+        'a positive integer, or -1 (-1: no limit)'
+    """
     def check(value: Any) -> int:
         if not is_integer(value):
             raise TypeError
@@ -63,20 +94,31 @@ def integer(allowed: str, low: int = 1, high: float = math.inf, also: tuple[int,
             raise ValueError
         return int(value)
 
-    return Rule(allowed, check)
+    allowed = _interval("integer", low, high) + "".join(f", or {v}" for v in also)
+    return Rule(_with_note(allowed, note), check)
 
 
-def number(allowed: str, low: float = 0.0, high: float = math.inf, low_open: bool = False) -> Rule:
-    """A finite real (not a bool) in ``[low, high]`` (``(low, high]`` with ``low_open``), as a float."""
+def number(low: float = 0.0, high: float = math.inf, low_open: bool = False, high_open: bool = False,
+           note: str = "") -> Rule:
+    """A finite real (not a bool) in ``[low, high]`` (an end excluded with ``low_open``/``high_open``), as a
+    float; what it allows is said from those bounds, ``note`` added in parentheses.
+
+    Example:
+        >>> number(low_open=True).allowed
+        'a finite number > 0'
+        >>> number(high=1.0, high_open=True).allowed
+        'a number in [0, 1)'
+    """
     def check(value: Any) -> float:
         if is_bool(value) or not isinstance(value, numbers.Real):
             raise TypeError
         value = float(value)
-        if not (math.isfinite(value) and low <= value <= high) or (low_open and value == low):
+        if not (math.isfinite(value) and low <= value <= high) or (low_open and value == low) \
+                or (high_open and value == high):
             raise ValueError
         return value
 
-    return Rule(allowed, check)
+    return Rule(_with_note(_interval("number", low, high, low_open, high_open), note), check)
 
 
 def pair_of(rule: Rule) -> Rule:

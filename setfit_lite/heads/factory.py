@@ -16,7 +16,7 @@ from ..serialization import load_json
 from .common import HEAD_CONFIG_NAME
 from .sklearn_head import SklearnHead
 from .torch_head import TorchHead
-from .validation import check_positive_int
+from .validation import check_head_param
 
 SKLEARN_HEAD_NAMES = ("logistic_regression", "sklearn")  # the first is the default head
 TORCH_HEAD_NAMES = ("differentiable", "torch")  # the first is the default differentiable head
@@ -70,7 +70,7 @@ def build_head(
     ``LogisticRegression``.
     A TorchHead ignores ``multi_target_strategy`` (multi-label always means independent sigmoids).
     """
-    check_positive_int("num_classes", num_classes)
+    check_head_param("num_classes", num_classes)
     if isinstance(head, (SklearnHead, TorchHead)):
         if head_kwargs:
             raise ValueError("head_kwargs cannot be applied to an already built head")

@@ -29,7 +29,7 @@ from .common import (
 )
 from .linear import is_lr, lr_family_state, rebuild_lr_family
 from .params import check_sklearn_version
-from .validation import as_features, check_labels, check_positive_int
+from .validation import as_features, check_head_param, check_labels
 
 
 class SklearnHead:
@@ -50,7 +50,7 @@ class SklearnHead:
         multi_label: bool = False,
         multi_target_strategy: str | None = None,
     ) -> None:
-        check_positive_int("num_classes", num_classes)
+        check_head_param("num_classes", num_classes)
         if multi_target_strategy is not None and multi_target_strategy not in MULTI_TARGET_STRATEGIES:
             raise ValueError(
                 f"unknown multi_target_strategy {multi_target_strategy!r}; "

@@ -25,7 +25,7 @@ from .common import (
     corrupt_head_error,
     read_head_config,
 )
-from .validation import as_features, check_class_weight, check_labels, check_positive_int, class_weight_vector
+from .validation import as_features, check_class_weight, check_head_param, check_labels, class_weight_vector
 
 logger = logging.getLogger(__name__)
 
@@ -92,12 +92,10 @@ class SetFitHead(nn.Module):
         super().__init__()
         num_classes = _one_of("num_classes", num_classes, "out_features", out_features, 2)
         multi_label = _one_of("multi_label", multi_label, "multitarget", multitarget, False)
-        for name, value in (("in_features", in_features), ("num_classes", num_classes), ("hidden_size", hidden_size)):
-            check_positive_int(name, value)
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        if not float(temperature) > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature!r}")
+        in_features, num_classes, hidden_size, dropout, temperature = (
+            check_head_param(name, value) for name, value in (
+                ("in_features", in_features), ("num_classes", num_classes), ("hidden_size", hidden_size),
+                ("dropout", dropout), ("temperature", temperature)))
         if int(num_classes) == 1 and not multi_label:
             logger.warning("Change `out_features` from 1 to 2 since we use `CrossEntropyLoss` for binary "
                            "classification.")

@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_array
 
+from ..config.rules import Rule, check_rule, integer, number, optional
+
 
 def as_features(X: Any) -> np.ndarray:
     """Embeddings as a finite, numeric 2-D numpy array (dtype preserved; 16-bit torch floats become float32)."""
@@ -57,10 +59,20 @@ def check_labels(y: Any, num_classes: int | None, multi_label: bool, n_samples: 
     return arr
 
 
-def check_positive_int(name: str, value: Any) -> None:
-    """Raise unless ``value`` (the argument ``name``) is None or a positive int."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+# the numbers a head is built with, checked by the rule engine every other parameter goes through
+HEAD_RULES: dict[str, Rule] = {
+    "in_features": integer(),
+    "num_classes": optional(integer(), "from the labels"),
+    "hidden_size": optional(integer(), "no hidden layer"),
+    "dropout": number(high=1.0, high_open=True),
+    "temperature": number(low_open=True),
+}
+
+
+def check_head_param(name: str, value: Any) -> Any:
+    """``value`` of the head parameter ``name`` (:data:`HEAD_RULES`), normalised, or ``TypeError`` (wrong type) /
+    ``ValueError`` (out of range) naming the parameter, the value and what is allowed."""
+    return check_rule(HEAD_RULES[name], name, value)
 
 
 def check_class_weight(class_weight: Any, num_classes: int) -> str | list[float] | None:
