@@ -14,9 +14,6 @@ import numpy as np
 import pytest
 from conftest import make_sentences
 
-pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = ["great wonderful superb film", "awful dull terrible movie", "the plot was nice", "boring sad acting"]
 HEAVY = ("torch", "sentence_transformers", "transformers")  # transformers: 1-4 s of import at cold start
@@ -77,9 +74,47 @@ def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+# every module of the torch-free packages, found on disk (a new module is covered without editing this test)
+TORCH_FREE_PACKAGES = ("setfit_lite.runtime", "setfit_lite.config")
+IMPORT_ALL = """
+import importlib, pkgutil, sys
+names = []
+for package in {packages!r}:
+    module = importlib.import_module(package)
+    names.append(package)
+    for info in pkgutil.walk_packages(module.__path__, package + "."):
+        importlib.import_module(info.name)
+        names.append(info.name)
+# the old paths of the runtimes' names, through setfit_lite.moved
+from setfit_lite.export import OnnxSetFitModel
+from setfit_lite.static import StaticSetFitModel
+from setfit_lite.inference import Predictor
+from setfit_lite.params import check_param
+print(" ".join(names))
+"""
+
+
+def test_the_runtimes_and_the_configuration_import_without_torch() -> None:
+    out = run_python(NO_TORCH + IMPORT_ALL.format(packages=TORCH_FREE_PACKAGES)).stdout.split()
+    expected = {".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+                for package in TORCH_FREE_PACKAGES for path in (REPO / package.replace(".", "/")).rglob("*.py")}
+    assert set(out) == expected and {"setfit_lite.runtime.onnx", "setfit_lite.runtime.static"} <= set(out)
+
+
+def test_the_blocker_blocks() -> None:
+    """The check above can fail: a module of the writers (which need torch) does not import under NO_TORCH."""
+    code = NO_TORCH + "import setfit_lite.exporting.onnx\n"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0 and "torch is blocked by the test" in proc.stderr
+
+
 @pytest.fixture(scope="module")
 def exported(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     """An exported folder, and the torch model it was exported from (its head fitted on the body's embeddings)."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
     from setfit_lite import SetFitModel
 
     texts, labels = make_sentences(12, seed=0)
