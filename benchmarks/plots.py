@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_NAMES = {"sst2": "SST-2", "sst5": "SST-5", "emotion": "Emotion", "trec": "TREC", "subj": "SUBJ",
-              "multilingual": "multilingual"}
+              "multilingual": "non-English tweets"}
 COLOURS = {"setfit_lite": "tab:blue", "setfit": "tab:orange", "model2vec": "tab:green"}
 
 
