@@ -43,6 +43,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "setfit_lite.calibration": ("setfit_lite.heads.calibration",),
     "setfit_lite.setfit_format": ("setfit_lite.heads.setfit_format",),
     "setfit_lite.jsonable": ("setfit_lite.serialization.jsonable",),
+    "setfit_lite.heads.params": ("setfit_lite.heads.estimator_params",),
 }
 
 

@@ -19,7 +19,7 @@ from sklearn.preprocessing import LabelBinarizer
 
 from ..serialization.validate import ModelFormatError, check_float_dtype, check_shape
 from .common import HEAD_CONFIG_NAME, MULTI_TARGET_STRATEGIES, STRATEGY_OF_TYPE, corrupt_head_error
-from .params import params_from_json, params_to_json
+from .estimator_params import params_from_json, params_to_json
 
 # label-binarizer state kept in config["label_binarizer"] beside its parameters
 _BINARIZER_STATE = ("y_type", "sparse_input")

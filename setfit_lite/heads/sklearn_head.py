@@ -27,8 +27,8 @@ from .common import (
     STRATEGY_OF_TYPE,
     read_head_config,
 )
+from .estimator_params import check_sklearn_version
 from .linear import is_lr, lr_family_state, rebuild_lr_family
-from .params import check_sklearn_version
 from .validation import as_features, check_head_param, check_labels
 
 
