@@ -3,7 +3,8 @@
 A page marks where a generated part goes with an HTML comment on its own line:
 
 - ``<!-- generated: training-arguments -->``: the table of every ``TrainingArguments`` field, its default and
-  what it allows, read from the dataclass and from the rules that check each field (``setfit_lite.config.params``);
+  what it allows, read from the dataclass and from the rules that check each field
+  (``setfit_lite.config.training_rules``);
 - ``<!-- generated: cli -->``: the help of ``setfit-lite`` and of each of its commands, from the argparse parser
   the command line itself uses (``setfit_lite.cli.build_parser``).
 
@@ -28,7 +29,7 @@ def _cell(text: str) -> str:
 
 def training_arguments_table() -> str:
     """A Markdown table: each ``TrainingArguments`` field, its default and the values its rule allows."""
-    from setfit_lite.config.params import TRAINING_RULES
+    from setfit_lite.config.training_rules import TRAINING_RULES
     from setfit_lite.training_args import TrainingArguments
 
     rows = ["| argument | default | allowed |", "|---|---|---|"]
