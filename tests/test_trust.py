@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from setfit_lite.serialization import MANIFEST_NAME
@@ -89,3 +90,47 @@ def test_checkpoints_prune_only_their_own(manifest: str, tmp_path: Path) -> None
             _foreign_manifest(folder, "results.csv")
     _prune(tmp_path, 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
+
+
+# ------------------------------------------------------------------- 2. every config field checked against the graph
+
+
+@pytest.fixture(scope="module")
+def multi_label_onnx(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ONNX export of a multi-label (one-vs-rest, independent sigmoids) model on the tiny body."""
+    from setfit_lite import SetFitModel
+    from tests.conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"],
+                                        multi_target_strategy="one-vs-rest")
+    head = model.new_head(2, multi_label=True)
+    head.fit(model.encode(texts), np.asarray([[1, 0] if lab == "positive" else [0, 1] for lab in labels]))
+    model.model_head = head
+    return model.export_onnx(tmp_path_factory.mktemp("multi") / "onnx")
+
+
+@pytest.mark.parametrize(("source", "edit", "field"), [
+    ("single", {"max_seq_length": 2048}, "max_seq_length"),  # the tiny graph has 64 positions
+    ("single", {"max_seq_length": None}, "max_seq_length"),
+    ("single", {"multi_label": True}, "multi_label"),  # a softmax graph read as multi-hot
+    ("multi", {"multi_label": False}, "multi_label"),  # sigmoid rows read as one label each
+    ("single", {"labels": ["a", "b", "c"]}, "labels"),  # three labels on a two-column graph
+], ids=["max_seq_length-2048", "max_seq_length-null", "multi_label-on-softmax", "single-label-on-sigmoid",
+        "labels-width"])
+def test_onnx_config_checked_against_graph(source: str, edit: dict, field: str, tier_models: dict,
+                                           multi_label_onnx: Path, tmp_path: Path) -> None:
+    """An edited config that its graph cannot honour is refused at load, naming the field (not at predict)."""
+    import shutil
+
+    from setfit_lite.export import ONNX_CONFIG_NAME, OnnxSetFitModel
+    from setfit_lite.serialization import ModelFormatError, write_manifest
+
+    folder = tmp_path / "edited"
+    shutil.copytree(tier_models["folders"]["onnx"] if source == "single" else multi_label_onnx, folder)
+    config = json.loads((folder / ONNX_CONFIG_NAME).read_text())
+    config.update(edit)
+    (folder / ONNX_CONFIG_NAME).write_text(json.dumps(config))
+    write_manifest(folder)  # the files agree with the manifest: only the graph check can tell
+    with pytest.raises(ModelFormatError, match=field):
+        OnnxSetFitModel.load(folder)
