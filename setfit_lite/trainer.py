@@ -32,7 +32,7 @@ from .data.readers import column_renames
 from .evaluation import evaluate_model
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
-from .modeling import SetFitModel
+from .modeling import SetFitModel, capped_max_length
 from .reporting import reporting_callbacks
 from .search import routing, run_hyperparameter_search
 from .search.seeding import seed_everything
@@ -233,7 +233,7 @@ class Trainer:
         model = self.model
         model.labels = labels
         if args.max_length is not None:
-            model.model_body.max_seq_length = min(args.max_length, _tokenizer_limit(model))
+            model.model_body.max_seq_length = capped_max_length(model.model_body, args.max_length)
         if args.prompt is not None:
             model.prompt = args.prompt
         backend = get_backend(args.backend, precision=args.precision, compile=args.compile,
@@ -540,11 +540,6 @@ class Trainer:
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
                            "Use model.save_pretrained(path) and upload the folder yourself.")
-
-
-def _tokenizer_limit(model: SetFitModel) -> int:
-    limit = getattr(model.model_body.tokenizer, "model_max_length", 512) or 512
-    return int(min(limit, 100_000))
 
 
 def _column_names(dataset: Any) -> list[str] | None:

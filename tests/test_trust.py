@@ -134,3 +134,126 @@ def test_onnx_config_checked_against_graph(source: str, edit: dict, field: str, 
     write_manifest(folder)  # the files agree with the manifest: only the graph check can tell
     with pytest.raises(ModelFormatError, match=field):
         OnnxSetFitModel.load(folder)
+
+
+# ------------------------------------------------------------ 3. every parameter checked by its rule before any work
+
+
+@pytest.mark.parametrize(("name", "value", "error"), [
+    ("max_length", -5, ValueError),
+    ("max_length", "128", TypeError),
+    ("max_length", 1, ValueError),
+    ("multi_target_strategy", "bogus", ValueError),
+    ("head_params", "C=1", TypeError),
+    ("use_differentiable_head", "yes", TypeError),
+    ("normalize_embeddings", 1, TypeError),
+    ("device", 0, TypeError),
+    ("trust_remote_code", "no", TypeError),
+    ("allow_pickle", None, TypeError),
+    ("chunk_overlap", -1, ValueError),
+    ("long_text", "split", ValueError),
+])
+def test_from_pretrained_checks_every_parameter_first(name: str, value: Any, error: type, tmp_path: Path) -> None:
+    """Each bad value is refused by its rule, naming the parameter, before the model is even looked for."""
+    from setfit_lite import SetFitModel
+
+    with pytest.raises(error, match=name):
+        SetFitModel.from_pretrained(str(tmp_path / "no-such-model"), **{name: value})
+
+
+def test_from_pretrained_caps_max_length_at_the_body(tiny_body_path: str) -> None:
+    """A max_length beyond what the body reads is capped there, as the Trainer caps it (the tiny body reads 64)."""
+    from setfit_lite import SetFitModel
+
+    assert SetFitModel.from_pretrained(tiny_body_path, max_length=100_000).model_body.max_seq_length == 64
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    (["--num-cpus", "0"], "num-cpus"),
+    (["--concurrency", "0"], "concurrency"),
+    (["--num-cpus", "nan"], "num-cpus"),
+    (["--output", "EXISTING"], "exists"),
+    (["--output", "MODEL/scores"], "inside"),
+], ids=["num-cpus-0", "concurrency-0", "num-cpus-nan", "output-exists", "output-in-model"])
+def test_predict_ray_checks_before_ray_starts(options: list[str], match: str, tier_models: dict, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """predict --ray: bad numbers and output paths are errors (exit 2) before Ray is started."""
+    import ray
+
+    from setfit_lite.cli import main
+
+    def no_ray(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Ray was started before the options were checked")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    model = tier_models["folders"]["static"]
+    data = tmp_path / "texts.txt"
+    data.write_text("good film\nbad film\n")
+    (tmp_path / "existing").mkdir()
+    swap = {"EXISTING": str(tmp_path / "existing"), "MODEL/scores": str(model / "scores")}
+    options = [swap.get(o, o) for o in options]
+    if "--output" not in options:
+        options += ["--output", str(tmp_path / "scores")]
+    try:
+        code = main(["predict", str(model), str(data), "--ray", *options])
+    except SystemExit as exit_:  # argparse's error for an option's value
+        code = exit_.code
+    assert code == 2
+    assert match in capsys.readouterr().err
+
+
+# -------------------------------------------------------------- 4. a Ray address is probed, with a time limit, first
+
+
+def _refused_port() -> int:
+    """A local TCP port that refuses connections (bound, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("given", ["cli-option", "cli-RAY_ADDRESS", "score_dataset-RAY_ADDRESS"])
+def test_refused_ray_address_fails_fast(given: str, tier_models: dict, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """An address that refuses connections (the option, or RAY_ADDRESS) ends within seconds with an error naming
+    it, before ray.init (which would wait minutes there); no cluster is needed."""
+    import time
+
+    import ray
+
+    from setfit_lite.cli import main
+    from setfit_lite.integrations.ray_data import score_dataset
+
+    def no_ray(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("ray.init was called with an address nobody answers at")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    address = f"127.0.0.1:{_refused_port()}"
+    if given != "cli-option":
+        monkeypatch.setenv("RAY_ADDRESS", address)
+    model, data, out = tier_models["folders"]["static"], tmp_path / "texts.txt", tmp_path / "scores"
+    data.write_text("good film\n")
+    started = time.perf_counter()
+    if given.startswith("cli"):
+        code = main(["predict", str(model), str(data), "--output", str(out), "--ray",
+                     *([address] if given == "cli-option" else [])])
+        assert code == 2
+        message = capsys.readouterr().err
+    else:
+        with pytest.raises(ConnectionError) as error:
+            score_dataset(model, data, out)
+        message = str(error.value)
+    assert time.perf_counter() - started < 10
+    assert address in message and "no Ray cluster answers" in message
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("address", "error"), [("localhost:notaport", ValueError), ("bare-host", ValueError)])
+def test_ray_address_of_no_known_form(address: str, error: type) -> None:
+    from setfit_lite.integrations.ray_data import check_ray_address
+
+    with pytest.raises(error, match="not host:port"):
+        check_ray_address(address)
