@@ -227,6 +227,8 @@ class Trainer:
         if self._unlabeled is not None and multi_label and args.self_training_rounds:
             raise ValueError("self-training on unlabeled_dataset needs single-label data; multi-label training "
                              "data was given (set self_training_rounds=0 or drop unlabeled_dataset)")
+        if self._unlabeled is not None and args.self_training_rounds:
+            pool_without(self._unlabeled, data.texts)  # a pool that nothing is left of: refused before training
         if self._eval_data is not None:
             self.model_labels_check(self._eval_data, labels, multi_label)
         seed_everything(args.seed)

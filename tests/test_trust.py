@@ -257,3 +257,51 @@ def test_ray_address_of_no_known_form(address: str, error: type) -> None:
 
     with pytest.raises(error, match="not host:port"):
         check_ray_address(address)
+
+
+# ------------------------------- 5. the pool is compared by normalised text, and checked before training
+
+_VARIANTS = {
+    "same": lambda t: t,
+    "added-space": lambda t: " " + t.replace(" ", "  ") + " ",
+    "other-case": lambda t: t.upper(),
+    "full-width": lambda t: "".join(chr(ord(c) + 0xFEE0) if "a" <= c <= "z" else c for c in t),  # NFKC: the same
+}
+
+
+@pytest.mark.parametrize("variant", list(_VARIANTS))
+def test_pool_sharing_eval_texts_refused(variant: str, tiny_body_path: str, toy_data: dict, toy_eval: dict) -> None:
+    """A pool holding the eval texts, however spaced, cased or Unicode-formed, is refused (never pseudo-labelled
+    and then scored on)."""
+    from setfit_lite import SetFitModel, Trainer
+
+    pool = [_VARIANTS[variant](t) for t in toy_eval["text"]]
+    with pytest.raises(ValueError, match="shares"):
+        Trainer(model=SetFitModel.from_pretrained(tiny_body_path), train_dataset=toy_data, eval_dataset=toy_eval,
+                unlabeled_dataset=pool)
+
+
+@pytest.mark.parametrize("variant", list(_VARIANTS))
+def test_pool_of_training_texts_refused_before_training(variant: str, tiny_body_path: str, toy_data: dict,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool that is the training texts (in any spacing, case or Unicode form) leaves nothing to self-train on:
+    refused when train() starts, before the body or the head is trained."""
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    def trained(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("training started before the pool was checked")
+
+    trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), train_dataset=toy_data,
+                      args=TrainingArguments(self_training_rounds=1, max_steps=1, save_strategy="no"),
+                      unlabeled_dataset=[_VARIANTS[variant](t) for t in toy_data["text"]])
+    monkeypatch.setattr(trainer, "train_embeddings", trained)
+    monkeypatch.setattr(trainer, "train_classifier", trained)
+    with pytest.raises(ValueError, match="no text left"):
+        trainer.train()
+
+
+def test_text_key_keeps_different_texts_apart() -> None:
+    from setfit_lite.data.checks import text_key
+
+    assert text_key(" Good\tFILM ") == text_key("good film") == text_key("ｇｏｏｄ film")
+    assert text_key("good film") != text_key("goodfilm")
