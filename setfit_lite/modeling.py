@@ -239,11 +239,16 @@ class SetFitModel(Predictor):
 
     def with_body(self, model_body: SentenceTransformer) -> SetFitModel:
         """An untrained model with this one's settings (head, labels, prompt, long-text reading) and ``model_body``."""
-        return SetFitModel(model_body, self.head_spec, labels=self.labels,
-                           multi_target_strategy=self.multi_target_strategy,
-                           use_differentiable_head=self.use_differentiable_head, head_params=self.head_params,
-                           normalize_embeddings=self.normalize_embeddings, prompt=self.prompt,
-                           **self.chunking.to_config())
+        return SetFitModel(model_body, self.head_spec, **self.settings())
+
+    def settings(self) -> dict[str, Any]:
+        """The settings a model keeps whatever its body: labels, head settings, prompt, long-text reading, source.
+        ``save_pretrained`` records them (:meth:`config`), ``from_pretrained`` restores them, and a model with
+        another body (:meth:`with_body`, ``distillation.shrink_body``) is built with them."""
+        return {"labels": self.labels, "multi_target_strategy": self.multi_target_strategy,
+                "use_differentiable_head": self.use_differentiable_head, "head_params": dict(self.head_params),
+                "normalize_embeddings": self.normalize_embeddings, "prompt": self.prompt,
+                **self.chunking.to_config(), "source": self.source}
 
     @property
     def embedding_dim(self) -> int:
@@ -425,14 +430,8 @@ class SetFitModel(Predictor):
         return {
             "config_version": CONFIG_VERSION,
             "setfit_lite_version": __version__,
-            "labels": self.labels,
-            "multi_target_strategy": self.multi_target_strategy,
+            **self.settings(),
             "use_differentiable_head": self.has_differentiable_head,
-            "head_params": self.head_params,
-            "normalize_embeddings": self.normalize_embeddings,
-            "prompt": self.prompt,
-            **self.chunking.to_config(),
-            "source": self.source,
             "training_info": self.training_info,
         }
 

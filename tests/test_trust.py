@@ -305,3 +305,23 @@ def test_text_key_keeps_different_texts_apart() -> None:
 
     assert text_key(" Good\tFILM ") == text_key("good film") == text_key("ｇｏｏｄ film")
     assert text_key("good film") != text_key("goodfilm")
+
+
+# ------------------------------------------------------------ 6. a shrunk student keeps every setting of its teacher
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("long_text", "truncate"), ("chunk_overlap", 3), ("chunk_pooling", "max"), ("prompt", "review: "),
+    ("normalize_embeddings", True), ("multi_target_strategy", "one-vs-rest"),
+])
+def test_shrink_body_keeps_every_setting(name: str, value: Any, tiny_body_path: str) -> None:
+    """shrink_body carries each setting save/load keeps; keeping every layer, the student embeds as the teacher."""
+    from setfit_lite import SetFitModel
+    from setfit_lite.distillation import shrink_body
+
+    teacher = SetFitModel.from_pretrained(tiny_body_path, labels=["a", "b"], **{name: value})
+    student = shrink_body(teacher, 2)  # all of the tiny body's layers
+    kept = ("chunking", "prompt", "normalize_embeddings", "multi_target_strategy", "labels", "head_params")
+    assert [getattr(student, k) for k in kept] == [getattr(teacher, k) for k in kept]
+    long = ["good film " * 40, "bad"]  # longer than the 64 tokens the body reads
+    np.testing.assert_allclose(student.encode(long), teacher.encode(long), atol=1e-5)
