@@ -88,6 +88,8 @@ PARAMS: dict[str, Rule] = {
     "concurrency": optional(Rule("a positive integer (actors), or a (min, max) pair of them", _concurrency),
                             "Ray Data sizes the pool"),
     "max_retries": integer("an integer >= 0", low=0),
+    # metrics.coverage_accuracy, predict(abstain_below=)
+    "threshold": number("a probability in [0, 1]", high=1.0),
 }
 
 

@@ -224,6 +224,10 @@ class Trainer:
         data = self._train_data
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
         check_trainable(ids, multi_label, labels)
+        counts = ids.sum(axis=0) if ids.ndim == 2 else np.bincount(ids, minlength=len(labels))
+        if (absent := [label for label, n in zip(labels, counts) if n == 0]):
+            warnings.warn(f"labels {absent} (given in labels=) have no example in train_dataset: the model can "
+                          "never predict them (their probability column is 0)", UserWarning, stacklevel=2)
         if self._unlabeled is not None and multi_label and args.self_training_rounds:
             raise ValueError("self-training on unlabeled_dataset needs single-label data; multi-label training "
                              "data was given (set self_training_rounds=0 or drop unlabeled_dataset)")

@@ -24,7 +24,6 @@ from .rules import (
     option,
     optional,
     pair_of,
-    path,
     text,
 )
 from .sampling_policy import (
@@ -111,7 +110,7 @@ def _backend(value: Any) -> Any:
 _POSITIVE = integer("a positive integer")
 _STRATEGY = option(STRATEGIES)
 _RULES: dict[str, Rule] = {
-    "output_dir": path(),
+    "output_dir": folder(),
     "batch_size": pair_of(_POSITIVE),
     "num_epochs": pair_of(_POSITIVE),
     "max_steps": integer("a positive integer, or -1 (no limit)", also=(-1,)),

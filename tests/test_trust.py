@@ -325,3 +325,61 @@ def test_shrink_body_keeps_every_setting(name: str, value: Any, tiny_body_path: 
     assert [getattr(student, k) for k in kept] == [getattr(teacher, k) for k in kept]
     long = ["good film " * 40, "bad"]  # longer than the 64 tokens the body reads
     np.testing.assert_allclose(student.encode(long), teacher.encode(long), atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------- 7. the smaller ones
+
+
+@pytest.mark.parametrize("tier", ["torch", "onnx", "static"])
+def test_predict_proba_as_numpy_on_every_tier(tier: str, tier_models: dict) -> None:
+    proba = tier_models[tier].predict_proba(["good film", "bad film"], as_numpy=True)
+    assert isinstance(proba, np.ndarray) and proba.shape == (2, 2)
+
+
+@pytest.mark.parametrize("threshold", [1.5, -1, float("nan"), "0.5"])
+def test_coverage_accuracy_thresholds_checked(threshold: Any) -> None:
+    from setfit_lite.metrics import coverage_accuracy
+
+    with pytest.raises((TypeError, ValueError), match="threshold"):
+        coverage_accuracy(np.asarray([[0.9, 0.1]]), [0], [0.5, threshold])
+
+
+def test_class_without_example_warns(tiny_body_path: str, toy_data: dict) -> None:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative", "neutral"])
+    trainer = Trainer(model=model, train_dataset=toy_data,
+                      args=TrainingArguments(max_steps=1, save_strategy="no", batch_size=8))
+    with pytest.warns(UserWarning, match="neutral"):
+        trainer.train()
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_non_utf8_error_names_the_line(suffix: str, tmp_path: Path) -> None:
+    from setfit_lite.data import to_labeled_data
+
+    path = tmp_path / f"data{suffix}"
+    rows = [b'{"text": "good", "label": 1}', b'{"text": "caf\xe9", "label": 0}'] if suffix == ".jsonl" \
+        else [b"text,label", b"good,1", b"caf\xe9,0"]
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    with pytest.raises(ValueError, match=f"line {len(rows)}"):
+        to_labeled_data(path)
+
+
+@pytest.mark.parametrize("where", ["api", "cli"])
+def test_output_dir_that_is_a_file_refused_before_training(where: str, tmp_path: Path, tiny_body_path: str,
+                                                           capsys: pytest.CaptureFixture) -> None:
+    from setfit_lite import TrainingArguments
+    from setfit_lite.cli import main
+
+    file = tmp_path / "model.txt"
+    file.write_text("the user's file")
+    if where == "api":
+        with pytest.raises(ValueError, match="not a folder"):
+            TrainingArguments(output_dir=str(file))
+    else:
+        data = tmp_path / "train.jsonl"
+        data.write_text("".join(json.dumps({"text": t, "label": i % 2}) + "\n" for i, t in enumerate(["a", "b"] * 4)))
+        assert main(["train", str(data), "--model", tiny_body_path, "--output-dir", str(file)]) == 2
+        assert "not a folder" in capsys.readouterr().err
+    assert file.read_text() == "the user's file"
