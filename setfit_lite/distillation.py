@@ -30,8 +30,9 @@ def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] =
 
     ``keep`` picks the layers: ``"spread"`` evenly spaced from the first to the last (DistilBERT's initialisation
     keeps every other layer), ``"first"`` the lowest ``num_layers``, or explicit 0-based layer indices (increasing).
-    The copy shares no parameters with ``model``; it has no head and keeps ``model``'s labels, prompt and head
-    settings, ready for :class:`DistillationTrainer` with ``model`` as the teacher.
+    The copy shares no parameters with ``model``; it has no head and keeps every setting of ``model``
+    (``SetFitModel.settings``: labels, prompt, head settings, long-text reading), ready for
+    :class:`DistillationTrainer` with ``model`` as the teacher.
     """
     body = copy.deepcopy(model.model_body)
     transformer = body[0].auto_model
@@ -48,10 +49,7 @@ def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] =
     name = next(key for key, child in parent.named_children() if child is stacks[0])
     setattr(parent, name, kept)
     config.num_hidden_layers = num_layers  # what a reload of the saved body builds
-    student = SetFitModel(body, model_head=model.head_spec, labels=model.labels,
-                          multi_target_strategy=model.multi_target_strategy,
-                          use_differentiable_head=model.use_differentiable_head, head_params=model.head_params,
-                          normalize_embeddings=model.normalize_embeddings, prompt=model.prompt, source=model.source)
+    student = SetFitModel(body, model_head=model.head_spec, **model.settings())  # every setting save/load keeps
     student.training_info["layers_kept"] = {"of": total, "indices": indices}
     return student
 

@@ -156,6 +156,9 @@ def coverage_accuracy(proba: Any, labels: Any, thresholds: Sequence[float]) -> l
     """For each threshold ``t``, what abstaining below ``t`` gives (``predict(..., abstain_below=t)``): the
     ``coverage`` (share of rows whose max probability is ``>= t``) and the ``accuracy`` on those rows (NaN when
     none is left). One dict per threshold, in the order given: ``{"threshold", "coverage", "accuracy"}``."""
+    from .config.params import check_param
+
+    thresholds = [check_param("threshold", threshold) for threshold in thresholds]
     proba, labels = _checked_proba(proba, labels)
     confidence, correct = proba.max(axis=1), proba.argmax(axis=1) == labels
     out = []

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .config.params import check_param
 from .data import check_label_names, validate_texts
 from .logging import tqdm_disable
 from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .runtime.predictor import Predictor, length_sorted_batches, tokenize_texts
+from .config.params import check_param, check_params
 from .serialization import (
     MANIFEST_NAME,
     atomic_update_directory,
@@ -129,6 +129,12 @@ class SetFitModel(Predictor):
 
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
+        check_params({"multi_target_strategy": multi_target_strategy, "use_differentiable_head":
+                      use_differentiable_head, "head_params": head_params, "normalize_embeddings":
+                      normalize_embeddings, "device": device, "trust_remote_code": trust_remote_code,
+                      "allow_pickle": allow_pickle, "prompt": prompt, "max_length": max_length})
+        check_params({name: value for name, value in {"long_text": long_text, "chunk_overlap": chunk_overlap,
+                                                      "chunk_pooling": chunk_pooling}.items() if value is not None})
         labels = check_label_names(labels) if labels is not None else None
         path = resolve_model_path(str(pretrained_model_name_or_path))
         folder = Path(path)
@@ -161,7 +167,7 @@ class SetFitModel(Predictor):
             body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
                                        local_files_only=True)
         if max_length is not None:
-            body.max_seq_length = max_length
+            body.max_seq_length = capped_max_length(body, int(max_length))
         model = cls(body, model_head=head, labels=saved["labels"], **settings,
                     prompt=prompt if prompt is not None else saved.get("prompt"),
                     source=saved.get("source"), **chunking.to_config())
@@ -233,11 +239,16 @@ class SetFitModel(Predictor):
 
     def with_body(self, model_body: SentenceTransformer) -> SetFitModel:
         """An untrained model with this one's settings (head, labels, prompt, long-text reading) and ``model_body``."""
-        return SetFitModel(model_body, self.head_spec, labels=self.labels,
-                           multi_target_strategy=self.multi_target_strategy,
-                           use_differentiable_head=self.use_differentiable_head, head_params=self.head_params,
-                           normalize_embeddings=self.normalize_embeddings, prompt=self.prompt,
-                           **self.chunking.to_config())
+        return SetFitModel(model_body, self.head_spec, **self.settings())
+
+    def settings(self) -> dict[str, Any]:
+        """The settings a model keeps whatever its body: labels, head settings, prompt, long-text reading, source.
+        ``save_pretrained`` records them (:meth:`config`), ``from_pretrained`` restores them, and a model with
+        another body (:meth:`with_body`, ``distillation.shrink_body``) is built with them."""
+        return {"labels": self.labels, "multi_target_strategy": self.multi_target_strategy,
+                "use_differentiable_head": self.use_differentiable_head, "head_params": dict(self.head_params),
+                "normalize_embeddings": self.normalize_embeddings, "prompt": self.prompt,
+                **self.chunking.to_config(), "source": self.source}
 
     @property
     def embedding_dim(self) -> int:
@@ -419,14 +430,8 @@ class SetFitModel(Predictor):
         return {
             "config_version": CONFIG_VERSION,
             "setfit_lite_version": __version__,
-            "labels": self.labels,
-            "multi_target_strategy": self.multi_target_strategy,
+            **self.settings(),
             "use_differentiable_head": self.has_differentiable_head,
-            "head_params": self.head_params,
-            "normalize_embeddings": self.normalize_embeddings,
-            "prompt": self.prompt,
-            **self.chunking.to_config(),
-            "source": self.source,
             "training_info": self.training_info,
         }
 
@@ -450,6 +455,16 @@ def default_prompt(body: SentenceTransformer) -> str:
     if name and name in prompts:
         return prompts[name]
     return prompts.get("query", "")
+
+
+def capped_max_length(body: SentenceTransformer, max_length: int) -> int:
+    """``max_length`` (checked by its rule), capped at the longest input ``body`` reads (its tokenizer's
+    ``model_max_length``; at most 100,000): the one cap ``from_pretrained(max_length=)`` and the Trainer's
+    ``max_length`` apply. A cap is logged."""
+    limit = int(min(getattr(body.tokenizer, "model_max_length", 512) or 512, 100_000))
+    if max_length > limit:
+        logger.warning("max_length=%d is more than the body reads (%d tokens): using %d", max_length, limit, limit)
+    return min(max_length, limit)
 
 
 def _is_fitted_head(head: Any) -> bool:

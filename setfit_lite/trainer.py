@@ -29,7 +29,7 @@ from .evaluation import evaluate_model
 from .heads.calibration import CROSS_FIT_FOLDS, MAX_FOLDS, cross_fit_temperature, cv_temperature
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
-from .modeling import SetFitModel
+from .modeling import SetFitModel, capped_max_length
 from .reporting import reporting_callbacks
 from .search import routing, run_hyperparameter_search
 from .search.seeding import seed_everything
@@ -224,16 +224,22 @@ class Trainer:
         data = self._train_data
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
         check_trainable(ids, multi_label, labels)
+        counts = ids.sum(axis=0) if ids.ndim == 2 else np.bincount(ids, minlength=len(labels))
+        if (absent := [label for label, n in zip(labels, counts) if n == 0]):
+            warnings.warn(f"labels {absent} (given in labels=) have no example in train_dataset: the model can "
+                          "never predict them (their probability column is 0)", UserWarning, stacklevel=2)
         if self._unlabeled is not None and multi_label and args.self_training_rounds:
             raise ValueError("self-training on unlabeled_dataset needs single-label data; multi-label training "
                              "data was given (set self_training_rounds=0 or drop unlabeled_dataset)")
+        if self._unlabeled is not None and args.self_training_rounds:
+            pool_without(self._unlabeled, data.texts)  # a pool that nothing is left of: refused before training
         if self._eval_data is not None:
             self.model_labels_check(self._eval_data, labels, multi_label)
         seed_everything(args.seed)
         model = self.model
         model.labels = labels
         if args.max_length is not None:
-            model.model_body.max_seq_length = min(args.max_length, _tokenizer_limit(model))
+            model.model_body.max_seq_length = capped_max_length(model.model_body, args.max_length)
         if args.prompt is not None:
             model.prompt = args.prompt
         backend = get_backend(args.backend, precision=args.precision, compile=args.compile,
@@ -541,11 +547,6 @@ class Trainer:
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
                            "Use model.save_pretrained(path) and upload the folder yourself.")
-
-
-def _tokenizer_limit(model: SetFitModel) -> int:
-    limit = getattr(model.model_body.tokenizer, "model_max_length", 512) or 512
-    return int(min(limit, 100_000))
 
 
 def _column_names(dataset: Any) -> list[str] | None:

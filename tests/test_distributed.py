@@ -188,7 +188,7 @@ def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
     assert (r0["saved"], r1["saved"]) == (True, False)  # only rank 0 writes
     checkpoint = latest_checkpoint(ranks / "ckpt")  # one checkpoint, every rank's RNG state
     assert verify_checkpoint(checkpoint)["world_size"] == 2
-    assert {"rng_rank0.json", "rng_rank1.json"} <= set(json.loads((checkpoint / "manifest.json").read_text()))
+    assert {"rng_rank0.json", "rng_rank1.json"} <= set(json.loads((checkpoint / "manifest.json").read_text())["files"])
     for rank, full in enumerate((r0, r1)):  # resumed from step 8 on 2 processes: the same model as uninterrupted
         resumed = torch.load(ranks / f"resumed_rank{rank}.pt", weights_only=False)
         for key in full["state"]:

@@ -293,7 +293,7 @@ def test_atomic_update_replaces_only_owned_files(tmp_path: Path) -> None:
     assert files.pop("manifest.json")
     assert files == {"a.txt": "new a", "head/w.txt": "new w", "keep.txt": "mine", "notes/n.txt": "my notes"}
     assert not (folder / "sub").exists()  # the previous model's folder it emptied is removed
-    assert sorted(json.loads((folder / "manifest.json").read_text())) == ["a.txt", "head/w.txt"]
+    assert sorted(json.loads((folder / "manifest.json").read_text())["files"]) == ["a.txt", "head/w.txt"]
     verify_manifest(folder)
     assert _leftovers(folder) == []
 

@@ -2,7 +2,8 @@
 
 :data:`PARAMS` holds the rules of prediction (``batch_size`` of ``predict``/``predict_proba``/``predict_iter``/
 ``encode`` on torch, ONNX and static models, ONNX ``num_threads``), of the search (``n_trials``, ``timeout``,
-``n_jobs``, ``max_trials`` and the storage's heartbeat options) and of the other numbers the CLI takes. They are
+``n_jobs``, ``max_trials`` and the storage's heartbeat options), of ``SetFitModel.from_pretrained``'s settings, of
+Ray Data scoring (``num_cpus``, ``concurrency``, ``max_retries``) and of the other numbers the CLI takes. They are
 built with, and checked by, the rules of :mod:`setfit_lite.config.rules`, as are the rules of the training arguments
 (:data:`TRAINING_RULES`, the table of :mod:`setfit_lite.config.training_rules`).
 
@@ -19,7 +20,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .rules import Rule, check_rule, integer, is_integer, number, option, optional, rule_message
+from .rules import Rule, check_rule, flag, integer, is_integer, number, option, optional, rule_message, text
 from .training_rules import TRAINING_RULES
 
 __all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_params", "is_integer"]
@@ -27,6 +28,28 @@ __all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_pa
 _POSITIVE = integer()
 LONG_TEXT_MODES = ("truncate", "chunk")
 CHUNK_POOLINGS = ("mean", "max", "weighted")
+
+MULTI_TARGET_STRATEGY_NAMES = ("one-vs-rest", "multi-output", "classifier-chain")  # setfit_lite.heads' wrappers
+
+
+def _head_params(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError
+    if not all(isinstance(name, str) for name in value):
+        raise ValueError("the names must be strings")
+    return dict(value)
+
+
+def _concurrency(value: Any) -> Any:
+    """A positive int, or a ``(min, max)`` pair of them with min <= max."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2 or not all(is_integer(v) for v in value):
+            raise TypeError
+        if not 1 <= value[0] <= value[1]:
+            raise ValueError
+        return tuple(int(v) for v in value)
+    return _POSITIVE.check(value)
+
 
 PARAMS: dict[str, Rule] = {
     # prediction and encoding, every tier
@@ -50,6 +73,23 @@ PARAMS: dict[str, Rule] = {
     "long_text": option(LONG_TEXT_MODES),
     "chunk_overlap": integer(low=0, note="tokens shared by consecutive windows"),
     "chunk_pooling": option(CHUNK_POOLINGS),
+    # SetFitModel.from_pretrained (max_length and prompt: the training arguments' rules)
+    "multi_target_strategy": optional(option(MULTI_TARGET_STRATEGY_NAMES), "the head's default"),
+    "use_differentiable_head": optional(flag(), "the saved value, else False"),
+    "head_params": optional(Rule("a dict of the head's parameters by name", _head_params), "none"),
+    "normalize_embeddings": optional(flag(), "the saved value, else False"),
+    "device": optional(text("a device name such as 'cpu' or 'cuda:0'", empty=False), "the CPU"),
+    "trust_remote_code": flag(),
+    "allow_pickle": flag(),
+    "max_length": TRAINING_RULES["max_length"],
+    "prompt": TRAINING_RULES["prompt"],
+    # Ray Data scoring (setfit_lite.integrations.ray_data, predict --ray)
+    "num_cpus": number(low_open=True, note="CPUs per actor"),
+    "concurrency": optional(Rule("a positive integer (actors), or a (min, max) pair of them", _concurrency),
+                            "Ray Data sizes the pool"),
+    "max_retries": integer(low=0),
+    # metrics.coverage_accuracy, predict(abstain_below=)
+    "threshold": number(high=1.0, note="a probability"),
 }
 
 

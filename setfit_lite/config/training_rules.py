@@ -21,7 +21,6 @@ from .rules import (
     option,
     optional,
     pair_of,
-    path,
     text,
 )
 from .sampling_policy import (
@@ -100,7 +99,7 @@ def _backend(value: Any) -> Any:
 _POSITIVE = integer()
 _STRATEGY = option(STRATEGIES)
 TRAINING_RULES: dict[str, Rule] = {
-    "output_dir": path(),
+    "output_dir": folder(),
     "batch_size": pair_of(_POSITIVE),
     "num_epochs": pair_of(_POSITIVE),
     "max_steps": integer(also=(-1,), note="no limit"),

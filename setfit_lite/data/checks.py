@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,10 +23,19 @@ __all__ = [
     "is_missing",
     "pick_split_error",
     "short_repr",
+    "text_key",
     "validate_texts",
 ]
 
 MAX_LISTED = 20  # how many offending values an error message lists
+
+
+def text_key(text: str) -> str:
+    """What two texts must share to count as the same text wherever texts are compared (the unlabeled pool against
+    the labelled and the evaluated texts): NFKC-normalised, case-folded, runs of whitespace as one space, no
+    leading or trailing whitespace. A model reads ``"Good  film"``, ``" good film"`` and ``"ＧＯＯＤ film"`` as
+    (nearly) the same text, so none of them may be pseudo-labelled and then scored on."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def _is_instance(obj: Any, module: str, name: str) -> bool:

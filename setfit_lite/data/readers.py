@@ -55,12 +55,13 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
         try:
             df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={text_source: str})
         except ValueError as err:  # UnicodeDecodeError, pandas' ParserError and EmptyDataError
-            raise ValueError(f"{str(p)!r} is not a readable UTF-8 CSV file: {err}") from None
+            where = _non_utf8_line(p) if isinstance(err, UnicodeDecodeError) else ""
+            raise ValueError(f"{str(p)!r} is not a readable UTF-8 CSV file{where}: {err}") from None
         return df.to_dict(orient="list")
     try:
         content = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{str(p)!r} is not UTF-8 text: {err}") from None
+        raise ValueError(f"{str(p)!r} is not UTF-8 text{_non_utf8_line(p)}: {err}") from None
     if suffix == ".json":
         try:
             return json.loads(content)
@@ -75,6 +76,17 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
             except json.JSONDecodeError as err:
                 raise ValueError(f"{str(p)!r} line {n} is not valid JSON: {err}") from None
     return rows
+
+
+def _non_utf8_line(path: Path) -> str:
+    """Where a file first fails to decode as UTF-8, for an error message: ``" (line N, byte B of the line)"``."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return f" (line {number}, byte {err.start} of the line is {raw[err.start:err.start + 1]!r})"
+    return ""
 
 
 def as_table(data: Any) -> dict[str, list] | None:

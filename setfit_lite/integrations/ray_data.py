@@ -24,6 +24,7 @@ larger than memory); a corpus of billions of rows should carry its own id column
 from __future__ import annotations
 
 import os
+import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -34,7 +35,10 @@ import numpy as np
 
 from ..runtime.predictor import labels_from_proba
 
-__all__ = ["TIER_DEFAULTS", "BatchScorer", "read_texts", "score_dataset"]
+__all__ = ["RAY_PROBE_SECONDS", "TIER_DEFAULTS", "BatchScorer", "check_ray_address", "check_score_request",
+           "connect_ray", "read_texts", "score_dataset"]
+
+RAY_PROBE_SECONDS = 5.0  # how long a cluster's address may take to accept a connection before Ray is started
 
 # rows per actor call and per model batch, by tier: the static tier is cheap per text (large batches amortise the
 # call), the transformer tiers are dominated by the model (a call per few hundred texts is already negligible)
@@ -56,6 +60,63 @@ def require_ray() -> Any:
     except ImportError as err:
         raise ImportError('scoring on Ray needs Ray Data: pip install "setfit_lite[ray]"') from err
     return ray
+
+
+def check_ray_address(address: str | None = None, timeout: float = RAY_PROBE_SECONDS) -> None:
+    """ConnectionError within ``timeout`` seconds when the cluster address ``ray.init`` would connect to (``address``,
+    else ``RAY_ADDRESS``) is a ``host:port`` (or ``ray://host:port``) that accepts no connection: ``ray.init``
+    itself would wait minutes there. No address, ``"auto"`` and ``"local"`` are not probed (Ray starts or finds a
+    local cluster); ValueError for an address of no known form."""
+    given = address or os.environ.get("RAY_ADDRESS") or ""
+    if given in ("", "auto", "local"):
+        return
+    where = f"{given!r}" + ("" if address else " (from RAY_ADDRESS)")
+    host, sep, port = given.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"Ray address {where} is not host:port, ray://host:port, 'auto' or 'local'")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+            pass
+    except OSError as error:
+        raise ConnectionError(f"no Ray cluster answers at {where} within {timeout:g} s ({error}): start one there "
+                              "(`ray start --head`), pass its address, or give none to start a local one") from None
+
+
+def connect_ray(address: str | None = None, **init_args: Any) -> Any:
+    """The ``ray`` module, connected: ``ray.init(address, **init_args)`` once :func:`check_ray_address` found the
+    address answering (nothing when Ray is already initialised)."""
+    ray = require_ray()
+    if not ray.is_initialized():
+        check_ray_address(address)
+        ray.init(address=address or None, **init_args)
+    return ray
+
+
+def check_score_request(model_dir: str | os.PathLike, data: Any, output: str | os.PathLike, *,
+                        concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1.0,
+                        max_retries: int = 3, batch_size: int | None = None,
+                        model_batch_size: int | None = None) -> list[Any]:
+    """What :func:`score_dataset` checks before Ray starts: its numbers by their rules (``setfit_lite.config.params``),
+    the model folder and the input files exist, and ``output`` is new and neither holds nor lies in what is read.
+    Returns the input paths (empty for a ``ray.data.Dataset``)."""
+    from ..params import check_param, check_params
+    from ..serialization import check_output_path
+
+    check_params({"concurrency": concurrency, "num_cpus": num_cpus, "max_retries": max_retries})
+    for value in (batch_size, model_batch_size):
+        if value is not None:
+            check_param("batch_size", value)
+    out = Path(output)
+    if os.path.lexists(out):
+        raise FileExistsError(f"{out} exists: give a new path for the scores (nothing is overwritten)")
+    if not Path(model_dir).is_dir():
+        raise FileNotFoundError(f"model folder {model_dir} does not exist")
+    inputs = [] if hasattr(data, "map_batches") else ([data] if isinstance(data, (str, os.PathLike)) else list(data))
+    missing = [str(item) for item in inputs if not os.path.exists(item)]
+    if missing:
+        raise FileNotFoundError(f"input {', '.join(missing)} does not exist")
+    check_output_path(out, model_dir, *inputs, suffix="scores")
+    return inputs
 
 
 def model_tier(model_dir: str | os.PathLike) -> str:
@@ -164,26 +225,17 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
 
     Returns ``{"output", "rows", "files", "tier", "seconds"}``. ``output`` must not exist yet.
     """
-    ray = require_ray()
-    from ..serialization import check_output_path
-
     started = time.perf_counter()
     out = Path(output)
-    if os.path.lexists(out):
-        raise FileExistsError(f"{out} exists: give a new path for the scores (nothing is overwritten)")
-    inputs = [] if hasattr(data, "map_batches") else ([data] if isinstance(data, (str, os.PathLike)) else data)
-    check_output_path(out, model_dir, *inputs, suffix="scores")
-    max_retries = int(max_retries)
-    if max_retries < 0:
-        raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+    check_score_request(model_dir, data, output, concurrency=concurrency, num_cpus=num_cpus,
+                        max_retries=max_retries, batch_size=batch_size, model_batch_size=model_batch_size)
     tier = model_tier(model_dir)
     defaults = TIER_DEFAULTS[tier]
-    if not ray.is_initialized():
-        ray.init()
+    ray = connect_ray()
     cpus = ray.cluster_resources().get("CPU", 1)
     if concurrency is None:
         concurrency = (1, max(1, int(cpus // num_cpus)))  # Ray Data scales the pool within, leaving CPUs to I/O
-    elif isinstance(concurrency, int) and concurrency * num_cpus >= cpus:
+    elif not isinstance(concurrency, (tuple, list)) and concurrency * num_cpus >= cpus:
         raise ValueError(f"{concurrency} actors x {num_cpus} CPUs take all {cpus:g} CPUs of the cluster: the read "
                          "and write tasks could never run and the job would hang; use fewer actors, a smaller "
                          "num_cpus, or concurrency=(min, max) to let Ray Data size the pool")

@@ -38,6 +38,7 @@ from ..serialization import (
     verify_manifest,
 )
 from ..serialization.manifest import is_inside
+from ..serialization.validate import _MISMATCH as MISMATCH
 from ..serialization.validate import (
     ModelFormatError,
     check_count,
@@ -194,6 +195,75 @@ def _check_graph(session: Any, folder: Path, config: dict[str, Any]) -> None:
                     f"{graph_file}'s output {OUTPUT_NAME!r} (columns)")
 
 
+# ops between a head's activation and its output that keep a row summing to 1 (binary: [1 - p, p]; one-vs-rest:
+# sigmoids divided by their sum); the ops a head's output is read through (scatter to class ids, constant columns)
+_SUM_TO_ONE_OPS = {"Concat", "Div"}
+_HEAD_OPS = {"MatMul", "Gemm", "Where", "Cast", "Identity", "Concat", "Div", "Sub", "Add", "Mul", "ReduceSum",
+             "Reshape", "Squeeze", "Unsqueeze", "Equal", "Not"}
+
+
+def check_config_against_graph(model: OnnxSetFitModel, folder: Path) -> None:
+    """Every config field the graph constrains, checked against the graph at load (ModelFormatError naming the
+    config file and the field), so that a config that does not fit its graph is refused here, never at predict:
+
+    - ``labels``: one output column per label (:func:`_check_graph`, on the session);
+    - ``max_seq_length``: at most the rows of the graph's position embeddings (a graph that reads positions:
+      longer inputs cannot run), and not null for such a graph;
+    - ``multi_label``: a graph whose rows are a softmax (or sum to 1: binary, one-vs-rest) is single-label, a
+      graph of independent sigmoids multi-label;
+    - and, whatever the runtime, the graph runs on a text of ``max_seq_length`` tokens and (single-label) gives
+      rows that sum to 1.
+
+    The graph's structure is read with the ``onnx`` package when it is installed (the probe run alone otherwise).
+    """
+    config, config_path = model.config, folder / ONNX_CONFIG_NAME
+    positions, single = _graph_facts(folder / config["model_file"],
+                                     folder / config["head_file"] if model.chunking.enabled else None)
+    limit = config.get("max_seq_length")
+    if positions is not None and (limit is None or limit > positions):
+        raise ModelFormatError(config_path, "max_seq_length", f"is {limit}, but {config['model_file']} reads at most "
+                               f"{positions} tokens (its position embeddings): {MISMATCH}")
+    if single is not None and single == model.multi_label:
+        kind = "single-label (its rows sum to 1)" if single else "multi-label (independent sigmoids)"
+        raise ModelFormatError(config_path, "multi_label", f"is {str(model.multi_label).lower()}, but the graph is "
+                               f"{kind}: {MISMATCH}")
+    probe = ["a " * (limit or 8), "a"]
+    try:
+        proba = model._proba_chunk(probe, batch_size=2)
+    except Exception as error:  # the runtime's own error: the graph cannot run what the config makes of a text
+        raise ModelFormatError(config_path, "max_seq_length", f"is {limit}, but the graph fails on a text of that "
+                               f"many tokens ({type(error).__name__}: {str(error)[:200]}): {MISMATCH}") from None
+    if not model.multi_label and not np.allclose(proba.sum(axis=1), 1.0, atol=1e-3):
+        raise ModelFormatError(config_path, "multi_label", "is false, but the graph's rows do not sum to 1 (a "
+                               f"multi-label graph): {MISMATCH}")
+
+
+def _graph_facts(graph_file: Path, head_file: Path | None) -> tuple[int | None, bool | None]:
+    """``(rows of the position embeddings, whether the head is single-label)`` of an exported graph, each None
+    where the graph does not tell (or ``onnx`` is not installed)."""
+    try:
+        import onnx
+    except ImportError:
+        return None, None
+    graph = onnx.load(str(graph_file), load_external_data=False).graph
+    tables = [int(t.dims[0]) for t in graph.initializer if "position_embeddings" in t.name and len(t.dims) == 2]
+    head = onnx.load(str(head_file), load_external_data=False).graph if head_file is not None else graph
+    producers = {name: node for node in head.node for name in node.output}
+    frontier, seen, single = [OUTPUT_NAME], set(), None
+    while frontier and single is None:
+        nodes = [producers[name] for name in frontier if name in producers]
+        frontier = []
+        for node in nodes:
+            if node.op_type in ("Softmax", "LogSoftmax"):
+                single = True
+            elif node.op_type == "Sigmoid":
+                single = bool(seen & _SUM_TO_ONE_OPS)
+            elif node.op_type in _HEAD_OPS:
+                seen.add(node.op_type)
+                frontier.extend(node.input)
+    return (min(tables) if tables else None), single
+
+
 def _session(model_file: str, runtime: str, num_threads: int | None) -> Any:
     """An OpenVINO or onnxruntime session of ``model_file``; onnxruntime's runs a batch on one intra-op thread
     without spinning (the batches run in parallel, see ``OnnxSetFitModel.load``)."""
@@ -247,6 +317,7 @@ class OnnxSetFitModel(Predictor):
         model = cls(session, tokenizer, config, num_workers=workers)
         if chunked:
             model.head_session = _session(str(folder / config["head_file"]), runtime, num_threads)
+        check_config_against_graph(model, folder)
         return model
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:

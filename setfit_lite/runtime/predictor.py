@@ -230,10 +230,11 @@ class Predictor:
         """Probabilities (len(texts), len(labels)), float32, of validated texts."""
         raise NotImplementedError
 
-    def predict_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32,
+    def predict_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
                       show_progress_bar: bool | None = None) -> np.ndarray:
         """Class probabilities, columns in ``labels`` order; one text (a ``str``) gives one row, an iterable or a
-        file (``os.PathLike``) one row per text. Iterables are streamed."""
+        file (``os.PathLike``) one row per text. Iterables are streamed. ``as_numpy`` is accepted on every tier
+        (the torch tier's ``SetFitModel`` returns a tensor without it); these tiers always return numpy."""
         return self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
     def class_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32,

@@ -6,10 +6,12 @@ This package has no other setfit_lite imports, so any module may use it: write f
 torch is imported only to save or load tensors.
 
 - :mod:`.atomic`: files and folders that appear complete or not at all, one writer of a folder at a time;
-- :mod:`.guard`: :func:`check_output_path`, which every writer calls so that it never writes over what it reads;
+- :mod:`.guard`: :func:`check_output_path`, which every writer calls so that it never writes over what it reads,
+  and :func:`refuse_symlinked_folders`, so that a save never writes or removes through a symlinked sub-folder;
 - :mod:`.files`: JSON and safetensors files;
 - :mod:`.pickles`: finding and refusing pickle files;
-- :mod:`.manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load;
+- :mod:`.manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load; :func:`owned_files`
+  (only a manifest setfit_lite wrote owns files a writer may remove);
 - :mod:`.update`: saving into an existing folder (the user's other files stay), safe against a kill;
 - :mod:`.validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
 """
@@ -18,8 +20,8 @@ from __future__ import annotations
 
 from .atomic import atomic_directory, atomic_write_bytes, atomic_write_text, path_lock
 from .files import load_json, load_tensors, save_json, save_tensors
-from .guard import check_output_path
-from .manifest import MANIFEST_NAME, sha256_file, verify_manifest, write_manifest
+from .guard import check_output_path, refuse_symlinked_folders
+from .manifest import MANIFEST_NAME, owned_files, owns_folder, sha256_file, verify_manifest, write_manifest
 from .pickles import PICKLE_SUFFIXES, find_pickle_files, refuse_pickles
 from .update import SAVE_JOURNAL_NAME, atomic_update_directory, recover_interrupted_save
 from .validate import ModelFormatError
@@ -37,9 +39,12 @@ __all__ = [
     "find_pickle_files",
     "load_json",
     "load_tensors",
+    "owned_files",
+    "owns_folder",
     "path_lock",
     "recover_interrupted_save",
     "refuse_pickles",
+    "refuse_symlinked_folders",
     "save_json",
     "save_tensors",
     "sha256_file",

@@ -7,9 +7,10 @@ Every writer (``save_pretrained``, the ONNX and static exports, checkpoints, the
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["check_output_path"]
+__all__ = ["check_output_path", "refuse_symlinked_folders"]
 
 PathArg = str | os.PathLike[str]
 
@@ -65,3 +66,19 @@ def _show(given: PathArg, resolved: Path) -> str:
     """The path as the caller gave it, with where it resolves to when that differs."""
     text = os.fspath(given)
     return text if Path(text) == resolved else f"{text} (= {resolved})"
+
+
+def refuse_symlinked_folders(root: PathArg, relative_paths: Iterable[str]) -> None:
+    """FileExistsError if a folder between ``root`` and one of ``relative_paths`` (files a save writes or removes
+    inside ``root``) is a symlink: writing there would change the folder the link points to (another model's
+    ``head/``, say), which this save does not own. ``root`` itself may be a link (the user chose that path)."""
+    base = Path(root)
+    for rel in relative_paths:
+        parts = Path(rel).parts[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = base.joinpath(*parts[:depth])
+            if folder.is_symlink():
+                raise FileExistsError(f"cannot save into {base}: {folder} is a symbolic link (to "
+                                      f"{os.readlink(folder)}); writing {rel} would go through it into a folder "
+                                      "this save does not own. Nothing was changed; replace the link by a folder "
+                                      "or save elsewhere")

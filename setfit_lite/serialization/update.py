@@ -16,7 +16,8 @@ from typing import Any
 
 from .atomic import fsync_dir, fsync_path, path_lock, remove_path, replace_directory
 from .files import load_json, save_json
-from .manifest import MANIFEST_NAME, is_inside, read_manifest, sha256_file, write_manifest
+from .guard import refuse_symlinked_folders
+from .manifest import MANIFEST_NAME, is_inside, owned_files, sha256_file, write_manifest
 
 __all__ = ["SAVE_JOURNAL_NAME", "atomic_update_directory", "recover_interrupted_save"]
 
@@ -60,6 +61,7 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             written = [*sorted(write_manifest(stage)), MANIFEST_NAME]  # the manifest moves in last
             _check_no_conflicts(target, written)
             journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
+            refuse_symlinked_folders(target, journal["write"] + journal["remove"])
             _fsync_tree(stage)
             save_json(target / SAVE_JOURNAL_NAME, journal)  # the commit point
         except BaseException:
@@ -102,6 +104,7 @@ def recover_interrupted_save(folder: str | os.PathLike[str]) -> bool:
 def _apply_journal(root: Path, journal: Mapping[str, Any]) -> None:
     """Move the staged files into ``root``, remove the stale ones, then drop the staging folder and journal."""
     stage = root / journal["staging"]
+    refuse_symlinked_folders(root, journal["write"] + journal["remove"])
     for rel in journal["write"]:
         src, dst = stage / rel, root / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -149,14 +152,17 @@ def _check_no_conflicts(root: Path, written: list[str]) -> None:
 
 
 def _stale_files(root: Path, written: set[str]) -> list[str]:
-    """Files listed by ``root``'s previous manifest, unchanged since, that the new content does not write."""
+    """Files listed by ``root``'s previous manifest, unchanged since, that the new content does not write; none
+    unless setfit_lite wrote that manifest (:func:`~.manifest.owned_files`)."""
     if not (root / MANIFEST_NAME).is_file():
         return []
     try:
-        previous = read_manifest(root)
+        previous = owned_files(root)
     except ValueError as exc:
         logger.warning("not removing files of the previous model in %s: %s", root, exc)
         return []
+    if not previous:
+        logger.warning("not removing any file of %s: its %s was not written by setfit_lite", root, MANIFEST_NAME)
     return sorted(
         rel for rel, digest in previous.items()
         if rel not in written and (root / rel).is_file() and sha256_file(root / rel) == digest.lower()

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..serialization import jsonable, load_json, save_json, verify_manifest, write_manifest
+from ..serialization import jsonable, load_json, owns_folder, save_json, verify_manifest, write_manifest
 from ..serialization.validate import ModelFormatError, check_count, check_type, check_version
 
 logger = logging.getLogger(__name__)
@@ -117,10 +117,11 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
     from safetensors.torch import save_model
 
     final = folder.parent / f"{PREFIX}{step}"
-    if (final.exists() or final.is_symlink()) and not (final / MANIFEST).is_file():
+    if (final.exists() or final.is_symlink()) and not _is_checkpoint(final):
         shutil.rmtree(folder, ignore_errors=True)  # our staging folder; the user's path is left alone
-        raise CheckpointError(f"{final} exists and is not a setfit_lite checkpoint (no {MANIFEST}): refusing to "
-                              "replace it; move it away or choose another output_dir")
+        raise CheckpointError(f"{final} exists and is not a setfit_lite checkpoint (no {MANIFEST} and manifest "
+                              "setfit_lite wrote, or a symlink): refusing to replace it; move it away or choose "
+                              "another output_dir")
     save_model(body, str(folder / "body.safetensors"))
     written = sorted(name for name, state in states.items() if state is not None)
     for name in written:
@@ -139,10 +140,16 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
     return final
 
 
+def _is_checkpoint(folder: Path) -> bool:
+    """Whether ``folder`` is a checkpoint setfit_lite wrote, which it may replace or prune: a real folder with
+    ``checkpoint.json`` and setfit_lite's own manifest (:func:`~setfit_lite.serialization.owns_folder`)."""
+    return (folder / MANIFEST).is_file() and owns_folder(folder)
+
+
 def _prune(output_dir: Path, limit: int | None) -> None:
     if not limit or limit < 1:
         return
-    complete = sorted((p for p in output_dir.iterdir() if _step_of(p) is not None and (p / MANIFEST).exists()),
+    complete = sorted((p for p in output_dir.iterdir() if _step_of(p) is not None and _is_checkpoint(p)),
                       key=_step_of)
     for old in complete[:-limit]:
         shutil.rmtree(old, ignore_errors=True)

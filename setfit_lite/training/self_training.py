@@ -9,7 +9,9 @@ as the labelled set alone gave it). Each round relabels the whole pool with the 
 
 The pool is validated like the other inputs (:func:`read_unlabeled`); texts equal to a labelled text (or to another
 pool text) are dropped so that no text counts twice, and a pool that shares texts with the eval dataset is refused
-(:func:`check_disjoint`): the pool must never be the data a model is scored on.
+(:func:`check_disjoint`): the pool must never be the data a model is scored on. "Equal" is one rule everywhere:
+the same :func:`~setfit_lite.data.checks.text_key` (NFKC, case-folded, whitespace collapsed), so a text with an
+added space or in other case is the same text. A pool left empty by that is refused before training starts.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.checks import validate_texts
+from ..data.checks import text_key, validate_texts
 from ..data.readers import as_table
 from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
@@ -56,21 +58,29 @@ def read_unlabeled(dataset: Any, column_mapping: Mapping[str, str] | None = None
 def check_disjoint(pool: Sequence[str], texts: Sequence[str], what: str) -> None:
     """ValueError when the unlabeled pool shares texts with ``texts`` (``what``: the data they are, e.g. the eval
     dataset): a model scored on texts it was self-trained on is not scored on held-out data."""
-    shared = set(pool) & set(texts)
+    keys = {text_key(text) for text in texts}
+    shared = [text for text in dict.fromkeys(pool) if text_key(text) in keys]
     if shared:
-        example = next(iter(shared))
+        example = shared[0]
         raise ValueError(f"unlabeled_dataset shares {len(shared)} text(s) with {what} (e.g. {example[:60]!r}): the "
                          "pool must never hold the texts a model is evaluated on; draw it from the training data")
 
 
 def pool_without(pool: Sequence[str], labelled: Sequence[str]) -> list[str]:
-    """The pool's distinct texts (first occurrence order) that are not labelled texts: none is counted twice."""
-    seen = set(labelled)
+    """The pool's distinct texts (first occurrence order) that are not labelled texts, compared by
+    :func:`~setfit_lite.data.checks.text_key`: none is counted twice. ValueError when none is left (the trainer
+    calls this before any training)."""
+    seen = {text_key(text) for text in labelled}
     out = []
     for text in pool:
-        if text not in seen:
-            seen.add(text)
+        key = text_key(text)
+        if key not in seen:
+            seen.add(key)
             out.append(text)
+    if not out:
+        raise ValueError(f"unlabeled_dataset has no text left for self-training: all its {len(pool)} text(s) are "
+                         "labelled texts or repeats of them (compared ignoring case, Unicode form and spacing); "
+                         "pass texts that are not in train_dataset, or set self_training_rounds=0")
     return out
 
 

@@ -28,20 +28,22 @@ def add_arguments(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--output", default=None, help="with --ray: a new folder of Parquet files, one row per text")
     predict.add_argument("--id-column", default=None,
                          help="with --ray: the input's id column, copied to the output (default: a row index)")
-    predict.add_argument("--concurrency", type=int, default=None, help="with --ray: actors scoring at once")
-    predict.add_argument("--num-cpus", type=float, default=1.0, help="with --ray: CPUs per actor (default 1)")
+    predict.add_argument("--concurrency", type=argument_type("concurrency"), default=None,
+                         help="with --ray: actors scoring at once")
+    predict.add_argument("--num-cpus", type=argument_type("num_cpus"), default=1.0,
+                         help="with --ray: CPUs per actor (default 1)")
 
 
 def run_on_ray(ns: argparse.Namespace) -> dict[str, Any]:
     """``predict --ray``: the input scored by :func:`setfit_lite.integrations.ray_data.score_dataset`; a summary
     on stdout."""
-    from ...integrations.ray_data import require_ray, score_dataset
+    from ...integrations.ray_data import check_score_request, connect_ray, score_dataset
 
     if not ns.output or ns.data == "-":
         raise ValueError("predict --ray needs an input file or folder and --output OUT.parquet")
-    ray = require_ray()
-    if not ray.is_initialized():
-        ray.init(address=ns.ray or None, log_to_driver=sl_logging.is_verbose())
+    check_score_request(ns.model_dir, ns.data, ns.output, concurrency=ns.concurrency, num_cpus=ns.num_cpus,
+                        model_batch_size=ns.batch_size)  # before Ray starts
+    ray = connect_ray(ns.ray or None, log_to_driver=sl_logging.is_verbose())
     ray.data.DataContext.get_current().enable_progress_bars = sl_logging.tqdm_disable(True) is None
     result = score_dataset(ns.model_dir, ns.data, ns.output, text_column=ns.text_column, id_column=ns.id_column,
                            proba=ns.proba, model_batch_size=ns.batch_size, concurrency=ns.concurrency,

@@ -26,10 +26,12 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
     from ...modeling import SetFitModel
+    from ...rules import check_rule, folder
     from ...trainer import Trainer
     from ...training.checkpoints import latest_checkpoint
 
     check_output(ns.output_dir, ns.model, ns.data, ns.eval_data, suffix="trained")
+    check_rule(folder(), "--output-dir", ns.output_dir)  # a file there is refused before training, not after
     args = train_args(ns)
     if ns.save_steps and not ns.resume and (earlier := latest_checkpoint(args.output_dir)) is not None:
         raise ValueError(f"{earlier} is a checkpoint of an earlier run: add --resume to continue it, or remove "

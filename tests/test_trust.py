@@ -1,0 +1,385 @@
+"""Trust rules (issue 37), one table per class: each row is a hostile input that the one mechanism behind the rule
+must handle (a foreign manifest or a symlink never deletes or writes a user's file, every config field is checked
+against its graph, every parameter goes through the rule table before any work, ...)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from setfit_lite.serialization import MANIFEST_NAME
+
+# ------------------------------------------------------------------- 1. only setfit_lite's manifest owns files
+
+
+def _foreign_manifest(folder: Path, *names: str) -> dict[str, bytes]:
+    """``folder`` holding the user's files ``names`` and a ``manifest.json`` (not setfit_lite's) listing them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    contents = {}
+    for name in names:
+        data = f"{name}: the user's data\n".encode()
+        (folder / name).write_bytes(data)
+        contents[name] = data
+    (folder / MANIFEST_NAME).write_text(json.dumps({n: hashlib.sha256(d).hexdigest() for n, d in contents.items()}))
+    return contents
+
+
+def _save(model: Any, folder: Path) -> None:
+    model.save_pretrained(folder)
+
+
+def _export(model: Any, folder: Path) -> None:
+    model.export_onnx(folder)
+
+
+@pytest.mark.parametrize("writer", [_save, _export], ids=["save_pretrained", "export_onnx"])
+def test_foreign_manifest_owns_nothing(writer: Any, tier_models: dict, tmp_path: Path) -> None:
+    """A folder whose manifest.json setfit_lite did not write: saving into it removes none of the files it lists."""
+    folder = tmp_path / "mine"
+    user_files = _foreign_manifest(folder, "survey.csv", "notes.txt")
+    writer(tier_models["torch"], folder)
+    for name, data in user_files.items():
+        assert (folder / name).read_bytes() == data, name
+
+
+def _link_head(tmp_path: Path, model: Any) -> tuple[Path, Path]:
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    model.save_pretrained(other)
+    model.save_pretrained(mine)
+    for p in (mine / "head").iterdir():
+        p.unlink()
+    (mine / "head").rmdir()
+    (mine / "head").symlink_to(other / "head", target_is_directory=True)
+    return other, mine
+
+
+def _link_body_module(tmp_path: Path, model: Any) -> tuple[Path, Path]:
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    model.save_pretrained(other)
+    mine.mkdir()
+    (mine / "1_Pooling").symlink_to(other / "1_Pooling", target_is_directory=True)
+    return other, mine
+
+
+@pytest.mark.parametrize("layout", [_link_head, _link_body_module], ids=["head-linked", "body-module-linked"])
+def test_no_save_through_a_symlinked_folder(layout: Any, tier_models: dict, tmp_path: Path) -> None:
+    """A sub-folder of the target that is a symlink (to another model's folder) is refused; the other is intact."""
+    model = tier_models["torch"]
+    other, mine = layout(tmp_path, model)
+    before = {p.relative_to(other): p.read_bytes() for p in sorted(other.rglob("*")) if p.is_file()}
+    with pytest.raises(FileExistsError, match="symbolic link"):
+        model.save_pretrained(mine)
+    assert {p.relative_to(other): p.read_bytes() for p in sorted(other.rglob("*")) if p.is_file()} == before
+
+
+@pytest.mark.parametrize("manifest", ["foreign", "none"])
+def test_checkpoints_prune_only_their_own(manifest: str, tmp_path: Path) -> None:
+    """Checkpoint pruning removes only folders with setfit_lite's manifest: a look-alike stays."""
+    from setfit_lite.training.checkpoints import _prune
+
+    for step in (1, 2, 3):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "checkpoint.json").write_text("{}")
+        if manifest == "foreign":
+            _foreign_manifest(folder, "results.csv")
+    _prune(tmp_path, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
+
+
+# ------------------------------------------------------------------- 2. every config field checked against the graph
+
+
+@pytest.fixture(scope="module")
+def multi_label_onnx(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ONNX export of a multi-label (one-vs-rest, independent sigmoids) model on the tiny body."""
+    from setfit_lite import SetFitModel
+    from tests.conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"],
+                                        multi_target_strategy="one-vs-rest")
+    head = model.new_head(2, multi_label=True)
+    head.fit(model.encode(texts), np.asarray([[1, 0] if lab == "positive" else [0, 1] for lab in labels]))
+    model.model_head = head
+    return model.export_onnx(tmp_path_factory.mktemp("multi") / "onnx")
+
+
+@pytest.mark.parametrize(("source", "edit", "field"), [
+    ("single", {"max_seq_length": 2048}, "max_seq_length"),  # the tiny graph has 64 positions
+    ("single", {"max_seq_length": None}, "max_seq_length"),
+    ("single", {"multi_label": True}, "multi_label"),  # a softmax graph read as multi-hot
+    ("multi", {"multi_label": False}, "multi_label"),  # sigmoid rows read as one label each
+    ("single", {"labels": ["a", "b", "c"]}, "labels"),  # three labels on a two-column graph
+], ids=["max_seq_length-2048", "max_seq_length-null", "multi_label-on-softmax", "single-label-on-sigmoid",
+        "labels-width"])
+def test_onnx_config_checked_against_graph(source: str, edit: dict, field: str, tier_models: dict,
+                                           multi_label_onnx: Path, tmp_path: Path) -> None:
+    """An edited config that its graph cannot honour is refused at load, naming the field (not at predict)."""
+    import shutil
+
+    from setfit_lite.runtime.onnx import ONNX_CONFIG_NAME, OnnxSetFitModel
+    from setfit_lite.serialization import ModelFormatError, write_manifest
+
+    folder = tmp_path / "edited"
+    shutil.copytree(tier_models["folders"]["onnx"] if source == "single" else multi_label_onnx, folder)
+    config = json.loads((folder / ONNX_CONFIG_NAME).read_text())
+    config.update(edit)
+    (folder / ONNX_CONFIG_NAME).write_text(json.dumps(config))
+    write_manifest(folder)  # the files agree with the manifest: only the graph check can tell
+    with pytest.raises(ModelFormatError, match=field):
+        OnnxSetFitModel.load(folder)
+
+
+# ------------------------------------------------------------ 3. every parameter checked by its rule before any work
+
+
+@pytest.mark.parametrize(("name", "value", "error"), [
+    ("max_length", -5, ValueError),
+    ("max_length", "128", TypeError),
+    ("max_length", 1, ValueError),
+    ("multi_target_strategy", "bogus", ValueError),
+    ("head_params", "C=1", TypeError),
+    ("use_differentiable_head", "yes", TypeError),
+    ("normalize_embeddings", 1, TypeError),
+    ("device", 0, TypeError),
+    ("trust_remote_code", "no", TypeError),
+    ("allow_pickle", None, TypeError),
+    ("chunk_overlap", -1, ValueError),
+    ("long_text", "split", ValueError),
+])
+def test_from_pretrained_checks_every_parameter_first(name: str, value: Any, error: type, tmp_path: Path) -> None:
+    """Each bad value is refused by its rule, naming the parameter, before the model is even looked for."""
+    from setfit_lite import SetFitModel
+
+    with pytest.raises(error, match=name):
+        SetFitModel.from_pretrained(str(tmp_path / "no-such-model"), **{name: value})
+
+
+def test_from_pretrained_caps_max_length_at_the_body(tiny_body_path: str) -> None:
+    """A max_length beyond what the body reads is capped there, as the Trainer caps it (the tiny body reads 64)."""
+    from setfit_lite import SetFitModel
+
+    assert SetFitModel.from_pretrained(tiny_body_path, max_length=100_000).model_body.max_seq_length == 64
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    (["--num-cpus", "0"], "num-cpus"),
+    (["--concurrency", "0"], "concurrency"),
+    (["--num-cpus", "nan"], "num-cpus"),
+    (["--output", "EXISTING"], "exists"),
+    (["--output", "MODEL/scores"], "inside"),
+], ids=["num-cpus-0", "concurrency-0", "num-cpus-nan", "output-exists", "output-in-model"])
+def test_predict_ray_checks_before_ray_starts(options: list[str], match: str, tier_models: dict, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """predict --ray: bad numbers and output paths are errors (exit 2) before Ray is started."""
+    import ray
+
+    from setfit_lite.cli import main
+
+    def no_ray(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Ray was started before the options were checked")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    model = tier_models["folders"]["static"]
+    data = tmp_path / "texts.txt"
+    data.write_text("good film\nbad film\n")
+    (tmp_path / "existing").mkdir()
+    swap = {"EXISTING": str(tmp_path / "existing"), "MODEL/scores": str(model / "scores")}
+    options = [swap.get(o, o) for o in options]
+    if "--output" not in options:
+        options += ["--output", str(tmp_path / "scores")]
+    try:
+        code = main(["predict", str(model), str(data), "--ray", *options])
+    except SystemExit as exit_:  # argparse's error for an option's value
+        code = exit_.code
+    assert code == 2
+    assert match in capsys.readouterr().err
+
+
+# -------------------------------------------------------------- 4. a Ray address is probed, with a time limit, first
+
+
+def _refused_port() -> int:
+    """A local TCP port that refuses connections (bound, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("given", ["cli-option", "cli-RAY_ADDRESS", "score_dataset-RAY_ADDRESS"])
+def test_refused_ray_address_fails_fast(given: str, tier_models: dict, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """An address that refuses connections (the option, or RAY_ADDRESS) ends within seconds with an error naming
+    it, before ray.init (which would wait minutes there); no cluster is needed."""
+    import time
+
+    import ray
+
+    from setfit_lite.cli import main
+    from setfit_lite.integrations.ray_data import score_dataset
+
+    def no_ray(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("ray.init was called with an address nobody answers at")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    address = f"127.0.0.1:{_refused_port()}"
+    if given != "cli-option":
+        monkeypatch.setenv("RAY_ADDRESS", address)
+    model, data, out = tier_models["folders"]["static"], tmp_path / "texts.txt", tmp_path / "scores"
+    data.write_text("good film\n")
+    started = time.perf_counter()
+    if given.startswith("cli"):
+        code = main(["predict", str(model), str(data), "--output", str(out), "--ray",
+                     *([address] if given == "cli-option" else [])])
+        assert code == 2
+        message = capsys.readouterr().err
+    else:
+        with pytest.raises(ConnectionError) as error:
+            score_dataset(model, data, out)
+        message = str(error.value)
+    assert time.perf_counter() - started < 10
+    assert address in message and "no Ray cluster answers" in message
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("address", "error"), [("localhost:notaport", ValueError), ("bare-host", ValueError)])
+def test_ray_address_of_no_known_form(address: str, error: type) -> None:
+    from setfit_lite.integrations.ray_data import check_ray_address
+
+    with pytest.raises(error, match="not host:port"):
+        check_ray_address(address)
+
+
+# ------------------------------- 5. the pool is compared by normalised text, and checked before training
+
+_VARIANTS = {
+    "same": lambda t: t,
+    "added-space": lambda t: " " + t.replace(" ", "  ") + " ",
+    "other-case": lambda t: t.upper(),
+    "full-width": lambda t: "".join(chr(ord(c) + 0xFEE0) if "a" <= c <= "z" else c for c in t),  # NFKC: the same
+}
+
+
+@pytest.mark.parametrize("variant", list(_VARIANTS))
+def test_pool_sharing_eval_texts_refused(variant: str, tiny_body_path: str, toy_data: dict, toy_eval: dict) -> None:
+    """A pool holding the eval texts, however spaced, cased or Unicode-formed, is refused (never pseudo-labelled
+    and then scored on)."""
+    from setfit_lite import SetFitModel, Trainer
+
+    pool = [_VARIANTS[variant](t) for t in toy_eval["text"]]
+    with pytest.raises(ValueError, match="shares"):
+        Trainer(model=SetFitModel.from_pretrained(tiny_body_path), train_dataset=toy_data, eval_dataset=toy_eval,
+                unlabeled_dataset=pool)
+
+
+@pytest.mark.parametrize("variant", list(_VARIANTS))
+def test_pool_of_training_texts_refused_before_training(variant: str, tiny_body_path: str, toy_data: dict,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool that is the training texts (in any spacing, case or Unicode form) leaves nothing to self-train on:
+    refused when train() starts, before the body or the head is trained."""
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    def trained(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("training started before the pool was checked")
+
+    trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), train_dataset=toy_data,
+                      args=TrainingArguments(self_training_rounds=1, max_steps=1, save_strategy="no"),
+                      unlabeled_dataset=[_VARIANTS[variant](t) for t in toy_data["text"]])
+    monkeypatch.setattr(trainer, "train_embeddings", trained)
+    monkeypatch.setattr(trainer, "train_classifier", trained)
+    with pytest.raises(ValueError, match="no text left"):
+        trainer.train()
+
+
+def test_text_key_keeps_different_texts_apart() -> None:
+    from setfit_lite.data.checks import text_key
+
+    assert text_key(" Good\tFILM ") == text_key("good film") == text_key("ｇｏｏｄ film")
+    assert text_key("good film") != text_key("goodfilm")
+
+
+# ------------------------------------------------------------ 6. a shrunk student keeps every setting of its teacher
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("long_text", "truncate"), ("chunk_overlap", 3), ("chunk_pooling", "max"), ("prompt", "review: "),
+    ("normalize_embeddings", True), ("multi_target_strategy", "one-vs-rest"),
+])
+def test_shrink_body_keeps_every_setting(name: str, value: Any, tiny_body_path: str) -> None:
+    """shrink_body carries each setting save/load keeps; keeping every layer, the student embeds as the teacher."""
+    from setfit_lite import SetFitModel
+    from setfit_lite.distillation import shrink_body
+
+    teacher = SetFitModel.from_pretrained(tiny_body_path, labels=["a", "b"], **{name: value})
+    student = shrink_body(teacher, 2)  # all of the tiny body's layers
+    kept = ("chunking", "prompt", "normalize_embeddings", "multi_target_strategy", "labels", "head_params")
+    assert [getattr(student, k) for k in kept] == [getattr(teacher, k) for k in kept]
+    long = ["good film " * 40, "bad"]  # longer than the 64 tokens the body reads
+    np.testing.assert_allclose(student.encode(long), teacher.encode(long), atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------- 7. the smaller ones
+
+
+@pytest.mark.parametrize("tier", ["torch", "onnx", "static"])
+def test_predict_proba_as_numpy_on_every_tier(tier: str, tier_models: dict) -> None:
+    proba = tier_models[tier].predict_proba(["good film", "bad film"], as_numpy=True)
+    assert isinstance(proba, np.ndarray) and proba.shape == (2, 2)
+
+
+@pytest.mark.parametrize("threshold", [1.5, -1, float("nan"), "0.5"])
+def test_coverage_accuracy_thresholds_checked(threshold: Any) -> None:
+    from setfit_lite.metrics import coverage_accuracy
+
+    with pytest.raises((TypeError, ValueError), match="threshold"):
+        coverage_accuracy(np.asarray([[0.9, 0.1]]), [0], [0.5, threshold])
+
+
+def test_class_without_example_warns(tiny_body_path: str, toy_data: dict) -> None:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative", "neutral"])
+    trainer = Trainer(model=model, train_dataset=toy_data,
+                      args=TrainingArguments(max_steps=1, save_strategy="no", batch_size=8))
+    with pytest.warns(UserWarning, match="neutral"):
+        trainer.train()
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_non_utf8_error_names_the_line(suffix: str, tmp_path: Path) -> None:
+    from setfit_lite.data import to_labeled_data
+
+    path = tmp_path / f"data{suffix}"
+    rows = [b'{"text": "good", "label": 1}', b'{"text": "caf\xe9", "label": 0}'] if suffix == ".jsonl" \
+        else [b"text,label", b"good,1", b"caf\xe9,0"]
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    with pytest.raises(ValueError, match=f"line {len(rows)}"):
+        to_labeled_data(path)
+
+
+@pytest.mark.parametrize("where", ["api", "cli"])
+def test_output_dir_that_is_a_file_refused_before_training(where: str, tmp_path: Path, tiny_body_path: str,
+                                                           capsys: pytest.CaptureFixture) -> None:
+    from setfit_lite import TrainingArguments
+    from setfit_lite.cli import main
+
+    file = tmp_path / "model.txt"
+    file.write_text("the user's file")
+    if where == "api":
+        with pytest.raises(ValueError, match="not a folder"):
+            TrainingArguments(output_dir=str(file))
+    else:
+        data = tmp_path / "train.jsonl"
+        data.write_text("".join(json.dumps({"text": t, "label": i % 2}) + "\n" for i, t in enumerate(["a", "b"] * 4)))
+        assert main(["train", str(data), "--model", tiny_body_path, "--output-dir", str(file)]) == 2
+        assert "not a folder" in capsys.readouterr().err
+    assert file.read_text() == "the user's file"
