@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from .config.params import check_param, check_params
 from .data import check_label_names, validate_texts
 from .logging import tqdm_disable
 from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .runtime.predictor import Predictor, length_sorted_batches, tokenize_texts
-from .config.params import check_param, check_params
 from .serialization import (
     MANIFEST_NAME,
     atomic_update_directory,

@@ -35,9 +35,9 @@ PACKAGES = ("setfit_lite", "trainers")
 # import each other freely), or the whole of trainers/; a box imports only boxes on lower rows.
 ROWS: tuple[tuple[str, ...], ...] = (
     ("trainers",),
-    ("config", "serialization", "logging", "version", "errors", "metrics", "reporting"),
-    ("data", "losses", "sampler", "training_args", "zoo", "verbosity", "model_card"),
-    ("runtime",),
+    ("config", "serialization", "logging", "version", "errors", "reporting"),
+    ("data", "losses", "sampler", "metrics", "zoo", "verbosity", "model_card"),
+    ("runtime", "training_args"),
     ("heads", "evaluation"),
     ("training", "exporting"),
     ("modeling", "moved"),

@@ -99,7 +99,7 @@ def check_score_request(model_dir: str | os.PathLike, data: Any, output: str | o
     """What :func:`score_dataset` checks before Ray starts: its numbers by their rules (``setfit_lite.config.params``),
     the model folder and the input files exist, and ``output`` is new and neither holds nor lies in what is read.
     Returns the input paths (empty for a ``ray.data.Dataset``)."""
-    from ..params import check_param, check_params
+    from ..config.params import check_param, check_params
     from ..serialization import check_output_path
 
     check_params({"concurrency": concurrency, "num_cpus": num_cpus, "max_retries": max_retries})

@@ -26,7 +26,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
     from ...modeling import SetFitModel
-    from ...rules import check_rule, folder
+    from ...config.rules import check_rule, folder
     from ...trainer import Trainer
     from ...training.checkpoints import latest_checkpoint
 
