@@ -335,7 +335,7 @@ PEAK_OF = {"torch": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort
 def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, peaks: dict) -> dict:
     """Each transformer path's encoder GFLOP/s (``roofline.encoder_flops`` of the texts as batched) as a fraction of
     the GEMM peak of its runtime and format (``roofline.measure``, same run)."""
-    from roofline import encoder_flops, fraction_of_peak
+    from benchmarks.roofline import encoder_flops, fraction_of_peak
 
     per_text = encoder_flops([len(t) for t in token_ids], batch_size) / len(token_ids)
     out = {}
@@ -514,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {"command": command, "tasks": []}
     args.peaks = None
     if args.roofline:
-        from roofline import measure
+        from benchmarks.roofline import measure
 
         results["roofline_peaks"] = measure(repeats=5)
         args.peaks = results["roofline_peaks"]["peak_gflops"]

@@ -68,7 +68,7 @@ def child_train(spec: dict) -> dict:
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
 
     if spec["data"] == "trec_fine":
-        from compare_setfit import load_task
+        from benchmarks.compare_setfit import load_task
 
         task = load_task(Path(spec["data_dir"]), "trec_fine:8", 0)
         texts, labels, test_texts, test_labels = task["texts"], task["labels"], task["test_texts"], task["test_labels"]
