@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.compare_setfit import load_task
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -523,9 +524,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.stream:
         results["stream"] = stream(args, work / args.tasks[0].replace(":", "_") / "static", work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     md = markdown(results)
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_result(args.out, results, "\n".join(md))
     print("\n".join(md))
 
 

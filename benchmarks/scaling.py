@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import PeakRSS
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -181,9 +182,7 @@ def main() -> None:
     results = json.loads(path.read_text()) if path.exists() else {}
     for part in PARTS if ns.part == "all" else [ns.part]:
         results[part] = PARTS[part](ns.data_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(results, indent=1))
-        ns.out.with_suffix(".md").write_text(markdown(results))
+        write_result(ns.out, results, markdown(results))
     print(markdown(results))
 
 

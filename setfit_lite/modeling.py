@@ -6,9 +6,10 @@ has them loaded), so that importing this module, and ``SetFitModel.from_onnx``, 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -77,6 +78,14 @@ class SetFitModel(Predictor):
     "weighted"), wherever the model embeds texts (head fitting, evaluation, ``encode``, prediction, the ONNX
     export); ``long_text="truncate"`` reads the first window only. The body's contrastive training reads each
     text's first window. None: the defaults (``setfit_lite.chunking.DEFAULT_CHUNKING``).
+
+    Precision: ``inference_precision="auto"`` (default) runs the body in bf16 where the device computes bf16
+    natively (CPUs with AMX or AVX512-BF16, GPUs with bf16: the rule of training's ``precision="auto"``,
+    ``trainers.registry.prediction_precision``) and in fp32 elsewhere, never emulated; ``"fp32"`` forces fp32,
+    ``"bf16"`` forces bf16. It applies wherever the model embeds texts (``encode``, prediction, and the embeddings
+    a head is fitted and evaluated on), so a head always sees features of the precision it is applied to; the
+    head itself runs in fp32 and embeddings are returned as fp32 arrays. It is saved with the model and may be
+    set on a loaded one (``model.inference_precision = "fp32"``).
     """
 
     setfit_return_types = True
@@ -85,8 +94,10 @@ class SetFitModel(Predictor):
                  multi_target_strategy: str | None = None, use_differentiable_head: bool = False,
                  head_params: dict[str, Any] | None = None, normalize_embeddings: bool = False,
                  prompt: str | None = None, source: str | None = None, long_text: str | None = None,
-                 chunk_overlap: int | None = None, chunk_pooling: str | None = None) -> None:
+                 chunk_overlap: int | None = None, chunk_pooling: str | None = None,
+                 inference_precision: str = "auto") -> None:
         self.model_body = model_body
+        self.inference_precision = inference_precision
         self.head_spec = model_head if not _is_fitted_head(model_head) else None
         self.model_head = model_head if _is_fitted_head(model_head) else None
         self.labels = check_label_names(labels) if labels is not None else None
@@ -110,7 +121,7 @@ class SetFitModel(Predictor):
                         device: str | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
                         prompt: str | None = None, max_length: int | None = None, long_text: str | None = None,
                         chunk_overlap: int | None = None, chunk_pooling: str | None = None,
-                        **kwargs: Any) -> SetFitModel:
+                        inference_precision: str | None = None, **kwargs: Any) -> SetFitModel:
         """A body by hub name or local folder, or a saved model: setfit_lite's, or setfit's (needs ``allow_pickle``).
 
         For a saved model, ``multi_target_strategy``, ``use_differentiable_head``, ``head_params`` and
@@ -120,7 +131,8 @@ class SetFitModel(Predictor):
         head converted to a pickle-free one, so ``save_pretrained`` then writes setfit_lite's format.
         Never executes code from the folder unless ``trust_remote_code=True``; pickled files are refused
         unless ``allow_pickle=True``. ``long_text``, ``chunk_overlap`` and ``chunk_pooling`` (see the class) default
-        to the saved values (a saved model that records none, or a setfit folder: truncation) and may be changed.
+        to the saved values (a saved model that records none, or a setfit folder: truncation) and may be changed;
+        so does ``inference_precision`` (see the class; none saved: "auto").
         """
         from sentence_transformers import SentenceTransformer
 
@@ -164,13 +176,34 @@ class SetFitModel(Predictor):
             body.max_seq_length = max_length
         model = cls(body, model_head=head, labels=saved["labels"], **settings,
                     prompt=prompt if prompt is not None else saved.get("prompt"),
-                    source=saved.get("source"), **chunking.to_config())
+                    source=saved.get("source"), **chunking.to_config(),
+                    inference_precision=inference_precision or _saved_precision(saved, folder))
         if head is not None and _head_in_features(head) is not None:
             check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
                         _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
         model.training_info = saved.get("training_info", {})
         model.source_folder = Path(os.path.realpath(folder))
         return model
+
+    @property
+    def inference_precision(self) -> str:
+        """"auto", "fp32" or "bf16": the precision the body embeds texts in (see the class)."""
+        return self._inference_precision
+
+    @inference_precision.setter
+    def inference_precision(self, value: str) -> None:
+        self._inference_precision = check_param("inference_precision", value)
+
+    def embedding_precision(self) -> str:
+        """The precision ("fp32" or "bf16") the body embeds texts in now, on its device: ``inference_precision``
+        resolved by ``trainers.registry.prediction_precision`` (asked once per setting and device)."""
+        key = (self._inference_precision, str(self.device))
+        cached = getattr(self, "_resolved_precision", None)
+        if cached is None or cached[0] != key:
+            from trainers.registry import prediction_precision
+
+            cached = self._resolved_precision = (key, prediction_precision(self.device, self._inference_precision))
+        return cached[1]
 
     # ---- labels and heads ---------------------------------------------------------------------
     @property
@@ -285,10 +318,10 @@ class SetFitModel(Predictor):
 
     def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None
                      ) -> np.ndarray:
-        """Embeddings of pre-tokenised texts (fp32), batched by length, returned in input order: the one path used
-        by head fitting, evaluation and prediction. A text longer than the body's max length is embedded as its
-        windows, pooled (``long_text="chunk"``). Reads the body only (a body in training mode is first switched
-        to eval, see the class's note on threads)."""
+        """Embeddings of pre-tokenised texts (an fp32 array; computed in :meth:`embedding_precision`), batched by
+        length, returned in input order: the one path used by head fitting, evaluation and prediction. A text
+        longer than the body's max length is embedded as its windows, pooled (``long_text="chunk"``). Reads the
+        body only (a body in training mode is first switched to eval, see the class's note on threads)."""
         limit, chunking = self.model_body.max_seq_length, self.chunking
         if not chunking.enabled or limit is None:
             return self._embed_windows(token_ids, batch_size, show_progress_bar)
@@ -311,7 +344,7 @@ class SetFitModel(Predictor):
         settle_eval(body)
         batches = length_sorted_batches(token_ids, batch_size)
         bar = tqdm(batches, desc="Encoding", disable=_bar_disable(show_progress_bar, len(token_ids)))
-        with torch.inference_mode():
+        with torch.inference_mode(), bf16_context(body, self.embedding_precision() == "bf16"):
             for idx in bar:
                 features = {k: v.to(device) for k, v in self.collate([token_ids[i] for i in idx]).items()}
                 emb = body(features)["sentence_embedding"]
@@ -426,6 +459,7 @@ class SetFitModel(Predictor):
             "normalize_embeddings": self.normalize_embeddings,
             "prompt": self.prompt,
             **self.chunking.to_config(),
+            "inference_precision": self.inference_precision,
             "source": self.source,
             "training_info": self.training_info,
         }
@@ -571,6 +605,28 @@ def _settings(saved: dict[str, Any], given: dict[str, Any], head: Any, where: Pa
             value = wanted
         out[name] = value
     return out
+
+
+@contextlib.contextmanager
+def bf16_context(body: Any, enabled: bool) -> Iterator[None]:
+    """Run the body's forward passes inside in bf16 when ``enabled`` (autocast on the body's device type: matrix
+    products in bf16, reductions and softmax in fp32), else as they are."""
+    if not enabled:
+        yield
+        return
+    import torch
+
+    with torch.autocast(body.device.type, dtype=torch.bfloat16):
+        yield
+
+
+def _saved_precision(saved: dict[str, Any], folder: Path) -> str:
+    """A saved model's ``inference_precision`` ("auto" when it records none), checked."""
+    value = saved.get("inference_precision", "auto")
+    try:
+        return check_param("inference_precision", value)
+    except (TypeError, ValueError) as error:
+        raise ModelFormatError(folder / CONFIG_NAME, "inference_precision", str(error)) from None
 
 
 def _head_in_features(head: Any) -> int | None:
