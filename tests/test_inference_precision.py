@@ -46,15 +46,18 @@ def fitted(tiny_body_path: str) -> tuple[SetFitModel, list[str]]:
 
 
 def linear_output_dtypes(model: SetFitModel, texts: list[str]) -> set[torch.dtype]:
-    """The dtypes the body's linear layers computed in while the model predicted ``texts``."""
+    """The dtypes linear layers computed in while the model predicted ``texts``."""
     seen: set[torch.dtype] = set()
-    hooks = [m.register_forward_hook(lambda _m, _i, out: seen.add(out.dtype))
-             for m in model.model_body.modules() if isinstance(m, torch.nn.Linear)]
+
+    def spy(module: torch.nn.Linear, inputs: tuple) -> None:
+        seen.add(module.weight.dtype)
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda m, i: spy(m, i) if isinstance(m, torch.nn.Linear) else None)
     try:
         model.predict(texts)
     finally:
-        for hook in hooks:
-            hook.remove()
+        hook.remove()
     return seen
 
 
@@ -135,6 +138,23 @@ def test_bf16_embeddings_and_predictions_match_fp32(fitted) -> None:
         bf16 = model.encode(texts)
         proba16 = model.predict_proba(texts, as_numpy=True)
     assert bf16.dtype == np.float32 and not np.array_equal(bf16, fp32)  # it did run in another precision
+    assert next(model.model_body.parameters()).dtype == torch.float32  # the body itself stays fp32 (a bf16 copy ran)
     cosine = (bf16 * fp32).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(fp32, axis=1)
     assert cosine.min() >= 0.99
     assert np.mean(proba16.argmax(1) == proba32.argmax(1)) >= 0.9
+
+
+def test_the_bf16_copy_follows_the_body(fitted) -> None:
+    """A changed body (an optimizer step, load_state_dict) gets a new bf16 copy; an unchanged one reuses it."""
+    model, texts = fitted
+    model.inference_precision = "bf16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        first = model.encode(texts)
+        copy_before = model._bf16_body()
+        assert model._bf16_body() is copy_before
+        with torch.no_grad():
+            for param in model.model_body.parameters():
+                param.mul_(0.5)
+        assert model._bf16_body() is not copy_before
+        assert not np.allclose(model.encode(texts), first, atol=1e-3)
