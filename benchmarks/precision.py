@@ -7,13 +7,15 @@ Two measurements, each side by side in one run (interleaved rounds, best round k
   weights are cast to bf16; texts/s, the ratio to fp32 and the cosine of each embedding to its fp32 one;
 - ``suite``: what ``inference_precision="auto"`` (bf16 where the CPU has native bf16) changes on the six suite
   tasks: an 8-shot model per task (seed 0, setfit_lite's defaults, test-limited), its predictions with
-  ``inference_precision="fp32"`` and ``"bf16"``, agreement, accuracy of each, and the speed ratio.
+  ``inference_precision="fp32"`` and ``"bf16"``, agreement, accuracy of each, and the speed ratio;
+- ``openvino``: an fp32 ONNX export under OpenVINO's f32 and bf16 inference precision hints.
 
 Every result file records the CPU (``benchmarks.machine.cpu_info``).
 
 Example:
     ``python -m benchmarks.precision modes --rounds 3``
     ``python -m benchmarks.precision suite --test-limit 1000``
+    ``python -m benchmarks.precision openvino --onnx-dir ONNX_FP32_DIR --test-limit 300``
 """
 
 from __future__ import annotations
@@ -116,10 +118,54 @@ def suite(args: argparse.Namespace) -> dict:
             "batch_size": args.batch_size, "tasks": tasks}
 
 
+def openvino(args: argparse.Namespace) -> dict:
+    """An fp32 ONNX export run by OpenVINO with ``INFERENCE_PRECISION_HINT`` f32 (setfit_lite's setting) and bf16
+    (OpenVINO's default on CPUs with native bf16), interleaved; and the precision each matrix product ran in
+    (the compiled model's runtime graph)."""
+    import collections
+
+    from setfit_lite.export import OnnxSetFitModel, OpenVinoSession
+
+    task = load_task(args.data_dir, "sst2:8", 0, test_limit=args.test_limit)
+    texts = task["test_texts"]
+    model = OnnxSetFitModel.load(args.onnx_dir, runtime="openvino")
+    model_file = str(Path(args.onnx_dir) / model.config["model_file"])
+    sessions = {hint: OpenVinoSession(model_file, precision=hint) for hint in ("f32", "bf16")}
+    kernels = {}
+    for hint, session in sessions.items():
+        counts: collections.Counter = collections.Counter()
+        for op in session.compiled.get_runtime_model().get_ops():
+            info = op.get_rt_info()
+            if "layerType" in info and info["layerType"].astype(str) in ("FullyConnected", "MatMul"):
+                counts[f"{info['layerType'].astype(str)} {info['runtimePrecision'].astype(str)}"] += 1
+        kernels[hint] = dict(counts)
+    best = {hint: float("inf") for hint in sessions}
+    proba = {}
+    for _ in range(args.rounds + 1):  # the first round warms up
+        for hint, session in sessions.items():
+            model.session = session
+            start = time.perf_counter()
+            proba[hint] = model.class_proba(texts, batch_size=32)
+            best[hint] = min(best[hint], time.perf_counter() - start)
+    return {"texts": len(texts), "rounds": args.rounds, "kernels": kernels,
+            "per_s": {hint: len(texts) / s for hint, s in best.items()},
+            "speed_bf16_vs_f32": best["f32"] / best["bf16"],
+            "agreement": float(np.mean(proba["bf16"].argmax(1) == proba["f32"].argmax(1))),
+            "max_abs_proba_diff": float(np.abs(proba["bf16"] - proba["f32"]).max())}
+
+
 def markdown(result: dict) -> list[str]:
     cpu = result["cpu"]
     lines = [f"# bf16 prediction ({result['what']})", "", f"`{result['command']}`", "", cpu_line(cpu), ""]
-    if result["what"] == "modes":
+    if result["what"] == "openvino":
+        body = result["openvino"]
+        lines += [f"{body['texts']} SST-2 test sentences, batch 32, best of {body['rounds']} interleaved rounds.", "",
+                  "| INFERENCE_PRECISION_HINT | texts/s | matrix products ran in |", "|---|---|---|"]
+        for hint, per_s in body["per_s"].items():
+            lines.append(f"| {hint} | {per_s:,.1f} | {body['kernels'][hint]} |")
+        lines += ["", f"bf16 ÷ f32 speed {body['speed_bf16_vs_f32']:.2f}×, agreement {body['agreement']:.4f}, max "
+                      f"|Δp| {body['max_abs_proba_diff']:.4f}"]
+    elif result["what"] == "modes":
         body = result["modes"]
         lines += [f"{body['texts']} SST-2 test sentences, batch {body['batch_size']}, {body['threads']} threads, "
                   f"best of {body['rounds']} interleaved rounds.", "",
@@ -142,7 +188,8 @@ def markdown(result: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("modes", "suite"))
+    parser.add_argument("what", choices=("modes", "suite", "openvino"))
+    parser.add_argument("--onnx-dir", type=Path, default=None, help="openvino: an fp32 export_onnx folder")
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--model", default=MINILM)
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
@@ -161,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         args.rounds, args.train_args = 1, smoke["train_args"]
     command = "python -m benchmarks.precision " + " ".join(argv if argv is not None else sys.argv[1:])
     result = {"command": command, "what": args.what, "cpu": cpu_info(),
-              args.what: modes(args) if args.what == "modes" else suite(args)}
+              args.what: {"modes": modes, "suite": suite, "openvino": openvino}[args.what](args)}
     out = args.out or (smoke_settings()["out_dir"] / f"precision_{args.what}" if args.smoke
                        else Path(f"benchmarks/results/precision_{args.what}"))
     lines = markdown(result)

@@ -300,14 +300,16 @@ def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequenc
 class OpenVinoSession:
     """The exported ONNX graph compiled by OpenVINO for the CPU, behind onnxruntime's ``run`` signature."""
 
-    def __init__(self, model_file: str, num_threads: int | None = None) -> None:
+    def __init__(self, model_file: str, num_threads: int | None = None, precision: str = "f32") -> None:
         try:
             import openvino as ov
         except ImportError as exc:
             raise ImportError('runtime="openvino" needs OpenVINO: pip install "setfit_lite[openvino]"') from exc
         # f32 execution: on CPUs with AMX, OpenVINO would otherwise run fp32 graphs in bf16 (probabilities off
         # by ~1e-3); int8 graphs keep their quantised matmuls either way.
-        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+        # OpenVINO 2026's default on this CPU class is bf16 too: with AVX512-BF16 and no AMX (AMD EPYC) the CPU
+        # plugin reports INFERENCE_PRECISION_HINT bfloat16 (``python -m benchmarks.precision openvino``).
+        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
         if num_threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(num_threads)
         with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.signal_stack)

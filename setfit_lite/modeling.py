@@ -58,6 +58,8 @@ CONFIG_VERSION = 1
 MODEL_HEAD_NAME = f"{HEAD_DIR}/head.safetensors"
 # setfit's config file: written beside ours with setfit's keys, so that setfit finds the labels and normalisation
 SETFIT_CONFIG_NAME = "config_setfit.json"
+#: environment variable that replaces ``inference_precision="auto"`` ("fp32", "bf16" or "auto")
+PRECISION_ENV = "SETFIT_LITE_INFERENCE_PRECISION"
 _BF16_LOCK = threading.Lock()  # threads predicting at once build one bf16 copy of a body
 
 
@@ -88,7 +90,9 @@ class SetFitModel(Predictor):
     ``"bf16"`` forces bf16. It applies wherever the model embeds texts (``encode``, prediction, and the embeddings
     a head is fitted and evaluated on), so a head always sees features of the precision it is applied to; the
     head itself runs in fp32 and embeddings are returned as fp32 arrays. It is saved with the model and may be
-    set on a loaded one (``model.inference_precision = "fp32"``).
+    set on a loaded one (``model.inference_precision = "fp32"``); the environment variable
+    ``SETFIT_LITE_INFERENCE_PRECISION=fp32`` makes "auto" mean fp32 in a process (the test suite sets it, so that
+    its figures do not depend on the CPU that runs it).
     """
 
     setfit_return_types = True
@@ -199,13 +203,17 @@ class SetFitModel(Predictor):
 
     def embedding_precision(self) -> str:
         """The precision ("fp32" or "bf16") the body embeds texts in now, on its device: ``inference_precision``
-        resolved by ``trainers.registry.prediction_precision`` (asked once per setting and device)."""
-        key = (self._inference_precision, str(self.device))
+        resolved by ``trainers.registry.prediction_precision`` (asked once per setting and device); "auto" is first
+        replaced by the ``SETFIT_LITE_INFERENCE_PRECISION`` environment variable where it is set."""
+        requested = self._inference_precision
+        if requested == "auto":  # the environment may pin what "auto" means (the test suite pins fp32)
+            requested = check_param("inference_precision", os.environ.get(PRECISION_ENV, "auto"))
+        key = (requested, str(self.device))
         cached = getattr(self, "_resolved_precision", None)
         if cached is None or cached[0] != key:
             from trainers.registry import prediction_precision
 
-            cached = self._resolved_precision = (key, prediction_precision(self.device, self._inference_precision))
+            cached = self._resolved_precision = (key, prediction_precision(self.device, requested))
         return cached[1]
 
     def _bf16_body(self) -> Any:

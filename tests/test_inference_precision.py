@@ -26,7 +26,10 @@ EMULATED = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma avx512f avx512bw\n"  # 
 
 @pytest.fixture()
 def cpu_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Make the capability probe (``trainers.cpu.CPUINFO_PATH``) read the given /proc/cpuinfo text."""
+    """Make the capability probe (``trainers.cpu.CPUINFO_PATH``) read the given /proc/cpuinfo text (and let "auto"
+    mean the rule, not the suite's pinned fp32)."""
+    monkeypatch.delenv("SETFIT_LITE_INFERENCE_PRECISION", raising=False)
+
     def use(text: str) -> None:
         path = tmp_path / "cpuinfo"
         path.write_text(text)
@@ -158,3 +161,18 @@ def test_the_bf16_copy_follows_the_body(fitted) -> None:
                 param.mul_(0.5)
         assert model._bf16_body() is not copy_before
         assert not np.allclose(model.encode(texts), first, atol=1e-3)
+
+
+def test_the_environment_pins_auto(fitted, cpu_flags, monkeypatch: pytest.MonkeyPatch) -> None:
+    model, _ = fitted
+    model.inference_precision = "auto"
+    cpu_flags(NATIVE)
+    assert model.embedding_precision() == "bf16"
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "fp32")
+    assert model.embedding_precision() == "fp32"
+    model.inference_precision = "bf16"  # a setting on the model wins over the environment
+    assert model.embedding_precision() == "bf16"
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "half")
+    model.inference_precision = "auto"
+    with pytest.raises(ValueError, match="inference_precision"):
+        model.embedding_precision()
