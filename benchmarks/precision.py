@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--smoke", action="store_true", help="a tiny model and a few texts: checks the command runs")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--summarize", type=Path, default=None,
+                        help="suite: write the results from the JSON lines LOG of an interrupted run")
     args = parser.parse_args(argv)
     args.train_args = {}
     if args.smoke:
@@ -207,8 +209,14 @@ def main(argv: list[str] | None = None) -> None:
         args.data_dir, args.model, args.test_limit = smoke["data_dir"], smoke["model"], smoke["test_limit"]
         args.rounds, args.train_args = 1, smoke["train_args"]
     command = "python -m benchmarks.precision " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = {"command": command, "what": args.what, "cpu": cpu_info(),
-              args.what: {"modes": modes, "suite": suite, "openvino": openvino}[args.what](args)}
+    if args.summarize is not None:  # the tasks an interrupted suite run printed, one JSON line each
+        tasks = {k: v for line in args.summarize.read_text(encoding="utf-8").splitlines() if line.startswith("{")
+                 for k, v in json.loads(line).items()}
+        body = {"shots": args.shots, "seed": args.seed, "test_limit": args.test_limit, "rounds": args.rounds,
+                "batch_size": args.batch_size, "tasks": tasks}
+    else:
+        body = {"modes": modes, "suite": suite, "openvino": openvino}[args.what](args)
+    result = {"command": command, "what": args.what, "cpu": cpu_info(), args.what: body}
     out = args.out or (smoke_settings()["out_dir"] / f"precision_{args.what}" if args.smoke
                        else Path(f"benchmarks/results/precision_{args.what}"))
     lines = markdown(result)
