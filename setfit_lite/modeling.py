@@ -633,7 +633,7 @@ def bf16_copy(body: Any, cached: tuple[Any, Any] | None) -> tuple[Any, Any]:
 
     Weights in bf16 rather than autocast: measured side by side (``python -m benchmarks.precision modes``, MiniLM-L6,
     SST-2 test, batch 64, 2 threads, AVX512-BF16 without AMX) 1.22x fp32 against autocast's 0.98x, cosine to fp32
-    >= 0.9998; on an AMX Xeon the issue's run gave 3.25x against 2.55x."""
+    >= 0.9998; on an AMX Xeon a user's run gave 3.25x against 2.55x."""
     import torch
 
     versions = (str(body.device), tuple(p._version for p in body.parameters()))
