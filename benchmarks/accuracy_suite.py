@@ -22,6 +22,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks import compare_setfit
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 
@@ -76,14 +77,13 @@ def main(argv: list[str] | None = None) -> None:
         parts = [json.loads(path.read_text()) for path in ns.merge]
         results = parts[0] | {"command": " + ".join(part["command"] for part in parts),
                               "tasks": {k: v for part in parts for k, v in part["tasks"].items()}}
-        ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     else:
         specs = [f"{name}:{ns.shots}" for name in ns.tasks]
         compare_setfit.main([*rest, "--tasks", *specs, "--out", str(ns.out)])
         results = json.loads(ns.out.with_suffix(".json").read_text())
     table = suite_table(results)
     detail = compare_setfit.markdown(results)
-    ns.out.with_suffix(".md").write_text(f"`{results['command']}`\n\n{table}\n{detail}")
+    write_result(ns.out, results, f"`{results['command']}`\n\n{table}\n{detail}")
     print(table)
 
 

@@ -316,8 +316,9 @@ def summarize_log(path: Path, command: str) -> dict:
 
 def write_results(results: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    out.with_suffix(".md").write_text(f"`{results['command']}`\n\n" + markdown(results))
+    from benchmarks.machine import write_result  # not at the top: the setfit worker runs this module too
+
+    write_result(out, results, f"`{results['command']}`\n\n" + markdown(results))
     print(markdown(results))
 
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import load_task
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -124,14 +125,13 @@ def main(argv: list[str] | None = None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record = {"task": args.task, "seeds": args.seeds, "threads": threads, "summary": summary, "loss_ms": loss_ms,
               "runs": runs}
-    args.out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
     lines = [f"# Determinism: {args.task}, seeds {args.seeds}, {args.repeats} runs each, {threads} threads", "",
              "| loss row gather | median train s | time vs getitem | same seed, identical model |", "|---|---|---|---|"]
     lines += [f"| {v} | {s['train_seconds_median']:.2f} | {s['time_ratio_to_getitem']:.3f} | "
               f"{'yes' if s['identical_per_seed'] else 'no'} |" for v, s in summary.items()]
     lines += ["", "| loss row gather | loss forward + backward, ms (16 x 384) |", "|---|---|"]
     lines += [f"| {name} | {ms:.2f} |" for name, ms in loss_ms.items()]
-    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_result(args.out, record, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import load_task
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -83,8 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         md.append(f"| {label} | {acc:.3f} | {secs:.0f} |")
     md.append(f"\nInference speed student/teacher: {statistics.mean(r['student_speedup'] for r in runs):.2f}×")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_result(args.out, summary, "\n".join(md))
     print("\n".join(md))
 
 

@@ -15,6 +15,8 @@ import json
 import time
 from pathlib import Path
 
+from benchmarks.machine import write_result
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -56,13 +58,12 @@ def main(argv: list[str] | None = None) -> None:
         name, seed = job.split(":")
         rows.append(run_job(ns.data_dir, name, int(seed), ns.cs, ns.limit))
         print(json.dumps(rows[-1]), flush=True)
-    ns.out.with_suffix(".json").write_text(json.dumps({"jobs": rows, "cs": ns.cs}, indent=1) + "\n")
     lines = ["| task | seed | classes | " + " | ".join(f"C={c:g}" for c in ns.cs) + " |",
              "|---|---|---|" + "---|" * len(ns.cs)]
     for r in rows:
         lines.append(f"| {r['task']} | {r['seed']} | {r['classes']} | "
                      + " | ".join(f"{100 * r['accuracy_by_C'][str(c)]:.1f}" for c in ns.cs) + " |")
-    ns.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_result(ns.out, {"jobs": rows, "cs": ns.cs}, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import compare_setfit
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -71,9 +72,8 @@ def table(runs: dict[str, dict[str, list[dict]]], against: str | None) -> str:
 
 def write(results: dict, out: Path, against: str | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     text = table(results["runs"], against)
-    out.with_suffix(".md").write_text(f"`{results['command']}`\n\n{results['sample']}\n\n{text}")
+    write_result(out, results, f"`{results['command']}`\n\n{results['sample']}\n\n{text}")
     print(text)
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.compare_setfit import load_task
+from benchmarks.machine import smoke_settings, write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -207,7 +208,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     model_dir = args.model_dirs.get(spec)
     if model_dir is None:
         model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
-        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False),
+        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False, **args.train_args),
                 train_dataset={"text": task["texts"], "label": task["labels"]}).train()
         model_dir = folder / "model"
         model.save_pretrained(model_dir)
@@ -335,7 +336,7 @@ PEAK_OF = {"torch": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort
 def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, peaks: dict) -> dict:
     """Each transformer path's encoder GFLOP/s (``roofline.encoder_flops`` of the texts as batched) as a fraction of
     the GEMM peak of its runtime and format (``roofline.measure``, same run)."""
-    from roofline import encoder_flops, fraction_of_peak
+    from benchmarks.roofline import encoder_flops, fraction_of_peak
 
     per_text = encoder_flops([len(t) for t in token_ids], batch_size) / len(token_ids)
     out = {}
@@ -501,7 +502,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-roofline", dest="roofline", action="store_false",
                         help="skip the GEMM peaks (benchmarks/roofline.py) and the paths' fractions of them")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
+    parser.add_argument("--smoke", action="store_true",
+                        help="check that the command runs: a few shipped texts, two training steps, small exports, "
+                             "no roofline, results in a temporary folder (a --setfit-python that does not exist is "
+                             "left out)")
     args = parser.parse_args(argv)
+    args.train_args = {}
+    if args.smoke:
+        smoke = smoke_settings()
+        args.data_dir, args.test_limit, args.train_args = smoke["data_dir"], smoke["test_limit"], smoke["train_args"]
+        args.latency_n, args.cold_n, args.calibration, args.roofline = 2, 1, 8, False
+        args.static_unlabeled, args.student_unlabeled, args.stream = 16, 16, min(args.stream, 1000)
+        args.out = smoke["out_dir"] / "inference"
+        if args.setfit_python and not Path(args.setfit_python).exists():
+            args.setfit_python = None
     args.model_dirs = dict(item.split("=", 1) for item in args.model_dirs)
     if args.threads:
         import torch
@@ -514,7 +528,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {"command": command, "tasks": []}
     args.peaks = None
     if args.roofline:
-        from roofline import measure
+        from benchmarks.roofline import measure
 
         results["roofline_peaks"] = measure(repeats=5)
         args.peaks = results["roofline_peaks"]["peak_gflops"]
@@ -523,9 +537,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.stream:
         results["stream"] = stream(args, work / args.tasks[0].replace(":", "_") / "static", work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     md = markdown(results)
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_result(args.out, results, "\n".join(md))
     print("\n".join(md))
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.machine import write_result
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -108,8 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(rows, indent=1))
     print("\n".join(md))
     if args.out:
-        args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
-        args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+        write_result(args.out, {"rows": rows}, "\n".join(md))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 from benchmarks import compare_setfit  # noqa: E402
+from benchmarks.machine import write_result  # noqa: E402
 
 TASK = "bbc_news:8"
 POOLINGS = ("mean", "max", "weighted")
@@ -218,9 +219,8 @@ def main(argv: list[str] | None = None) -> None:
     if setfit is not None:
         setfit.close()
     ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     table = markdown(results)
-    ns.out.with_suffix(".md").write_text(f"`{results['command']}`\n\n{table}")
+    write_result(ns.out, results, f"`{results['command']}`\n\n{table}")
     print(table)
 
 

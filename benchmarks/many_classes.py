@@ -33,6 +33,7 @@ ROOT = HERE.parent
 
 from benchmarks import compare_setfit  # noqa: E402
 from benchmarks.imbalanced import scores  # noqa: E402
+from benchmarks.machine import write_result  # noqa: E402
 
 TASKS = ("trec_fine", "clinc150")
 
@@ -97,9 +98,8 @@ def table(results: dict) -> str:
 
 def write(results: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     text = table(results)
-    out.with_suffix(".md").write_text(f"`{results['command']}`\n\n{results['note']}\n\n{text}")
+    write_result(out, results, f"`{results['command']}`\n\n{results['note']}\n\n{text}")
     print(text, flush=True)
 
 

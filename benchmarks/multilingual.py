@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import write_result
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -153,8 +155,7 @@ def write_results(runs: list[dict], command: str, test_size: int, out: Path) -> 
         md.append(f"| {label} | {names[setting]} | " + " | ".join(f"{acc[lang]:.3f}" for lang in LANGS)
                   + f" | {outside:.3f} |")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"command": command, "runs": runs}, indent=1), encoding="utf-8")
-    out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_result(out, {"command": command, "runs": runs}, "\n".join(md))
     print("\n".join(md))
 
 

@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.machine import write_result
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -159,8 +161,7 @@ def main() -> None:
             shutil.rmtree(scores)
     results["load_after"] = round(os.getloadavg()[0], 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    args.out.with_suffix(".md").write_text(markdown(results))
+    write_result(args.out, results, markdown(results))
     print(markdown(results))
 
 

@@ -15,7 +15,6 @@ encoder executes, :func:`fraction_of_peak` turns a measured texts/s into a fract
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -25,6 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 
@@ -193,8 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
     result["command"] = "python -m benchmarks.roofline " + " ".join(argv if argv is not None else sys.argv[1:])
     text = markdown(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(f"`{result['command'].strip()}`\n\n{text}\n", encoding="utf-8")
+    write_result(args.out, result, f"`{result['command'].strip()}`\n\n{text}")
     print(text)
     return result
 

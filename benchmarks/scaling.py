@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import PeakRSS
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -68,7 +69,7 @@ def child_train(spec: dict) -> dict:
     from setfit_lite import SetFitModel, Trainer, TrainingArguments
 
     if spec["data"] == "trec_fine":
-        from compare_setfit import load_task
+        from benchmarks.compare_setfit import load_task
 
         task = load_task(Path(spec["data_dir"]), "trec_fine:8", 0)
         texts, labels, test_texts, test_labels = task["texts"], task["labels"], task["test_texts"], task["test_labels"]
@@ -181,9 +182,7 @@ def main() -> None:
     results = json.loads(path.read_text()) if path.exists() else {}
     for part in PARTS if ns.part == "all" else [ns.part]:
         results[part] = PARTS[part](ns.data_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(results, indent=1))
-        ns.out.with_suffix(".md").write_text(markdown(results))
+        write_result(ns.out, results, markdown(results))
     print(markdown(results))
 
 

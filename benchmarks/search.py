@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import load_task
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -130,7 +131,6 @@ def main(argv: list[str] | None = None) -> None:
         results["test"][name] = test_accuracy(args.data_dir, found["best"]["params"], args.test_seeds)
         print(json.dumps({name: results["test"][name]}), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     md = [f"`{command}`", "", "| configuration | search s | trials (pruned) | validation objective | "
           f"test accuracy, seeds {args.test_seeds[0]}–{args.test_seeds[-1]} (mean ± sd) | parameters |",
           "|---|---|---|---|---|---|"]
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
                            for k, v in found["best"]["params"].items())
         md.append(f"| best of {name} search | {found['seconds']:.0f} | {found['trials']} ({found['pruned']}) | "
                   f"{found['best']['objective']:.3f} | {t['mean']:.3f} ± {t['sd']:.3f} | {params} |")
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_result(args.out, results, "\n".join(md))
     print("\n".join(md))
 
 

@@ -30,6 +30,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from benchmarks.compare_setfit import load_task
+from benchmarks.machine import write_result
 from benchmarks.roofline import encoder_flops, fraction_of_peak
 
 HERE = Path(__file__).resolve().parent
@@ -172,8 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
     result["command"] = "python -m benchmarks.student_tier " + " ".join(argv if argv is not None else sys.argv[1:])
     text = markdown(result)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+    write_result(out, result, text)
     print(text)
     return result
 

@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.compare_setfit import Worker, load_task
+from benchmarks.machine import write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -82,7 +83,6 @@ def main(argv: list[str] | None = None) -> None:
             summary[key] = {"mean": statistics.mean(accs), "sd": statistics.stdev(accs) if len(accs) > 1 else 0.0,
                             "train_seconds_median": statistics.median(r[key]["train_seconds"] for r in runs)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     md = [f"`{summary['command']}` ({summary['test_size']} test sentences, MiniLM-L6)", "",
           "| classifier | accuracy (mean ± sd over seeds) | train s (median) |", "|---|---|---|",
           f"| uniform chance | {summary['chance_uniform']:.3f} | |",
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         if key in summary:
             s = summary[key]
             md.append(f"| {name} | {s['mean']:.3f} ± {s['sd']:.3f} | {s['train_seconds_median']:.1f} |")
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_result(args.out, summary, "\n".join(md))
     print("\n".join(md))
 
 

@@ -117,7 +117,8 @@ class TrainingArguments:
     - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
       ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
       AVX512-BF16, GPUs with bf16) and fp32 elsewhere. It applies to body training; the embeddings the head is
-      fitted and evaluated on are computed as ``predict`` computes them, in fp32.
+      fitted and evaluated on are computed as ``predict`` computes them, in the model's ``inference_precision``
+      (its "auto" is this rule for the body's device; ``SetFitModel(..., inference_precision="fp32")`` forces fp32).
     - ``backend_options``: the chosen backend's options by name (docs/backends.md), e.g.
       ``{"num_threads": 8}`` or ``{"use_ipex": True}`` (cpu), ``{"gaudi_config": "gaudi_config.json"}`` (hpu),
       ``{"ipu_config": {"replication_factor": 2}}`` (ipu), ``{"dist_timeout": 600}`` (cpu, cuda, hpu). A name the

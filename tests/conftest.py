@@ -10,6 +10,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# prediction in fp32 whatever the CPU, so that comparisons between tiers do not depend on the machine; the tests of
+# bf16 prediction (test_inference_precision.py) remove it
+os.environ.setdefault("SETFIT_LITE_INFERENCE_PRECISION", "fp32")
 
 POSITIVE = ["good", "great", "wonderful", "excellent", "lovely", "superb", "brilliant", "fine", "nice", "happy"]
 NEGATIVE = ["bad", "awful", "terrible", "horrible", "dull", "boring", "poor", "sad", "ugly", "weak"]

@@ -157,7 +157,8 @@ class Backend:
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """Mixed-precision context of the training forward pass (:meth:`training_step`); prediction does not use
-        it: embeddings for the head and for ``predict`` are computed in fp32 (see ``setfit_lite.training.head_fit``)."""
+        it: embeddings for the head and for ``predict`` are computed in the model's ``inference_precision`` (see
+        :func:`trainers.registry.prediction_precision` and ``setfit_lite.training.head_fit``)."""
         dtype = self.autocast_dtype
         if dtype is None:
             return contextlib.nullcontext()

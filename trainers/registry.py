@@ -112,3 +112,42 @@ def available_backends() -> dict[str, bool]:
         "hpu": _module_present("habana_frameworks"),
         "ipu": _module_present("poptorch"),
     }
+
+
+#: device type -> the backend whose ``auto_precision`` is the rule for prediction on it (others: fp32)
+_PREDICTION_BACKENDS = {"cpu": "cpu", "cuda": "cuda"}
+
+
+def prediction_precision(device: str | torch.device = "cpu", precision: str = "auto") -> str:
+    """The precision prediction runs in on ``device``: ``"fp32"`` or ``"bf16"``.
+
+    ``precision="auto"`` is the training rule, asked of the backend of that device type
+    (:meth:`~trainers.base.Backend.auto_precision`): bf16 on CPUs that compute it natively (AMX, AVX512-BF16; never
+    where it would run emulated) and on GPUs with bf16, fp32 elsewhere (other device types included). ``"fp32"`` is
+    always fp32; ``"bf16"`` is checked by that backend as for training (a CPU without native bf16 warns that it
+    runs emulated; a GPU without bf16 is a ``ValueError``).
+
+    Args:
+        device: where the body is (``model.device``).
+        precision: ``"auto"``, ``"fp32"`` or ``"bf16"``.
+
+    Returns:
+        ``"fp32"`` or ``"bf16"``.
+
+    Raises:
+        ValueError: an unknown precision, or bf16 on a device that cannot run it.
+
+    Example:
+        >>> prediction_precision("cpu", "fp32")
+        'fp32'
+    """
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ValueError(f"prediction precision must be 'auto', 'fp32' or 'bf16', got {precision!r}")
+    kind = torch.device(device).type
+    if precision == "fp32":
+        return "fp32"
+    if kind not in _PREDICTION_BACKENDS:
+        if precision == "bf16":
+            raise ValueError(f"bf16 prediction runs on cpu and cuda, not on {kind!r}; use 'auto' or 'fp32'")
+        return "fp32"
+    return backend_class(_PREDICTION_BACKENDS[kind])(precision=precision).precision

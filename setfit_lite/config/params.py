@@ -28,6 +28,9 @@ __all__ = ["PARAMS", "TRAINING_RULES", "argument_type", "check_param", "check_pa
 _POSITIVE = integer()
 LONG_TEXT_MODES = ("truncate", "chunk")
 CHUNK_POOLINGS = ("mean", "max", "weighted")
+#: what ``SetFitModel(inference_precision=...)`` accepts: "auto" (bf16 where the device computes it natively, the
+#: training rule: ``trainers.registry.prediction_precision``), or forced "fp32" / "bf16"
+INFERENCE_PRECISIONS = ("auto", "fp32", "bf16")
 
 MULTI_TARGET_STRATEGY_NAMES = ("one-vs-rest", "multi-output", "classifier-chain")  # setfit_lite.heads' wrappers
 
@@ -54,6 +57,7 @@ def _concurrency(value: Any) -> Any:
 PARAMS: dict[str, Rule] = {
     # prediction and encoding, every tier
     "batch_size": _POSITIVE,
+    "inference_precision": option(INFERENCE_PRECISIONS),
     "num_threads": optional(_POSITIVE, "the runtime's choice"),
     # hyperparameter search
     "n_trials": optional(_POSITIVE, "no limit: until max_trials or timeout"),

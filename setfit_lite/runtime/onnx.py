@@ -25,6 +25,9 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+import warnings
+import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -79,33 +82,46 @@ def require(module: str) -> ModuleType:
 class OpenVinoSession:
     """The exported ONNX graph compiled by OpenVINO for the CPU, behind onnxruntime's ``run`` signature."""
 
-    def __init__(self, model_file: str, num_threads: int | None = None) -> None:
+    def __init__(self, model_file: str, num_threads: int | None = None, precision: str = "f32") -> None:
         try:
             import openvino as ov
         except ImportError as exc:
             raise ImportError('runtime="openvino" needs OpenVINO: pip install "setfit_lite[openvino]"') from exc
         # f32 execution: on CPUs with AMX, OpenVINO would otherwise run fp32 graphs in bf16 (probabilities off
         # by ~1e-3); int8 graphs keep their quantised matmuls either way.
-        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+        # OpenVINO 2026's default on this CPU class is bf16 too: with AVX512-BF16 and no AMX (AMD EPYC) the CPU
+        # plugin reports INFERENCE_PRECISION_HINT bfloat16 (``python -m benchmarks.precision openvino``).
+        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision}
         if num_threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(num_threads)
         with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.runtime.signal_stack)
-            self.compiled = ov.Core().compile_model(model_file, "CPU", config)
-        self._local = threading.local()  # an infer request per calling thread: a request is not thread-safe
+            compiled = ov.Core().compile_model(model_file, "CPU", config)
+        # the compiled model and an infer request per calling thread (a request is not thread-safe)
+        self._parts: dict[str, Any] = {"compiled": compiled, "local": threading.local()}
+        # freed inside kept_signal_stack (freeing puts back the stack OpenVINO found, maybe freed since) when the
+        # session is collected, or at interpreter exit while modules still work: a __del__ run during module
+        # teardown found kept_signal_stack set to None ("Exception ignored in OpenVinoSession.__del__")
+        weakref.finalize(self, _free_openvino_parts, self._parts, kept_signal_stack)
 
-    def __del__(self) -> None:
-        compiled = self.__dict__.pop("compiled", None)
-        if compiled is not None:
-            with kept_signal_stack():  # freeing it puts back the stack OpenVINO found, maybe freed since
-                self.__dict__.pop("_local", None)
-                del compiled
+    @property
+    def compiled(self) -> Any:
+        """OpenVINO's ``CompiledModel``."""
+        return self._parts["compiled"]
 
     def run(self, output_names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        request = getattr(self._local, "request", None)
+        local = self._parts["local"]
+        request = getattr(local, "request", None)
         if request is None:
-            request = self._local.request = self.compiled.create_infer_request()
+            request = local.request = self.compiled.create_infer_request()
         result = request.infer(feeds)
         return [np.array(result[self.compiled.output(name)]) for name in output_names]
+
+
+def _free_openvino_parts(parts: dict[str, Any], keep_stack: Any) -> None:
+    """Drop an :class:`OpenVinoSession`'s compiled model and requests with the thread's signal stack kept
+    (``keep_stack`` is :func:`kept_signal_stack`, bound when the session was made)."""
+    with keep_stack():
+        parts.clear()
 
 
 class _TransformersTokenizer:

@@ -1,7 +1,8 @@
 """The head's features and its fitting.
 
-The head is fitted and evaluated on the embeddings ``predict`` computes (:meth:`SetFitModel.embed_tokens`, in
-fp32, whatever precision trained the body), so it is applied to features of the precision it was fitted on.
+The head is fitted and evaluated on the embeddings ``predict`` computes (:meth:`SetFitModel.embed_tokens`, in the
+model's ``inference_precision``, whatever precision trained the body), so it is applied to features of the
+precision it was fitted on.
 Measured against fitting it on the bf16-autocast embeddings of the same trained bodies (MiniLM-L6, seeds 0-2,
 full test splits, prediction in fp32): SST-2 8-shot 0.6011 against 0.6013, Emotion 8-shot 0.3880 against 0.3873,
 one or two test sentences per run either way.

@@ -1,0 +1,178 @@
+"""bf16 prediction in the torch tier: ``inference_precision="auto"`` is bf16 only where the CPU computes bf16
+natively (the training rule, ``trainers.registry.prediction_precision``), "fp32" is honoured everywhere, and bf16
+embeddings and predictions stay close to fp32 ones."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_sentences
+
+import trainers.base
+import trainers.cpu
+from setfit_lite import SetFitModel
+from setfit_lite.serialization.validate import ModelFormatError
+from trainers.registry import prediction_precision
+
+NATIVE = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_vnni avx512_bf16\n"  # AVX512-BF16, no AMX
+AMX = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile amx_bf16 amx_int8\n"
+EMULATED = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma avx512f avx512bw\n"  # AVX-512 without BF16: emulated
+
+
+@pytest.fixture()
+def cpu_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Make the capability probe (``trainers.cpu.CPUINFO_PATH``) read the given /proc/cpuinfo text (and let "auto"
+    mean the rule, not the suite's pinned fp32)."""
+    monkeypatch.delenv("SETFIT_LITE_INFERENCE_PRECISION", raising=False)
+
+    def use(text: str) -> None:
+        path = tmp_path / "cpuinfo"
+        path.write_text(text)
+        monkeypatch.setattr(trainers.cpu, "CPUINFO_PATH", path)
+
+    return use
+
+
+@pytest.fixture()
+def fitted(tiny_body_path: str) -> tuple[SetFitModel, list[str]]:
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"], inference_precision="fp32")
+    head = model.new_head(2, multi_label=False)
+    head.fit(model.encode(texts), model.label_ids(labels))
+    model.model_head = head
+    return model, texts
+
+
+def linear_output_dtypes(model: SetFitModel, texts: list[str]) -> set[torch.dtype]:
+    """The dtypes linear layers computed in while the model predicted ``texts``."""
+    seen: set[torch.dtype] = set()
+
+    def spy(module: torch.nn.Linear, inputs: tuple) -> None:
+        seen.add(module.weight.dtype)
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda m, i: spy(m, i) if isinstance(m, torch.nn.Linear) else None)
+    try:
+        model.predict(texts)
+    finally:
+        hook.remove()
+    return seen
+
+
+def test_auto_is_bf16_only_with_native_bf16(cpu_flags) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "auto" never picks emulated bf16, so never warns
+        for text, expected in ((NATIVE, "bf16"), (AMX, "bf16"), (EMULATED, "fp32")):
+            cpu_flags(text)
+            assert prediction_precision("cpu", "auto") == expected, text
+            assert prediction_precision("cpu", "fp32") == "fp32"
+
+
+def test_unknown_cpu_flags_mean_fp32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trainers.cpu, "CPUINFO_PATH", tmp_path / "missing")
+    assert prediction_precision("cpu", "auto") == "fp32"
+
+
+def test_forced_bf16_on_an_emulating_cpu_warns(cpu_flags, monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu_flags(EMULATED)
+    monkeypatch.setattr(trainers.base, "_WARNED", set())
+    with pytest.warns(RuntimeWarning, match="bf16 runs emulated"):
+        assert prediction_precision("cpu", "bf16") == "bf16"
+    with pytest.raises(ValueError, match="'auto', 'fp32' or 'bf16'"):
+        prediction_precision("cpu", "fp16")
+
+
+def test_model_runs_its_body_in_bf16_only_with_native_support(fitted, cpu_flags) -> None:
+    model, texts = fitted
+    model.inference_precision = "auto"
+    cpu_flags(NATIVE)
+    assert model.embedding_precision() == "bf16"
+    assert linear_output_dtypes(model, texts) == {torch.bfloat16}
+    model = SetFitModel(model.model_body, model.model_head, labels=model.labels)  # default "auto"
+    cpu_flags(EMULATED)
+    assert model.embedding_precision() == "fp32"
+    assert linear_output_dtypes(model, texts) == {torch.float32}
+    assert model.encode(texts[:3]).dtype == np.float32
+
+
+def test_forced_fp32_is_honoured_and_saved(fitted, cpu_flags, tmp_path: Path) -> None:
+    model, texts = fitted
+    cpu_flags(AMX)
+    assert model.inference_precision == "fp32"
+    assert linear_output_dtypes(model, texts) == {torch.float32}
+    model.save_pretrained(tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config_setfit_lite.json").read_text())
+    assert config["inference_precision"] == "fp32"
+    loaded = SetFitModel.from_pretrained(tmp_path / "m")
+    assert loaded.inference_precision == "fp32" and linear_output_dtypes(loaded, texts) == {torch.float32}
+    again = SetFitModel.from_pretrained(tmp_path / "m", inference_precision="auto")  # the argument wins
+    assert again.embedding_precision() == "bf16"
+
+
+def test_bad_precision_is_a_clear_error(fitted, tmp_path: Path) -> None:
+    model, _ = fitted
+    with pytest.raises(ValueError, match="inference_precision.*'auto', 'fp32', 'bf16'"):
+        model.inference_precision = "fp16"
+    assert model.inference_precision == "fp32"  # unchanged
+    model.save_pretrained(tmp_path / "m")
+    config_path = tmp_path / "m" / "config_setfit_lite.json"
+    config = json.loads(config_path.read_text())
+    config["inference_precision"] = "int4"
+    config_path.write_text(json.dumps(config))
+    from setfit_lite.serialization import write_manifest
+
+    write_manifest(tmp_path / "m")
+    with pytest.raises(ModelFormatError, match="inference_precision"):
+        SetFitModel.from_pretrained(tmp_path / "m")
+
+
+def test_bf16_embeddings_and_predictions_match_fp32(fitted) -> None:
+    model, texts = fitted
+    fp32 = model.encode(texts)
+    proba32 = model.predict_proba(texts, as_numpy=True)
+    model.inference_precision = "bf16"  # forced: this test runs on any CPU
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # emulated on CPUs without bf16: slower, same numbers
+        bf16 = model.encode(texts)
+        proba16 = model.predict_proba(texts, as_numpy=True)
+    assert bf16.dtype == np.float32 and not np.array_equal(bf16, fp32)  # it did run in another precision
+    assert next(model.model_body.parameters()).dtype == torch.float32  # the body itself stays fp32 (a bf16 copy ran)
+    cosine = (bf16 * fp32).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(fp32, axis=1)
+    assert cosine.min() >= 0.99
+    assert np.mean(proba16.argmax(1) == proba32.argmax(1)) >= 0.9
+
+
+def test_the_bf16_copy_follows_the_body(fitted) -> None:
+    """A changed body (an optimizer step, load_state_dict) gets a new bf16 copy; an unchanged one reuses it."""
+    model, texts = fitted
+    model.inference_precision = "bf16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        first = model.encode(texts)
+        copy_before = model._bf16_body()
+        assert model._bf16_body() is copy_before
+        with torch.no_grad():
+            for param in model.model_body.parameters():
+                param.mul_(0.5)
+        assert model._bf16_body() is not copy_before
+        assert not np.allclose(model.encode(texts), first, atol=1e-3)
+
+
+def test_the_environment_pins_auto(fitted, cpu_flags, monkeypatch: pytest.MonkeyPatch) -> None:
+    model, _ = fitted
+    model.inference_precision = "auto"
+    cpu_flags(NATIVE)
+    assert model.embedding_precision() == "bf16"
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "fp32")
+    assert model.embedding_precision() == "fp32"
+    model.inference_precision = "bf16"  # a setting on the model wins over the environment
+    assert model.embedding_precision() == "bf16"
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "half")
+    model.inference_precision = "auto"
+    with pytest.raises(ValueError, match="inference_precision"):
+        model.embedding_precision()
