@@ -124,7 +124,7 @@ def openvino(args: argparse.Namespace) -> dict:
     (the compiled model's runtime graph)."""
     import collections
 
-    from setfit_lite.export import OnnxSetFitModel, OpenVinoSession
+    from setfit_lite.runtime.onnx import OnnxSetFitModel, OpenVinoSession
 
     task = load_task(args.data_dir, "sst2:8", 0, test_limit=args.test_limit)
     texts = task["test_texts"]

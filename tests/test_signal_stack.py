@@ -75,12 +75,12 @@ def test_interpreter_exit_after_openvino_models_prints_no_ignored_exception(tier
     once per model). The script clears that global itself to stand for the teardown, then exits."""
     script = textwrap.dedent("""
         import sys
-        import setfit_lite.export
+        import setfit_lite.runtime.onnx
         from setfit_lite import SetFitModel
         models = [SetFitModel.from_onnx(sys.argv[1], runtime="openvino") for _ in range(2)]
         models[0].predict_proba(["a short text"])
         models.append(models)  # a cycle, as the benchmark's runners hold them: freed at exit, not before
-        setfit_lite.export.kept_signal_stack = None  # what module teardown does to the module's globals
+        setfit_lite.runtime.onnx.kept_signal_stack = None  # what module teardown does to the module's globals
         print("exiting")
     """)
     done = subprocess.run([sys.executable, "-c", script, _tiny_onnx(tier_models)], capture_output=True, text=True,

@@ -25,9 +25,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-import warnings
 import weakref
-from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any

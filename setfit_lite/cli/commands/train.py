@@ -25,8 +25,8 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
-    from ...modeling import SetFitModel
     from ...config.rules import check_rule, folder
+    from ...modeling import SetFitModel
     from ...trainer import Trainer
     from ...training.checkpoints import latest_checkpoint
 
