@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -280,3 +281,89 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tier_models: dict) -
     assert [a[0] for a in answers] == [200] * len(batches)
     assert [a[1]["labels"] for a in answers] == [model.predict(t) for t in batches]
     assert rc == 0
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_killed(tier_models: dict) -> None:
+    """Two replicas of the static folder, one on each node of a local 2-node cluster; clients that retry on a
+    connection error or a 5xx send 120 requests (each waits 200 ms in its replica's batcher, so the killed replica
+    holds some) while the replica of one node is killed with SIGKILL: every request is answered, as in-process
+    predict answers it, and Ray Serve starts a new replica. (Ray Serve's proxy itself resends most requests of a
+    dead replica; the client's retries cover the rest.)"""
+    ray = pytest.importorskip("ray", reason="the Ray Serve test needs pip install 'ray[serve]'")
+    serve = pytest.importorskip("ray.serve", reason="the Ray Serve test needs pip install 'ray[serve]'")
+    requests = pytest.importorskip("requests")
+    from ray.cluster_utils import Cluster
+
+    from setfit_lite.serving import ray_serve_app
+
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved]))  # the replicas import this checkout
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 80 * 2**20})
+    try:
+        cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        with socket.socket() as probe:  # a free port for Ray Serve's proxy
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        serve.start(http_options={"host": "127.0.0.1", "port": port}, proxy_location="HeadOnly")
+        app = ray_serve_app(tier_models["folders"]["static"], ServeSettings(max_wait_ms=200.0), name="SetFit",
+                            num_replicas=2, ray_actor_options={"num_cpus": 0.5}, max_replicas_per_node=1,
+                            health_check_period_s=1.0)
+        serve.run(app, name="setfit", route_prefix="/")
+        url = f"http://127.0.0.1:{port}/predict"
+        texts, _ = make_sentences(60, seed=9)
+        retries = [0]
+        lock = threading.Lock()
+
+        def ask(text: str) -> str:
+            for _ in range(200):
+                try:
+                    answer = requests.post(url, json={"texts": [text]}, timeout=30)
+                    if answer.status_code == 200:
+                        return answer.json()["labels"][0]
+                    assert answer.status_code >= 500, answer.text  # a 4xx would be this test's mistake
+                except requests.ConnectionError:
+                    pass
+                with lock:
+                    retries[0] += 1
+                time.sleep(0.05)
+            raise AssertionError(f"no answer for {text!r}")
+
+        def replica_pids() -> list[int]:
+            names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                     if a["namespace"] == "serve" and a["name"].startswith("SERVE_REPLICA::setfit#SetFit#")]
+            actors = [ray.get_actor(name, namespace="serve") for name in names]
+            return ray.get([a.__ray_call__.remote(lambda replica: os.getpid()) for a in actors], timeout=30)
+
+        pids = replica_pids()
+        assert len(pids) == 2, pids
+        with ThreadPoolExecutor(6) as pool:
+            pending = [pool.submit(ask, t) for t in texts]
+            while sum(p.done() for p in pending) < 20:  # both replicas are answering
+                time.sleep(0.01)
+            os.kill(pids[0], signal.SIGKILL)
+            killed_after = sum(p.done() for p in pending)
+            labels = [p.result(timeout=120) for p in pending]
+        deadline = time.monotonic() + 30
+        while True:  # a new replica takes the killed one's place
+            live = serve.status().applications["setfit"].deployments["SetFit"].replica_states.get("RUNNING", 0)
+            if live == 2:
+                break
+            assert time.monotonic() < deadline, serve.status()
+            time.sleep(0.2)
+        print(f"killed replica pid {pids[0]} of {pids} after {killed_after} answers; {len(texts)} requests answered, "
+              f"{retries[0]} client retries")
+        assert labels == tier_models["static"].predict(texts)
+        assert killed_after < len(texts), "every request was answered before the kill: it tested nothing"
+        assert pids[0] not in replica_pids(), "the killed replica is still listed"
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        cluster.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved

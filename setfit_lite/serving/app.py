@@ -125,16 +125,19 @@ def _load(model: Any, settings: ServeSettings) -> Any:
     return model
 
 
-def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = None) -> FastAPI:
+def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = None,
+               load_in_background: bool = True) -> FastAPI:
     """The prediction server's FastAPI app.
 
-    The model is loaded (from a folder) and warmed in the background when the app starts; ``/ready`` answers 200
-    once it is, and ``/predict`` 503 before.
+    The model is loaded (from a folder) and warmed when the app starts: in the background by default, ``/ready``
+    answering 200 once it is and ``/predict`` 503 before; with ``load_in_background=False`` the app's startup
+    waits for it (Ray Serve then routes nothing to a replica before its model is warm).
 
     Args:
         model: A model folder of any tier (saved, ONNX or static export: :func:`~setfit_lite.modeling.
             load_model_folder`; ONNX and static folders load without torch) or a fitted predictor.
         settings: Batching and limits (default :class:`ServeSettings`'s).
+        load_in_background: Whether the app starts serving ``/health`` and ``/ready`` while the model loads.
 
     Returns:
         The app, to run with any ASGI server (``setfit-lite serve`` runs it with uvicorn).
@@ -171,6 +174,8 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loading = asyncio.create_task(start())
+        if not load_in_background:
+            await loading
         try:
             yield
         finally:  # the server has stopped taking requests and answered those it took
