@@ -285,7 +285,8 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tier_models: dict) -
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_killed(tier_models: dict) -> None:
+def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_killed(
+        tier_models: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two replicas of the static folder, one on each node of a local 2-node cluster; clients that retry on a
     connection error or a 5xx send 120 requests (each waits 200 ms in its replica's batcher, so the killed replica
     holds some) while the replica of one node is killed with SIGKILL: every request is answered, as in-process
@@ -298,8 +299,7 @@ def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_kil
 
     from setfit_lite.serving import ray_serve_app
 
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved]))  # the replicas import this checkout
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 80 * 2**20})
     try:
         cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
@@ -363,7 +363,3 @@ def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_kil
         serve.shutdown()
         ray.shutdown()
         cluster.shutdown()
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
