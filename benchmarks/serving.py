@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TIERS = ("onnx_int8", "student3_int8", "static")
+PREDICT_BATCH_SIZE = 16  # setfit-lite serve --predict-batch-size (set from --predict-batch-size)
 
 
 def server_env() -> dict[str, str]:
@@ -122,7 +123,8 @@ def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_m
     port = free_port()
     if kind == "batched":
         argv = [sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", str(port),
-                "--workers", str(workers), "--max-batch-size", str(max_batch_size), "--max-wait-ms", str(max_wait_ms)]
+                "--workers", str(workers), "--max-batch-size", str(max_batch_size), "--max-wait-ms", str(max_wait_ms),
+                "--predict-batch-size", str(PREDICT_BATCH_SIZE)]
     else:
         argv = [sys.executable, "-m", "benchmarks.serving", "--naive-server", str(folder), "--port", str(port),
                 "--workers", str(workers)]
@@ -245,9 +247,11 @@ def run(args: argparse.Namespace) -> dict:
 
     folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled)
     test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
-    results: dict = {"command": "python -m benchmarks.serving " + " ".join(args.argv), "cpu": lscpu(),
+    shown = [{str(args.data_dir): "DATA_DIR", str(args.work): "WORK"}.get(a, a) for a in args.argv]  # no local paths
+    results: dict = {"command": "python -m benchmarks.serving " + " ".join(shown), "cpu": lscpu(),
                      "versions": versions(), "settings": {"workers": args.workers,
-                     "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms}, "tiers": {}}
+                     "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms,
+                     "predict_batch_size": args.predict_batch_size}, "tiers": {}}
     for tier in args.tiers:
         model = load_model_folder(folders[tier])
         rows = results["tiers"][tier] = {}
@@ -293,7 +297,8 @@ def markdown(results: dict) -> list[str]:
              f"{results['cpu'].get('flags')}); shared machine, client and server on the same cores.", "",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()), "",
              f"Server: workers {results['settings']['workers']}, max_batch_size "
-             f"{results['settings']['max_batch_size']}, max_wait_ms {results['settings']['max_wait_ms']}.", "",
+             f"{results['settings']['max_batch_size']}, max_wait_ms {results['settings']['max_wait_ms']}, "
+             f"predict_batch_size {results['settings'].get('predict_batch_size', 'max_batch_size')}.", "",
              "Load average (1 min) at the start of each cell: "
              + ", ".join(f"{t} {c}: {r['load_average_1m']}" for t, rows in results["tiers"].items()
                          for c, r in rows.items()), "",
@@ -328,6 +333,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
+    parser.add_argument("--predict-batch-size", type=int, default=16)
     parser.add_argument("--soak", type=int, default=0, help="requests of the soak run (0: none)")
     parser.add_argument("--soak-tier", choices=TIERS, default="static")
     parser.add_argument("--unlabeled", type=int, default=2000, help="training-split texts for static and student")
@@ -341,6 +347,8 @@ def main(argv: list[str] | None = None) -> None:
         naive_server(args.naive_server, args.port, args.workers)
         return
     args.argv = argv
+    global PREDICT_BATCH_SIZE
+    PREDICT_BATCH_SIZE = args.predict_batch_size
     args.work.mkdir(parents=True, exist_ok=True)
     results = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -110,7 +110,7 @@ def _not_ready(state: ServingState) -> JSONResponse:
 
 def _warm(predictor: Any, settings: ServeSettings) -> None:
     """One full batch through the model, so the first request pays no allocation or lazy initialisation."""
-    predictor.predict_proba([WARMUP_TEXT] * settings.max_batch_size, batch_size=settings.max_batch_size)
+    predictor.predict_proba([WARMUP_TEXT] * settings.max_batch_size, batch_size=settings.predict_batch_size)
 
 
 def _load(model: Any, settings: ServeSettings) -> Any:
@@ -164,10 +164,10 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
             state.status, state.error = "failed", f"{type(error).__name__}: {error}"
             logger.error("the model failed to load: %s", state.error)
             return
-        batch_size = settings.max_batch_size
+        batch_size = settings.predict_batch_size
         state.predictor = predictor
         state.batcher = MicroBatcher(lambda texts: predictor.predict_proba(texts, batch_size=batch_size),
-                                     batch_size, settings.max_wait_s, metrics)
+                                     settings.max_batch_size, settings.max_wait_s, metrics)
         if state.status == "loading":
             state.status = "ready"
 

@@ -20,6 +20,7 @@ SERVE_RULES: dict[str, Rule] = {
     "port": integer("a TCP port, an integer in [0, 65535] (0: any free port)", low=0, high=65535),
     "workers": integer("a positive integer (server processes, each with its own copy of the model)"),
     "max_batch_size": integer("a positive integer (texts in one predict call)"),
+    "predict_batch_size": integer("a positive integer (texts per forward pass inside one predict call)"),
     "max_wait_ms": number("a number of milliseconds in [0, 10000]", low=0.0, high=10_000.0),
     "max_texts": integer("a positive integer (texts in one request)"),
     "max_text_chars": integer("a positive integer (characters in one text)"),
@@ -38,6 +39,8 @@ class ServeSettings:
         workers: Server processes (each loads the model; their batches are separate).
         max_batch_size: Most texts the batcher puts in one ``predict_proba`` call. A request with more texts
             than this is predicted alone, in batches of this size.
+        predict_batch_size: The ``batch_size`` of that ``predict_proba`` call: a batch's texts are sorted by length
+            and run in forward passes of this many, so short texts are not padded to the longest of the batch.
         max_wait_ms: How long the batcher waits for more requests after the first one of a batch arrives
             (0: it takes only what is already queued).
         max_texts: Most texts in one request (more: 422).
@@ -58,6 +61,7 @@ class ServeSettings:
     port: int = 8000
     workers: int = 1
     max_batch_size: int = 64
+    predict_batch_size: int = 16
     max_wait_ms: float = 2.0
     max_texts: int = 256
     max_text_chars: int = 10_000

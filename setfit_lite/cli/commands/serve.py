@@ -19,6 +19,7 @@ _OPTIONS = (  # (setting, help)
     ("port", "TCP port to listen on (0: any free port, printed at start)"),
     ("workers", "server processes, each with its own copy of the model"),
     ("max_batch_size", "most texts in one predict call: concurrent requests are batched up to it"),
+    ("predict_batch_size", "texts per forward pass inside one predict call (a batch is sorted by length first)"),
     ("max_wait_ms", "how long a batch waits for more requests after its first (0: only those already queued)"),
     ("max_texts", "most texts in one request (more: 422)"),
     ("max_text_chars", "most characters in one text (more: 422)"),
