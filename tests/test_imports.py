@@ -43,7 +43,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("modeling", "moved"),
     ("search",),
     ("trainer", "utils"),
-    ("distillation", "device_trainers", "integrations"),
+    ("distillation", "device_trainers", "integrations", "serving"),
     ("cli", "setfit_lite"),
 )
 

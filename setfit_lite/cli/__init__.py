@@ -1,4 +1,4 @@
-"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export | convert.
+"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export | convert | serve.
 
 Quiet by default: results go to stdout, warnings to stderr, progress bars only when stderr is a terminal
 (``--quiet``: none, and errors only; ``--verbose``: the training log too). Ctrl-C or SIGTERM ends a command with
@@ -32,7 +32,7 @@ def _runs_exported(ns: argparse.Namespace) -> bool:
     Optuna are never imported."""
     from ..modeling import exported_format
 
-    return ns.command in ("predict", "evaluate") and exported_format(ns.model_dir) is not None
+    return ns.command in ("predict", "evaluate", "serve") and exported_format(ns.model_dir) is not None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,361 @@
+"""The prediction server under load: ``setfit-lite serve`` (micro-batching) against a naive FastAPI wrapper (one
+``predict`` per request) and against in-process ``predict_proba(batch_size=64)``, per tier, in one run.
+
+    python -m benchmarks.serving --tiers static onnx_int8 --clients 1 8 32 [--soak 10000] [--work DIR]
+
+Tiers (built once from MiniLM-L6 trained with setfit_lite's defaults on SST-2, 8 shots per class, seed 0, and kept
+in ``--work`` for later runs): ``onnx_int8`` (``export_onnx(quantize="int8")``), ``student3_int8`` (3 layers
+distilled with ``DistillationTrainer`` on the training texts and ``--unlabeled`` other training-split texts, int8)
+and ``static`` (``export_static`` with the same unlabeled texts). Requests: 1-8 SST-2 test texts each (seeded), sent
+by a bounded asyncio client (aiohttp, ``--clients`` connections, keep-alive) running on the same machine as the
+server. Each cell checks every answer's labels against in-process ``predict`` of the same texts; an error, a
+timeout or a wrong label is counted. In-process throughput is ``predict_proba`` of all the texts of a cell's
+requests at ``batch_size=64``. ``--soak N``: N requests at 32 clients to the batched server of ``--soak-tier``, the
+server's RSS before and after. Writes ``--out``.json and .md (default ``benchmarks/results/serving``), with lscpu.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TIERS = ("onnx_int8", "student3_int8", "static")
+PREDICT_BATCH_SIZE = 16  # setfit-lite serve --predict-batch-size (set from --predict-batch-size)
+
+
+def server_env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def read_split(data_dir: Path, split: str) -> list[dict]:
+    with open(data_dir / "sst2" / f"{split}.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def build_tiers(tiers: list[str], data_dir: Path, work: Path, unlabeled: int) -> dict[str, Path]:
+    """The tiers' folders in ``work``, each built once (a folder with a manifest is reused)."""
+    folders = {tier: work / tier for tier in tiers}
+    if all((folder / "manifest.json").is_file() for folder in folders.values()):
+        return folders
+    from benchmarks.compare_setfit import load_task
+    from benchmarks.inference import distil_student
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    task = load_task(data_dir, "sst2:8", 0)
+    teacher_dir = work / "teacher"
+    if not (teacher_dir / "manifest.json").is_file():
+        model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False),
+                train_dataset={"text": task["texts"], "label": task["labels"]}).train()
+        model.save_pretrained(teacher_dir)
+    model = SetFitModel.from_pretrained(teacher_dir)
+    seen = set(task["texts"])
+    pool = [r["text"] for r in read_split(data_dir, "train") if r["text"] not in seen]
+    random.Random(0).shuffle(pool)
+    for tier, folder in folders.items():
+        if (folder / "manifest.json").is_file():
+            continue
+        print(f"building {tier}", file=sys.stderr, flush=True)
+        if tier == "onnx_int8":
+            model.export_onnx(folder, quantize="int8")
+        elif tier == "static":
+            model.export_static(folder, task["texts"], task["labels"], unlabeled_texts=pool[:unlabeled])
+        elif tier == "student3_int8":
+            distil_student(model, 3, "first", task["texts"] + pool[:unlabeled], folder)
+    return folders
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def naive_server(folder: str, port: int, workers: int) -> None:
+    """What a user writes without setfit-lite serve: a FastAPI route calling ``predict`` once per request (a plain
+    ``def``, so FastAPI runs it in its thread pool), on uvicorn with the same workers."""
+    import uvicorn
+
+    os.environ["SERVING_BENCH_MODEL"] = folder
+    uvicorn.run("benchmarks.serving:naive_app", factory=True, host="127.0.0.1", port=port, workers=workers,
+                log_level="warning", access_log=False)
+
+
+def naive_app():  # noqa: ANN201 - a FastAPI app (uvicorn factory)
+    from fastapi import FastAPI
+
+    from setfit_lite.modeling import load_model_folder
+
+    model = load_model_folder(os.environ["SERVING_BENCH_MODEL"])
+    app = FastAPI()
+
+    @app.post("/predict")
+    def predict(body: dict) -> dict:
+        return {"labels": model.predict(body["texts"])}
+
+    @app.get("/ready")
+    def ready() -> dict:
+        return {"status": "ready"}
+
+    return app
+
+
+def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_ms: float) -> tuple:
+    """A server process (``batched``: setfit-lite serve; ``naive``: :func:`naive_server`) and its port, ready."""
+    port = free_port()
+    if kind == "batched":
+        argv = [sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", str(port),
+                "--workers", str(workers), "--max-batch-size", str(max_batch_size), "--max-wait-ms", str(max_wait_ms),
+                "--predict-batch-size", str(PREDICT_BATCH_SIZE)]
+    else:
+        argv = [sys.executable, "-m", "benchmarks.serving", "--naive-server", str(folder), "--port", str(port),
+                "--workers", str(workers)]
+    process = subprocess.Popen(argv, env=server_env(), cwd=ROOT, stderr=subprocess.DEVNULL)
+    import urllib.request
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as answer:
+                if answer.status == 200:
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the {kind} server on {folder.name} did not start")
+        time.sleep(0.1)
+    return process, port
+
+
+def stop(process: subprocess.Popen) -> int:
+    process.terminate()
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (uvicorn's workers), MB."""
+    import psutil
+
+    parent = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)]) / 2**20
+
+
+async def load(port: int, requests: list[list[str]], expected: list[list], clients: int) -> dict:
+    """Send every request over ``clients`` keep-alive connections (each client sends its next request when the
+    last is answered); latency of each, and the errors, timeouts and wrong answers."""
+    import aiohttp
+
+    url = f"http://127.0.0.1:{port}/predict"
+    latencies = np.zeros(len(requests))
+    counts = {"errors": 0, "lost": 0, "wrong": 0}
+    order = iter(range(len(requests)))
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as session:
+
+        async def client() -> None:
+            for i in order:
+                start = time.perf_counter()
+                try:
+                    async with session.post(url, json={"texts": requests[i]}) as answer:
+                        body = await answer.json()
+                        status = answer.status
+                except (aiohttp.ClientError, asyncio.TimeoutError):
+                    counts["lost"] += 1
+                    continue
+                latencies[i] = time.perf_counter() - start
+                if status != 200:
+                    counts["errors"] += 1
+                elif body["labels"] != expected[i]:
+                    counts["wrong"] += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        wall = time.perf_counter() - start
+    texts = sum(map(len, requests))
+    done = latencies[latencies > 0] * 1000
+    return {"requests": len(requests), "texts": texts, "wall_s": round(wall, 3),
+            "requests_per_s": round(len(requests) / wall, 1), "texts_per_s": round(texts / wall, 1),
+            "p50_ms": round(float(np.percentile(done, 50)), 2), "p95_ms": round(float(np.percentile(done, 95)), 2),
+            "p99_ms": round(float(np.percentile(done, 99)), 2), **counts}
+
+
+def make_requests(texts: list[str], n: int, seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    return [rng.sample(texts, rng.randint(1, 8)) for _ in range(n)]
+
+
+def in_process(model, requests: list[list[str]], rounds: int = 2) -> dict:
+    flat = [t for r in requests for t in r]
+    model.predict_proba(flat[:64], batch_size=64)
+    best = min(timed(lambda: model.predict_proba(flat, batch_size=64)) for _ in range(rounds))
+    return {"texts": len(flat), "wall_s": round(best, 3), "texts_per_s": round(len(flat) / best, 1),
+            "requests_per_s": round(len(requests) / best, 1)}
+
+
+def timed(call) -> float:  # noqa: ANN001
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def requests_for(clients: int, per_client: int, minimum: int) -> int:
+    return max(minimum, clients * per_client)
+
+
+def lscpu() -> dict[str, str]:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"model": platform.processor()}
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    flags = fields.get("Flags", "").split()
+    return {"model": fields.get("Model name", "").strip(), "cpus": fields.get("CPU(s)", "").strip(),
+            "flags": " ".join(f for f in flags if f.startswith(("avx", "amx")) or f in ("fma", "f16c"))}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    names = ("fastapi", "starlette", "uvicorn", "pydantic", "prometheus-client", "onnxruntime", "aiohttp", "numpy")
+    return {"python": platform.python_version(), **{name: version(name) for name in names}}
+
+
+def run(args: argparse.Namespace) -> dict:
+    from setfit_lite.modeling import load_model_folder
+
+    folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled)
+    test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
+    shown = [{str(args.data_dir): "DATA_DIR", str(args.work): "WORK"}.get(a, a) for a in args.argv]  # no local paths
+    results: dict = {"command": "python -m benchmarks.serving " + " ".join(shown), "cpu": lscpu(),
+                     "versions": versions(), "settings": {"workers": args.workers,
+                     "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms,
+                     "predict_batch_size": args.predict_batch_size}, "tiers": {}}
+    for tier in args.tiers:
+        model = load_model_folder(folders[tier])
+        rows = results["tiers"][tier] = {}
+        for clients in args.clients:
+            n = requests_for(clients, args.per_client, args.min_requests)
+            requests = make_requests(test_texts, n, seed=clients)
+            expected = [model.predict(r) for r in requests]
+            row = rows[str(clients)] = {"load_average_1m": round(os.getloadavg()[0], 1),
+                                        "in_process": in_process(model, requests)}
+            for kind in ("batched", "naive"):
+                process, port = start(kind, folders[tier], args.workers, args.max_batch_size, args.max_wait_ms)
+                try:
+                    asyncio.run(load(port, make_requests(test_texts, 20, seed=99), [[None]] * 20,
+                                     min(clients, 8)))  # warm-up, not counted (its answers are not checked)
+                    row[kind] = asyncio.run(load(port, requests, expected, clients))
+                finally:
+                    row[kind]["exit_status"] = stop(process)
+            row["batched_over_naive"] = round(row["batched"]["texts_per_s"] / row["naive"]["texts_per_s"], 2)
+            row["batched_over_in_process"] = round(row["batched"]["texts_per_s"] / row["in_process"]["texts_per_s"],
+                                                   3)
+            print(json.dumps({"tier": tier, "clients": clients, **{k: v for k, v in row.items()}}), flush=True)
+    if args.soak:
+        model = load_model_folder(folders[args.soak_tier])
+        requests = make_requests(test_texts, args.soak, seed=7)
+        expected = [model.predict(r) for r in requests]
+        process, port = start("batched", folders[args.soak_tier], args.workers, args.max_batch_size,
+                              args.max_wait_ms)
+        try:
+            asyncio.run(load(port, requests[:200], expected[:200], 32))
+            before = rss_mb(process.pid)
+            soak = asyncio.run(load(port, requests, expected, 32))
+            soak.update(rss_before_mb=round(before, 1), rss_after_mb=round(rss_mb(process.pid), 1))
+        finally:
+            soak["exit_status"] = stop(process)
+        results["soak"] = {"tier": args.soak_tier, "clients": 32, **soak}
+        print(json.dumps({"soak": results["soak"]}), flush=True)
+    return results
+
+
+def markdown(results: dict) -> list[str]:
+    lines = [f"Command: `{results['command']}`", "",
+             f"CPU: {results['cpu'].get('model')} ({results['cpu'].get('cpus')} CPUs; "
+             f"{results['cpu'].get('flags')}); shared machine, client and server on the same cores.", "",
+             "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()), "",
+             f"Server: workers {results['settings']['workers']}, max_batch_size "
+             f"{results['settings']['max_batch_size']}, max_wait_ms {results['settings']['max_wait_ms']}, "
+             f"predict_batch_size {results['settings'].get('predict_batch_size', 'max_batch_size')}.", "",
+             "Load average (1 min) at the start of each cell: "
+             + ", ".join(f"{t} {c}: {r['load_average_1m']}" for t, rows in results["tiers"].items()
+                         for c, r in rows.items()), "",
+             "| tier | clients | requests | in-process texts/s | batched texts/s | naive texts/s | batched / naive | "
+             "batched / in-process | batched p50/p95/p99 ms | naive p50/p95/p99 ms | errors, lost, wrong |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for tier, rows in results["tiers"].items():
+        for clients, row in rows.items():
+            b, n = row["batched"], row["naive"]
+            bad = (f"{b['errors']}, {b['lost']}, {b['wrong']} / {n['errors']}, {n['lost']}, {n['wrong']}")
+            lines.append(f"| {tier} | {clients} | {b['requests']} | {row['in_process']['texts_per_s']:.0f} | "
+                         f"{b['texts_per_s']:.0f} | {n['texts_per_s']:.0f} | {row['batched_over_naive']:.2f}x | "
+                         f"{row['batched_over_in_process']:.0%} | {b['p50_ms']:.1f} / {b['p95_ms']:.1f} / "
+                         f"{b['p99_ms']:.1f} | {n['p50_ms']:.1f} / {n['p95_ms']:.1f} / {n['p99_ms']:.1f} | {bad} |")
+    if "soak" in results:
+        s = results["soak"]
+        lines += ["", f"Soak: {s['requests']} requests ({s['texts']} texts) at {s['clients']} clients to the batched "
+                      f"{s['tier']} server in {s['wall_s']:.1f} s ({s['requests_per_s']:.0f} requests/s, p99 "
+                      f"{s['p99_ms']:.1f} ms): {s['errors']} errors, {s['lost']} lost, {s['wrong']} wrong answers; "
+                      f"server RSS {s['rss_before_mb']:.0f} MB before, {s['rss_after_mb']:.0f} MB after; "
+                      f"exit status {s['exit_status']}."]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tiers", nargs="+", choices=TIERS, default=["static", "onnx_int8"])
+    parser.add_argument("--clients", nargs="+", type=int, default=[1, 8, 32])
+    parser.add_argument("--per-client", type=int, default=25, help="requests per client in a cell")
+    parser.add_argument("--min-requests", type=int, default=200, help="requests in a cell at least")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--max-batch-size", type=int, default=64)
+    parser.add_argument("--max-wait-ms", type=float, default=2.0)
+    parser.add_argument("--predict-batch-size", type=int, default=16)
+    parser.add_argument("--soak", type=int, default=0, help="requests of the soak run (0: none)")
+    parser.add_argument("--soak-tier", choices=TIERS, default="static")
+    parser.add_argument("--unlabeled", type=int, default=2000, help="training-split texts for static and student")
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "setfit_lite_serving_bench")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "serving")
+    parser.add_argument("--naive-server", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.naive_server:
+        naive_server(args.naive_server, args.port, args.workers)
+        return
+    args.argv = argv
+    global PREDICT_BATCH_SIZE
+    PREDICT_BATCH_SIZE = args.predict_batch_size
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text("\n".join(markdown(results)) + "\n")
+    print("\n".join(markdown(results)))
+
+
+if __name__ == "__main__":
+    main()

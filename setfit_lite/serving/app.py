@@ -1,0 +1,244 @@
+"""The prediction server's ASGI app: :func:`create_app` for a model folder of any tier or a loaded predictor.
+
+Routes: ``GET /health`` (the process is up), ``GET /ready`` (the model is loaded and warmed: 200, else 503),
+``POST /predict``, ``GET /metrics`` (Prometheus) and FastAPI's ``/docs`` and ``/openapi.json``. Requests are checked
+(body size, JSON, the request schema with the settings' limits, each text as ``predict`` checks it) before they
+reach the :class:`~setfit_lite.serving.batcher.MicroBatcher`; every error is a JSON ``{"error": ...}`` naming the
+problem, and the server keeps serving.
+"""
+
+# no `from __future__ import annotations` here: FastAPI reads /predict's request model, a class made per app, from
+# the endpoint's annotation at run time
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..data.checks import validate_texts
+from ..version import __version__
+from .batcher import BatcherClosed, MicroBatcher
+from .limits import BodyLimitMiddleware, error_body
+from .metrics import CONTENT_TYPE_LATEST, MetricsMiddleware, ServingMetrics
+from .settings import ServeSettings
+
+__all__ = ["ServingState", "create_app", "model_labels"]
+
+logger = logging.getLogger(__name__)
+
+WARMUP_TEXT = "warm up the model"
+MAX_PROBLEMS = 5  # validation problems named in one error message
+
+
+@dataclass
+class ServingState:
+    """What the app knows of its model: ``status`` is ``"loading"``, ``"ready"``, ``"failed"`` or ``"stopping"``."""
+
+    settings: ServeSettings
+    status: str = "loading"
+    predictor: Any = None
+    batcher: MicroBatcher | None = None
+    error: str | None = None
+
+
+def model_labels(predictor: Any) -> list:
+    """The predictor's labels as JSON values (numpy scalars become Python ones)."""
+    return [label.item() if isinstance(label, np.generic) else label for label in predictor.labels]
+
+
+def _request_models(settings: ServeSettings) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The request and response schemas, with the settings' limits in the request's (and so in the docs)."""
+    text = Annotated[str, StringConstraints(max_length=settings.max_text_chars)]
+
+    class PredictRequest(BaseModel):
+        """Texts to classify."""
+
+        model_config = ConfigDict(strict=True, extra="forbid")
+        texts: Annotated[list[text], Field(min_length=1, max_length=settings.max_texts,
+                                           description="the texts, each a non-blank string")]
+        probabilities: bool = Field(False, description="also return each text's class probabilities")
+
+    class PredictResponse(BaseModel):
+        """One label per text; with ``probabilities``, one row per text in ``classes`` order."""
+
+        labels: list[Any] = Field(description="the predicted label of each text (multi-label: a multi-hot row in "
+                                              "classes order)")
+        probabilities: list[list[float]] | None = None
+        classes: list[Any] | None = Field(None, description="the model's labels, the columns of probabilities")
+
+    return PredictRequest, PredictResponse
+
+
+def _where(loc: Sequence[Any]) -> str:
+    """``("body", "texts", 3)`` -> ``"texts[3]"``."""
+    out = ""
+    for part in loc:
+        if part == "body" and not out:
+            continue
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the body"
+
+
+def _validation_answer(request: Request, error: RequestValidationError) -> JSONResponse:
+    content_type = request.headers.get("content-type", "")
+    if "json" not in content_type.lower():  # FastAPI parses JSON only when the request says it is JSON
+        return JSONResponse(error_body(f"the body must be JSON sent with Content-Type: application/json (got "
+                                       f"{content_type[:60] or 'no Content-Type'})"), status_code=415)
+    problems = [{"where": _where(e.get("loc", ())), "problem": e.get("msg", ""), "type": e.get("type", "")}
+                for e in error.errors()]
+    if any(p["type"] == "json_invalid" for p in problems):
+        return JSONResponse(error_body("the body is not valid JSON"), status_code=400)
+    named = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:MAX_PROBLEMS])
+    more = f" (and {len(problems) - MAX_PROBLEMS} more)" if len(problems) > MAX_PROBLEMS else ""
+    return JSONResponse(error_body(named + more, problems=problems[:MAX_PROBLEMS]), status_code=422)
+
+
+def _not_ready(state: ServingState) -> JSONResponse:
+    message = {"loading": "the model is loading", "stopping": "the server is shutting down",
+               "failed": f"the model failed to load: {state.error}"}.get(state.status, state.status)
+    return JSONResponse(error_body(message, status=state.status), status_code=503, headers={"Retry-After": "1"})
+
+
+def _warm(predictor: Any, settings: ServeSettings) -> None:
+    """One full batch through the model, so the first request pays no allocation or lazy initialisation."""
+    predictor.predict_proba([WARMUP_TEXT] * settings.max_batch_size, batch_size=settings.predict_batch_size)
+
+
+def _load(model: Any, settings: ServeSettings) -> Any:
+    if isinstance(model, (str, os.PathLike)):
+        from ..modeling import load_model_folder
+
+        model = load_model_folder(model, settings.runtime)
+    if not callable(getattr(model, "predict_proba", None)) or not getattr(model, "labels", None):
+        raise TypeError(f"cannot serve {type(model).__name__}: it needs predict_proba and labels (a fitted "
+                        "SetFitModel, OnnxSetFitModel or StaticSetFitModel)")
+    _warm(model, settings)
+    return model
+
+
+def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = None,
+               load_in_background: bool = True) -> FastAPI:
+    """The prediction server's FastAPI app.
+
+    The model is loaded (from a folder) and warmed when the app starts: in the background by default, ``/ready``
+    answering 200 once it is and ``/predict`` 503 before; with ``load_in_background=False`` the app's startup
+    waits for it (Ray Serve then routes nothing to a replica before its model is warm).
+
+    Args:
+        model: A model folder of any tier (saved, ONNX or static export: :func:`~setfit_lite.modeling.
+            load_model_folder`; ONNX and static folders load without torch) or a fitted predictor.
+        settings: Batching and limits (default :class:`ServeSettings`'s).
+        load_in_background: Whether the app starts serving ``/health`` and ``/ready`` while the model loads.
+
+    Returns:
+        The app, to run with any ASGI server (``setfit-lite serve`` runs it with uvicorn).
+
+    Raises:
+        TypeError: ``settings`` is not a :class:`ServeSettings`.
+
+    Example:
+        <!-- no-run: starts a server -->
+        >>> import uvicorn
+        >>> uvicorn.run(create_app("my-model-onnx", ServeSettings(max_batch_size=32)), port=8000)
+    """
+    settings = ServeSettings() if settings is None else settings
+    if not isinstance(settings, ServeSettings):
+        raise TypeError(f"settings must be a ServeSettings, got {type(settings).__name__}")
+    metrics = ServingMetrics()
+    state = ServingState(settings)
+    predict_request, predict_response = _request_models(settings)
+
+    async def start() -> None:
+        try:
+            predictor = await asyncio.to_thread(_load, model, settings)
+        except Exception as error:  # the app stays up, not ready, saying why (/ready, /predict, the log)
+            state.status, state.error = "failed", f"{type(error).__name__}: {error}"
+            logger.error("the model failed to load: %s", state.error)
+            return
+        batch_size = settings.predict_batch_size
+        state.predictor = predictor
+        state.batcher = MicroBatcher(lambda texts: predictor.predict_proba(texts, batch_size=batch_size),
+                                     settings.max_batch_size, settings.max_wait_s, metrics)
+        if state.status == "loading":
+            state.status = "ready"
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loading = asyncio.create_task(start())
+        if not load_in_background:
+            await loading
+        try:
+            yield
+        finally:  # the server has stopped taking requests and answered those it took
+            state.status = "stopping"
+            with contextlib.suppress(Exception):
+                await loading
+            if state.batcher is not None:
+                await asyncio.to_thread(state.batcher.close)
+
+    app = FastAPI(title="setfit_lite prediction server", version=__version__, lifespan=lifespan,
+                  description="Text classification with a setfit_lite model: POST /predict.")
+    app.state.serving = state
+    app.state.metrics = metrics
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        return _validation_answer(request, error)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(error_body(str(error.detail)), status_code=error.status_code, headers=error.headers)
+
+    @app.get("/health", summary="Whether the process is up")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/ready", summary="Whether the model is loaded and warmed (503 until it is)")
+    async def ready() -> Response:
+        if state.status != "ready":
+            return _not_ready(state)
+        return JSONResponse({"status": "ready", "labels": model_labels(state.predictor),
+                             "multi_label": bool(state.predictor.multi_label)})
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
+    async def prometheus() -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/predict", summary="Labels (and probabilities) of texts", response_model=predict_response,
+              responses={400: {"description": "the body is not JSON"},
+                         413: {"description": "the body is larger than max_body_bytes"},
+                         415: {"description": "the body is not sent as JSON"},
+                         422: {"description": "the body does not follow the schema or a text is blank"},
+                         503: {"description": "the model is loading, or the server is shutting down"}})
+    async def predict(body: predict_request) -> Response:  # type: ignore[valid-type]
+        if state.status != "ready" or state.batcher is None:
+            return _not_ready(state)
+        try:
+            texts = validate_texts(body.texts)
+        except (TypeError, ValueError) as error:
+            return JSONResponse(error_body(f"texts: {error}"), status_code=422)
+        try:
+            proba = await state.batcher.predict_proba(texts)
+        except BatcherClosed:
+            return _not_ready(state)
+        except Exception as error:
+            return JSONResponse(error_body(f"prediction failed: {type(error).__name__}: {error}"), status_code=500)
+        labels = state.predictor.labels_from_proba(proba, as_numpy=True)
+        answer: dict[str, Any] = {"labels": labels.tolist() if hasattr(labels, "tolist") else list(labels)}
+        if body.probabilities:
+            answer["probabilities"] = proba.tolist()
+            answer["classes"] = model_labels(state.predictor)
+        return JSONResponse(answer)
+
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # the outermost: it counts the 413s too
+    return app

@@ -1,0 +1,80 @@
+"""The server's Prometheus metrics (``prometheus_client``), in a registry of their own per app, so that two apps in
+one process (tests, Ray Serve replicas sharing a worker) never mix their counts.
+
+- ``setfit_lite_requests_total{path, status}``: requests answered, by route and HTTP status;
+- ``setfit_lite_request_latency_seconds{path}``: time from the request's arrival to its answer;
+- ``setfit_lite_batch_texts`` / ``setfit_lite_batch_requests``: texts and requests in each ``predict_proba`` call;
+- ``setfit_lite_queue_depth``: requests waiting for the model (queued, or in the batch being gathered);
+- ``setfit_lite_texts_total``: texts predicted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["CONTENT_TYPE_LATEST", "ROUTES", "MetricsMiddleware", "ServingMetrics"]
+
+ROUTES = ("/predict", "/health", "/ready", "/metrics", "/docs", "/openapi.json")  # any other path counts as "other"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+class ServingMetrics:
+    """The metrics of one app and their registry (:meth:`exposition` renders them)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter("setfit_lite_requests", "HTTP requests answered, by route and status",
+                                ["path", "status"], registry=self.registry)
+        self.latency = Histogram("setfit_lite_request_latency_seconds", "Time from a request's arrival to its answer",
+                                 ["path"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.batch_texts = Histogram("setfit_lite_batch_texts", "Texts in one predict_proba call of the batcher",
+                                     buckets=SIZE_BUCKETS, registry=self.registry)
+        self.batch_requests = Histogram("setfit_lite_batch_requests", "Requests in one batch of the batcher",
+                                        buckets=SIZE_BUCKETS, registry=self.registry)
+        self.queue_depth = Gauge("setfit_lite_queue_depth",
+                                 "Requests waiting for the model (queued or in a batch being gathered)",
+                                 registry=self.registry)
+        self.texts = Counter("setfit_lite_texts", "Texts predicted", registry=self.registry)
+
+    def observe_batch(self, texts: int, requests: int) -> None:
+        """One ``predict_proba`` call of ``texts`` texts from ``requests`` requests."""
+        self.batch_texts.observe(texts)
+        self.batch_requests.observe(requests)
+        self.texts.inc(texts)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every metric (served with :data:`CONTENT_TYPE_LATEST`)."""
+        return generate_latest(self.registry)
+
+
+class MetricsMiddleware:
+    """ASGI middleware counting every HTTP request by route and status, and timing it (the outermost layer, so the
+    body-size limit's 413 answers and server errors are counted too)."""
+
+    def __init__(self, app: Any, metrics: ServingMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        path = path if path in ROUTES else "other"
+        start = time.perf_counter()
+        status = {"code": 500}  # an exception before the response starts is a server error
+
+        async def send_status(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            self.metrics.requests.labels(path, str(status["code"])).inc()
+            self.metrics.latency.labels(path).observe(time.perf_counter() - start)

@@ -1,0 +1,365 @@
+"""The prediction server (``setfit_lite.serving``, ``setfit-lite serve``) on the tiny static and ONNX tiers: answers
+equal to in-process prediction (also across concurrent, batched requests), bad requests refused with JSON errors
+while the server keeps serving, readiness, metrics, and a real server process stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_sentences
+
+pytest.importorskip("fastapi", reason="the server needs the serve extra: pip install 'setfit_lite[serve]'")
+pytest.importorskip("prometheus_client", reason="the server needs the serve extra: pip install 'setfit_lite[serve]'")
+pytest.importorskip("onnxruntime", reason="the ONNX tier needs onnxruntime")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from setfit_lite.cli import main  # noqa: E402
+from setfit_lite.serving import MicroBatcher, ServeSettings, create_app  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def wait_ready(client: TestClient, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = client.get("/ready")
+        if answer.status_code == 200:
+            return answer.json()
+        assert answer.status_code == 503 and answer.json()["status"] == "loading", answer.text
+        assert time.monotonic() < deadline, "the app never became ready"
+        time.sleep(0.01)
+
+
+def metric(text: str, name: str) -> float:
+    """The value of one sample (``name`` with its labels, as the exposition writes it) of a Prometheus page."""
+    match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+    assert match, f"{name} not in the metrics"
+    return float(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    texts, _ = make_sentences(20, seed=5)
+    return [" ".join([t] + ["good", "plot"] * (i % 5)) for i, t in enumerate(texts)]  # lengths vary: ONNX pads
+
+
+@pytest.mark.parametrize("tier", ["static", "onnx"])
+def test_concurrent_requests_are_batched_and_answer_as_predict(tier_models: dict, texts: list[str], tier: str) -> None:
+    """Requests of 1-4 texts from 8 threads at once, gathered into shared batches (max_wait_ms 30): each answer
+    equals in-process predict of its texts, labels exactly and probabilities to 1e-6."""
+    folder = tier_models["folders"][tier]
+    model = tier_models[tier]
+    requests = [texts[i:i + 1 + i % 4] for i in range(0, len(texts), 3)]
+    settings = ServeSettings(max_batch_size=16, max_wait_ms=30.0)
+    with TestClient(create_app(folder, settings)) as client:
+        ready = wait_ready(client)
+        assert ready["labels"] == model.labels
+
+        def ask(batch: list[str]) -> dict:
+            answer = client.post("/predict", json={"texts": batch, "probabilities": True})
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(ask, requests))
+        page = client.get("/metrics").text
+    for batch, answer in zip(requests, answers):
+        assert answer["labels"] == model.predict(batch, batch_size=64)
+        assert answer["classes"] == model.labels
+        np.testing.assert_allclose(answer["probabilities"], model.predict_proba(batch, batch_size=64), rtol=0,
+                                   atol=1e-6)
+    batches = metric(page, "setfit_lite_batch_requests_count")
+    assert metric(page, "setfit_lite_batch_requests_sum") == len(requests) > batches  # some batch held several
+    assert metric(page, "setfit_lite_texts_total") == sum(map(len, requests))
+    assert metric(page, 'setfit_lite_requests_total{path="/predict",status="200"}') == len(requests)
+    assert metric(page, "setfit_lite_queue_depth") == 0
+
+
+def test_labels_only_unless_probabilities_are_asked(tier_models: dict) -> None:
+    with TestClient(create_app(tier_models["static"])) as client:  # a loaded predictor, not a folder
+        wait_ready(client)
+        answer = client.post("/predict", json={"texts": ["a good film", "an awful plot"]}).json()
+    assert answer == {"labels": tier_models["static"].predict(["a good film", "an awful plot"])}
+
+
+BAD_REQUESTS = [  # (what, request keywords, status, words the error must hold)
+    ("not JSON", {"content": b"{texts: [1,", "headers": {"content-type": "application/json"}}, 400, "not valid JSON"),
+    ("not sent as JSON", {"content": b'{"texts": ["a"]}', "headers": {"content-type": "text/plain"}}, 415,
+     "Content-Type: application/json"),
+    ("no texts", {"json": {"probabilities": True}}, 422, "texts: Field required"),
+    ("a misspelt field", {"json": {"text": ["a good film"]}}, 422, "text: Extra inputs are not permitted"),
+    ("a str", {"json": {"texts": "a good film"}}, 422, "texts: Input should be a valid list"),
+    ("a non-str item", {"json": {"texts": ["a good film", 3]}}, 422, "texts[1]: Input should be a valid string"),
+    ("a null item", {"json": {"texts": [None]}}, 422, "texts[0]: Input should be a valid string"),
+    ("an empty list", {"json": {"texts": []}}, 422, "texts: List should have at least 1 item"),
+    ("a blank text", {"json": {"texts": ["good", "   "]}}, 422, "row 1: text is empty or whitespace-only"),
+    ("more than max_texts", {"json": {"texts": ["good"] * 5}}, 422, "texts: List should have at most 4 items"),
+    ("a text over max_text_chars", {"json": {"texts": ["good", "g" * 41]}}, 422,
+     "texts[1]: String should have at most 40 characters"),
+    ("probabilities not a bool", {"json": {"texts": ["good"], "probabilities": "yes"}}, 422,
+     "probabilities: Input should be a valid boolean"),
+    ("a list body", {"json": ["good"]}, 422, "the body: Input should be a valid dictionary"),
+    ("an oversized body (Content-Length)", {"json": {"texts": ["g" * 30] * 4, "pad": "x" * 200}}, 413,
+     "larger than the server's limit of 200 bytes"),
+    ("an oversized body (read: chunked)", {"content": iter([b'{"texts": ["', b"g" * 300, b'"]}']),
+                                           "headers": {"content-type": "application/json"}}, 413,
+     "more than 200 bytes read"),
+]
+
+
+def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(tier_models: dict) -> None:
+    settings = ServeSettings(max_texts=4, max_text_chars=40, max_body_bytes=200)
+    with TestClient(create_app(tier_models["folders"]["static"], settings)) as client:
+        wait_ready(client)
+        got = []
+        for what, request, _, _ in BAD_REQUESTS:
+            answer = client.post("/predict", **request)
+            got.append((what, answer.status_code, answer.json()["error"]))
+        good = client.post("/predict", json={"texts": ["a good film", "g" * 40, "bad", "dull"]})
+        page = client.get("/metrics").text
+    for (what, _, status, words), (_, got_status, error) in zip(BAD_REQUESTS, got):
+        assert (got_status, words in error) == (status, True), f"{what}: {got_status} {error!r}"
+    assert good.status_code == 200
+    assert good.json()["labels"] == tier_models["static"].predict(["a good film", "g" * 40, "bad", "dull"])
+    assert metric(page, 'setfit_lite_requests_total{path="/predict",status="413"}') == 2
+    assert metric(page, 'setfit_lite_requests_total{path="/predict",status="422"}') == 11
+
+
+class Gated:
+    """A predictor whose first call (the warm-up) waits for ``gate``; texts holding "boom" make it raise."""
+
+    def __init__(self, model) -> None:  # noqa: ANN001
+        self.model, self.labels, self.multi_label = model, model.labels, model.multi_label
+        self.gate = threading.Event()
+
+    def predict_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        self.gate.wait(20)
+        if any("boom" in t for t in texts):
+            raise RuntimeError("the model refused a text")
+        return self.model.predict_proba(texts, batch_size=batch_size)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> list:
+        return self.model.labels_from_proba(proba, as_numpy=as_numpy)
+
+
+def test_not_ready_until_warmed_and_a_failing_request_fails_alone(tier_models: dict) -> None:
+    predictor = Gated(tier_models["static"])
+    with TestClient(create_app(predictor, ServeSettings(max_wait_ms=50.0))) as client:
+        assert client.get("/health").json() == {"status": "ok"}
+        early = [client.get("/ready"), client.post("/predict", json={"texts": ["good"]})]
+        predictor.gate.set()
+        wait_ready(client)
+        with ThreadPoolExecutor(4) as pool:  # in one batch: the bad request fails, the others are answered
+            answers = list(pool.map(lambda t: client.post("/predict", json={"texts": [t]}),
+                                    ["good", "boom", "awful", "fine"]))
+    assert [(a.status_code, a.json()["status"]) for a in early] == [(503, "loading")] * 2
+    assert [a.status_code for a in answers] == [200, 500, 200, 200]
+    assert "the model refused a text" in answers[1].json()["error"]
+    assert [a.json()["labels"][0] for a in answers if a.status_code == 200] == \
+        tier_models["static"].predict(["good", "awful", "fine"])
+
+
+def test_a_folder_that_fails_to_load_says_why(tmp_path: Path) -> None:
+    with TestClient(create_app(tmp_path)) as client:  # an empty folder
+        deadline = time.monotonic() + 20
+        while client.get("/ready").json()["status"] == "loading" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ready, predict = client.get("/ready"), client.post("/predict", json={"texts": ["good"]})
+    assert ready.status_code == predict.status_code == 503
+    assert ready.json()["status"] == "failed" and "holds no model" in predict.json()["error"]
+
+
+def test_batcher_limits_batches_and_close_answers_everything_queued() -> None:
+    calls: list[int] = []
+    started = threading.Event()
+
+    def predict_proba(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        started.set()
+        time.sleep(0.05)
+        return np.array([[float(t), 1.0] for t in texts])
+
+    batcher = MicroBatcher(predict_proba, max_batch_size=4, max_wait_s=0.2)
+    first = batcher.submit(["0"])
+    started.wait(5)  # the first batch is being predicted while the others queue up
+    sizes = [3, 2, 1, 9, 1]
+    futures = [batcher.submit([str(k)] * size) for k, size in enumerate(sizes, 1)]
+    batcher.close()
+    with pytest.raises(RuntimeError, match="shutting down"):
+        batcher.submit(["late"])
+    assert first.result(0)[0, 0] == 0
+    for k, (size, future) in enumerate(zip(sizes, futures), 1):
+        assert future.result(0)[:, 0].tolist() == [float(k)] * size  # each request its own rows
+    assert calls == [1, 3, 3, 9, 1]  # 3, then 2+1 (the 9 would overflow), the 9 alone, then the 1
+
+
+def test_settings_are_checked(capsys: pytest.CaptureFixture) -> None:
+    for bad, error in (({"max_batch_size": 0}, ValueError), ({"max_wait_ms": -1}, ValueError),
+                       ({"port": 70000}, ValueError), ({"workers": 1.5}, TypeError), ({"host": ""}, ValueError),
+                       ({"max_body_bytes": 10}, ValueError), ({"max_texts": True}, TypeError)):
+        with pytest.raises(error, match=f"ServeSettings {next(iter(bad))} must be"):
+            ServeSettings(**bad)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "model", "--max-text-chars", "0"])
+    assert exit_info.value.code == 2
+    assert "--max-text-chars: must be a positive integer" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_folder_without_a_model_before_listening(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["serve", str(tmp_path)]) == 2
+    assert "holds no model" in capsys.readouterr().err
+
+
+def test_sigterm_answers_every_accepted_request_and_exits_0(tier_models: dict) -> None:
+    """A real server process on the static folder: 6 requests wait in one batch (max_wait_ms 2500) when SIGTERM
+    comes; new connections are then refused, the 6 are answered, and the process exits 0 without importing torch."""
+    import http.client
+
+    folder = tier_models["folders"]["static"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", "0",
+                               "--max-wait-ms", "2500", "--max-batch-size", "100"],
+                              stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = server.stderr.readline()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+) ", line).group(1))
+
+        def call(method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                connection.request(method, path, json.dumps(body) if body else None,
+                                   {"content-type": "application/json"})
+                answer = connection.getresponse()
+                payload = answer.read().decode()
+                return answer.status, json.loads(payload) if path != "/metrics" else payload
+            finally:
+                connection.close()
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if call("GET", "/ready")[0] == 200:
+                    break
+            except ConnectionError:
+                pass
+            assert time.monotonic() < deadline and server.poll() is None, "the server never became ready"
+            time.sleep(0.05)
+        maps = Path(f"/proc/{server.pid}/maps")
+        if maps.is_file():
+            assert "libtorch" not in maps.read_text(), "serving a static folder loaded torch"
+        batches = [["a good film"], ["an awful plot", "great"], ["dull"], ["fine", "bad", "good"], ["sad"], ["ok"]]
+        with ThreadPoolExecutor(len(batches)) as pool:
+            pending = [pool.submit(call, "POST", "/predict", {"texts": t}) for t in batches]
+            while metric(call("GET", "/metrics")[1], "setfit_lite_queue_depth") < len(batches):
+                assert time.monotonic() < deadline, "the requests never reached the batcher"
+                time.sleep(0.02)
+            server.send_signal(signal.SIGTERM)
+            time.sleep(0.5)  # the batch is still gathering (2.5 s): the listening socket is closed by now
+            with pytest.raises(ConnectionError):
+                call("GET", "/health")
+            answers = [p.result(timeout=30) for p in pending]
+        rc = server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.stderr.close()
+    model = tier_models["static"]
+    assert [a[0] for a in answers] == [200] * len(batches)
+    assert [a[1]["labels"] for a in answers] == [model.predict(t) for t in batches]
+    assert rc == 0
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_killed(
+        tier_models: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two replicas of the static folder, one on each node of a local 2-node cluster; clients that retry on a
+    connection error or a 5xx send 120 requests (each waits 200 ms in its replica's batcher, so the killed replica
+    holds some) while the replica of one node is killed with SIGKILL: every request is answered, as in-process
+    predict answers it, and Ray Serve starts a new replica. (Ray Serve's proxy itself resends most requests of a
+    dead replica; the client's retries cover the rest.)"""
+    ray = pytest.importorskip("ray", reason="the Ray Serve test needs pip install 'ray[serve]'")
+    serve = pytest.importorskip("ray.serve", reason="the Ray Serve test needs pip install 'ray[serve]'")
+    requests = pytest.importorskip("requests")
+    from ray.cluster_utils import Cluster
+
+    from setfit_lite.serving import ray_serve_app
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 80 * 2**20})
+    try:
+        cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        with socket.socket() as probe:  # a free port for Ray Serve's proxy
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        serve.start(http_options={"host": "127.0.0.1", "port": port}, proxy_location="HeadOnly")
+        app = ray_serve_app(tier_models["folders"]["static"], ServeSettings(max_wait_ms=200.0), name="SetFit",
+                            num_replicas=2, ray_actor_options={"num_cpus": 0.5}, max_replicas_per_node=1,
+                            health_check_period_s=1.0)
+        serve.run(app, name="setfit", route_prefix="/")
+        url = f"http://127.0.0.1:{port}/predict"
+        texts, _ = make_sentences(60, seed=9)
+        retries = [0]
+        lock = threading.Lock()
+
+        def ask(text: str) -> str:
+            for _ in range(200):
+                try:
+                    answer = requests.post(url, json={"texts": [text]}, timeout=30)
+                    if answer.status_code == 200:
+                        return answer.json()["labels"][0]
+                    assert answer.status_code >= 500, answer.text  # a 4xx would be this test's mistake
+                except requests.ConnectionError:
+                    pass
+                with lock:
+                    retries[0] += 1
+                time.sleep(0.05)
+            raise AssertionError(f"no answer for {text!r}")
+
+        def replica_pids() -> list[int]:
+            names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                     if a["namespace"] == "serve" and a["name"].startswith("SERVE_REPLICA::setfit#SetFit#")]
+            actors = [ray.get_actor(name, namespace="serve") for name in names]
+            return ray.get([a.__ray_call__.remote(lambda replica: os.getpid()) for a in actors], timeout=30)
+
+        pids = replica_pids()
+        assert len(pids) == 2, pids
+        with ThreadPoolExecutor(6) as pool:
+            pending = [pool.submit(ask, t) for t in texts]
+            while sum(p.done() for p in pending) < 20:  # both replicas are answering
+                time.sleep(0.01)
+            os.kill(pids[0], signal.SIGKILL)
+            killed_after = sum(p.done() for p in pending)
+            labels = [p.result(timeout=120) for p in pending]
+        deadline = time.monotonic() + 30
+        while True:  # a new replica takes the killed one's place
+            live = serve.status().applications["setfit"].deployments["SetFit"].replica_states.get("RUNNING", 0)
+            if live == 2:
+                break
+            assert time.monotonic() < deadline, serve.status()
+            time.sleep(0.2)
+        print(f"killed replica pid {pids[0]} of {pids} after {killed_after} answers; {len(texts)} requests answered, "
+              f"{retries[0]} client retries")
+        assert labels == tier_models["static"].predict(texts)
+        assert killed_after < len(texts), "every request was answered before the kill: it tested nothing"
+        assert pids[0] not in replica_pids(), "the killed replica is still listed"
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        cluster.shutdown()
