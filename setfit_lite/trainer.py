@@ -36,7 +36,7 @@ from .search.seeding import seed_everything
 from .serialization import check_output_path
 from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
 from .training.callbacks import CallbackHandler, TrainerControl, TrainerState
-from .training.checkpoints import resolve_checkpoint
+from .training.checkpoints import check_resume_data, data_digest, resolve_checkpoint
 from .training.cross_fit import fold_trainer
 from .training.head_fit import fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
@@ -222,6 +222,9 @@ class Trainer:
             raise ValueError(f"Training requires a `train_dataset` given to the `{type(self).__name__}` "
                              "initialization.")
         data = self._train_data
+        self._data_digest = data_digest(data.texts, list(data.labels))
+        if resume_from is not None:
+            check_resume_data(resume_from, self._data_digest)
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
         check_trainable(ids, multi_label, labels)
         counts = ids.sum(axis=0) if ids.ndim == 2 else np.bincount(ids, minlength=len(labels))
@@ -270,7 +273,7 @@ class Trainer:
         model = self.model
         reporting = reporting_callbacks(args)  # report_to: transformers' integrations, for this call
         self.session = session = Session(args, backend, model, CallbackHandler(self._callbacks + reporting, model),
-                                         resume_from=resume_from)
+                                         resume_from=resume_from, data_digest=self._data_digest)
         self.state = session.state
         session.event("on_init_end")
         start = time.perf_counter()

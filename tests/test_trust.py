@@ -383,3 +383,30 @@ def test_output_dir_that_is_a_file_refused_before_training(where: str, tmp_path:
         assert main(["train", str(data), "--model", tiny_body_path, "--output-dir", str(file)]) == 2
         assert "not a folder" in capsys.readouterr().err
     assert file.read_text() == "the user's file"
+
+
+@pytest.mark.parametrize("change", ["other-texts", "other-labels"])
+def test_resume_with_other_data_refused(change: str, tiny_body_path: str, toy_data: dict, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint records the digest of its training data: resuming it on other texts or labels is refused
+    before training."""
+    from setfit_lite.checkpoint_files import CheckpointError
+
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=2, save_strategy="steps", save_steps=2,
+                             batch_size=8)
+    Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=args, train_dataset=toy_data).train()
+    other = dict(toy_data)
+    if change == "other-texts":
+        other["text"] = [t + " film" for t in toy_data["text"]]
+    else:
+        other["label"] = list(reversed(toy_data["label"]))
+    trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=args, train_dataset=other)
+
+    def trained(*a: Any, **k: Any) -> None:
+        raise AssertionError("training started before the data was checked")
+
+    monkeypatch.setattr(trainer, "train_embeddings", trained)
+    with pytest.raises(CheckpointError, match="other data"):
+        trainer.train(resume_from_checkpoint=True)

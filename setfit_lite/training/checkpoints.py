@@ -262,6 +262,22 @@ def load_checkpoint(path: Path, rank: int) -> dict[str, Any]:
     return out
 
 
+def data_digest(texts: list[str], labels: list[Any]) -> str:
+    """The sha256 of the training texts and labels, in order: what a checkpoint records of the data it trained on."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps([texts, labels], default=str, ensure_ascii=False).encode()).hexdigest()
+
+
+def check_resume_data(path: Path, digest: str) -> None:
+    """CheckpointError, before any training, when the checkpoint ``path`` was written training on other data than
+    ``digest`` (:func:`data_digest`) describes; checkpoints that record no digest are not checked."""
+    saved = _read_state(path, "trainer_state").get("data_digest")
+    if saved is not None and saved != digest:
+        raise CheckpointError(f"checkpoint {path} was written training on other data (texts or labels differ): "
+                              "resume it with the same training data, or start a new run in another output_dir")
+
+
 def new_staging_dir(output_dir: str | os.PathLike, step: int) -> Path:
     """A fresh staging folder for ``step`` (a leftover from a killed run is removed first)."""
     folder = staging_dir(output_dir, step)

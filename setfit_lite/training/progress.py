@@ -39,7 +39,8 @@ class Progress:
     def trainer_state(self, session: Session) -> dict[str, Any]:
         return {"global_step": session.state.global_step, "log_history": session.state.log_history,
                 "best_metric": self.stopper.best, "bad_evaluations": self.stopper.bad_evaluations,
-                "epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "running": self.running}
+                "epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "running": self.running,
+                "data_digest": session.data_digest}
 
 
 def save_checkpoint(session: Session, optimizer: torch.optim.Optimizer, scheduler: Any, progress: Progress) -> Path:
