@@ -55,8 +55,14 @@ def _smalltext_curve(task: dict) -> dict:
     """small-text's active-learning loop over the pool, the annotator answering from ``pool_labels``; the test
     predictions at each budget of ``task["budgets"]`` (labelled counts)."""
     import numpy as np
-    from small_text import (BreakingTies, PoolBasedActiveLearner, SetFitClassificationFactory,
-                            SetFitModelArguments, TextDataset, random_initialization)
+    from small_text import (
+        BreakingTies,
+        PoolBasedActiveLearner,
+        SetFitClassificationFactory,
+        SetFitModelArguments,
+        TextDataset,
+        random_initialization,
+    )
     from small_text.integrations.transformers.classifiers.base import ModelLoadingStrategy
 
     np.random.seed(task["seed"])
@@ -326,7 +332,8 @@ def main(argv: list[str] | None = None) -> None:
             results["classes"][name] = classes
             budgets, step = [b * classes for b in ns.budgets], ns.round * classes
 
-            def emit(contender: str, budget: int, row: dict) -> None:
+            def emit(contender: str, budget: int, row: dict, name: str = name, seed: int = seed,
+                     classes: int = classes) -> None:
                 row = {"task": name, "contender": contender, "seed": seed, "budget": budget,
                        "per_class": budget / classes} | row
                 print(json.dumps(row), flush=True)

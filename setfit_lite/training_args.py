@@ -43,6 +43,16 @@ ZERO_SHOT_MODES = ("prototypes", "train")
 CALIBRATION_MODES = ("temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
 STRATEGIES = ("no", "steps", "epoch")
+PSEUDO_LABEL_METHODS = ("knn", "confidence")
+
+
+def _self_training(value: Any) -> Any:
+    """``"auto"``, True or False (Python's or numpy's bool)."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError
+        return value
+    return flag().check(value)
 
 
 def _pair(value: Any) -> tuple[Any, Any]:
@@ -173,6 +183,11 @@ _RULES: dict[str, Rule] = {
     "calibration": option(CALIBRATION_MODES),
     "calibration_folds": optional(integer("an integer >= 2", low=2), "the method's default"),
     "head_class_weight": optional(option(HEAD_CLASS_WEIGHTS), "no class weights"),
+    "self_training": Rule("'auto' (cross-validated on the labelled texts), True or False", _self_training),
+    "self_training_folds": integer("an integer >= 2", low=2),
+    "self_training_margin": number("a finite number in [-1, 1]", low=-1.0, high=1.0),
+    "pseudo_label_method": option(PSEUDO_LABEL_METHODS),
+    "pseudo_label_neighbors": _POSITIVE,
     "self_training_rounds": integer("an integer >= 0 (0: the unlabeled pool is not used)", low=0),
     "pseudo_label_threshold": number("a probability in [0, 1]", high=1.0),
     "pseudo_labels_per_class": number("a finite number > 0 (times the class's labelled count)", low_open=True),
@@ -364,6 +379,11 @@ class TrainingArguments:
     calibration: str = "none"
     calibration_folds: int | None = None
     head_class_weight: str | None = "auto"
+    self_training: str | bool = "auto"
+    self_training_folds: int = 3
+    self_training_margin: float = 0.0
+    pseudo_label_method: str = "knn"
+    pseudo_label_neighbors: int = 3
     self_training_rounds: int = 1
     pseudo_label_threshold: float = 0.5
     pseudo_labels_per_class: float = 4.0

@@ -36,6 +36,7 @@ class Session:
     anchor_texts: list[str] | None = None
     initial_body: Any = None  # calibration with a trained body: the body before training, which each fold retrains
     cross_fit: tuple[float | None, str] | None = None  # its temperature and method, once fitted
+    pool_body: Any = None  # self_training="auto": the body before training, which each fold of the decision retrains
 
     def __post_init__(self) -> None:  # callbacks (reporting integrations) act on process zero only
         self.state.is_world_process_zero = self.backend.is_main_process
