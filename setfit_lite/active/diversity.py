@@ -12,9 +12,10 @@ import warnings
 
 import numpy as np
 
-__all__ = ["MINIBATCH_ABOVE", "best_per_cluster", "cluster", "nearest_to_names", "representatives"]
+__all__ = ["CHEAP_RESTARTS", "MINIBATCH_ABOVE", "best_per_cluster", "cluster", "nearest_to_names", "representatives"]
 
 MINIBATCH_ABOVE = 20_000  # rows beyond which k-means runs on mini-batches (a 100k pool in seconds, not minutes)
+CHEAP_RESTARTS = 2_000_000  # rows x clusters up to which k-means restarts 10 times (else 3): fewer merged clusters
 
 
 def cluster(x: np.ndarray, n_clusters: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -23,10 +24,11 @@ def cluster(x: np.ndarray, n_clusters: int, seed: int) -> tuple[np.ndarray, np.n
     from sklearn.exceptions import ConvergenceWarning
 
     n_clusters = min(n_clusters, len(x))
+    n_init = 10 if len(x) * n_clusters <= CHEAP_RESTARTS else 3
     if len(x) > MINIBATCH_ABOVE:
-        km = MiniBatchKMeans(n_clusters=n_clusters, n_init=3, batch_size=4096, random_state=seed)
+        km = MiniBatchKMeans(n_clusters=n_clusters, n_init=n_init, batch_size=4096, random_state=seed)
     else:
-        km = KMeans(n_clusters=n_clusters, n_init=3, random_state=seed)
+        km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # duplicates: fewer distinct points than clusters
         assignments = km.fit_predict(x)
