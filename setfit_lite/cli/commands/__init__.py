@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import convert, demo, evaluate, export, predict, search, train
+from . import convert, demo, evaluate, export, predict, search, suggest, train
 
 __all__ = ["COMMANDS"]
 
 COMMANDS: dict[str, ModuleType] = {"demo": demo, "train": train, "search": search, "evaluate": evaluate,
-                                   "predict": predict, "export": export, "convert": convert}
+                                   "predict": predict, "suggest": suggest, "export": export,
+                                   "convert": convert}
