@@ -281,8 +281,8 @@ class TrainingArguments:
     - ``pseudo_label_method="knn"`` (default) keeps a pool text only when a strict majority of its
       ``pseudo_label_neighbors`` (3) nearest labelled texts in the trained body's embedding space has the class
       the head predicts (HAST's agreement rule, Schroeder and Heyer 2024); ``"confidence"`` is the head's
-      confidence alone (the policy before the decision existed: ``self_training=True,
-      pseudo_label_method="confidence"``). The choice of these defaults on validation splits is in
+      confidence alone (``self_training=True, pseudo_label_method="confidence"``: confidence-only self-training,
+      always on). The choice of these defaults on validation splits is in
       docs/benchmarks/unlabeled.md.
     - ``self_training_rounds`` (default 1), ``pseudo_label_threshold`` (0.5), ``pseudo_labels_per_class`` (4.0)
       and ``self_training_body`` (True) shape a round: it pseudo-labels the pool with the current (calibrated,
