@@ -188,9 +188,11 @@ def worker(framework: str) -> None:
 
 
 class Worker:
-    def __init__(self, framework: str, python: str) -> None:
+    """A long-lived worker process (``python -m MODULE --worker FRAMEWORK``): one JSON line per task in, one out."""
+
+    def __init__(self, framework: str, python: str, module: str = "benchmarks.compare_setfit") -> None:
         self.framework = framework
-        self.proc = subprocess.Popen([python, "-m", "benchmarks.compare_setfit", "--worker", framework],
+        self.proc = subprocess.Popen([python, "-m", module, "--worker", framework],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
         ready = self.proc.stdout.readline()
         if not ready:
@@ -209,15 +211,10 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = None, split: str = "test",
-              counts: list[int] | None = None, pool: int = 0) -> dict:
-    """One run's data: the training sample of ``spec`` (``name:shots``; ``counts``: that many rows of label 0, 1,
-    ... instead, a skewed sample) and the ``split`` it is scored on (up to ``test_limit`` rows); with ``pool``,
-    also ``"pool_texts"``: that many other training-split texts (drawn for the seed, none equal to a sampled or a
-    scored text), without their labels."""
-    from setfit_lite.data import sample_dataset
-
-    name, shots = spec.split(":")
+def read_rows(data_dir: Path, name: str, split: str = "test") -> tuple[list[dict], list[dict], str, list | None]:
+    """``(training rows, rows of split, label field, label names or None)`` of task ``name`` (a folder of
+    ``data_dir``; ``trec_fine``: TREC's fine labels, numbered in sorted order; ``multilingual``: the English tweets
+    to train on, the 7 other languages scored). Labels are class ids in the label field."""
     folder, field = ("trec", "fine_label_text") if name == "trec_fine" else (name, "label")
     if name == "multilingual":  # trained on the English tweets, scored on the 7 other languages
         folder = "tweet_sentiment_multilingual"
@@ -238,6 +235,19 @@ def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = Non
     elif all("label_text" in r for r in train_rows):
         by_id = {r["label"]: r["label_text"] for r in train_rows}
         names = [by_id[i] for i in range(len(by_id))] if sorted(by_id) == list(range(len(by_id))) else None
+    return train_rows, test, field, names
+
+
+def load_task(data_dir: Path, spec: str, seed: int, test_limit: int | None = None, split: str = "test",
+              counts: list[int] | None = None, pool: int = 0) -> dict:
+    """One run's data: the training sample of ``spec`` (``name:shots``; ``counts``: that many rows of label 0, 1,
+    ... instead, a skewed sample) and the ``split`` it is scored on (up to ``test_limit`` rows); with ``pool``,
+    also ``"pool_texts"``: that many other training-split texts (drawn for the seed, none equal to a sampled or a
+    scored text), without their labels."""
+    from setfit_lite.data import sample_dataset
+
+    name, shots = spec.split(":")
+    train_rows, test, field, names = read_rows(data_dir, name, split)
     num_samples = int(shots) if counts is None else dict(enumerate(counts))
     train = sample_dataset(train_rows, label_column=field, num_samples=num_samples, seed=seed)
     if test_limit is not None and test_limit < len(test):

@@ -5,6 +5,8 @@
 - ``accuracy.png``: accuracy per task at 8 examples per class, setfit_lite against setfit 1.2
   (``accuracy_suite.json``), and accuracy against examples per class for the tasks measured at several
   (``accuracy_suite.json`` + ``accuracy_suite_64.json``).
+- ``labelling.png``: accuracy against labels per class of each labelling contender, one panel per task
+  (``labelling_curves.json``, when it exists).
 - ``prediction_tiers.png``: throughput against accuracy of every prediction tier, setfit 1.2 and model2vec
   (``inference_default_threads.json``), one panel per task.
 """
@@ -22,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_NAMES = {"sst2": "SST-2", "sst5": "SST-5", "emotion": "Emotion", "trec": "TREC", "subj": "SUBJ",
-              "multilingual": "non-English tweets"}
+              "multilingual": "non-English tweets", "clinc150": "CLINC150"}
 COLOURS = {"setfit_lite": "tab:blue", "setfit": "tab:orange", "model2vec": "tab:green"}
 
 
@@ -101,6 +103,37 @@ def plot_tiers(inference: dict, out: Path) -> None:
     plt.close(fig)
 
 
+LABELLING_STYLES = {"random": ("tab:gray", ":"), "balanced": ("black", "--"), "suggest": ("tab:blue", "-"),
+                    "suggest+pool": ("tab:green", "-"), "smalltext": ("tab:orange", "-.")}
+
+
+def plot_labelling(results: dict, out: Path) -> None:
+    """Mean test accuracy (over seeds) against labels per class, one line per contender, one panel per task."""
+    tasks = list(dict.fromkeys(r["task"] for r in results["rows"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for contender, (colour, style) in LABELLING_STYLES.items():
+            points: dict[float, list[float]] = {}
+            for r in results["rows"]:
+                if r["task"] == task and r["contender"] == contender:
+                    points.setdefault(r["per_class"], []).append(100 * r["accuracy"])
+            if points:
+                xs = sorted(points)
+                label = "small-text + setfit 1.2" if contender == "smalltext" else contender
+                ax.plot(xs, [sum(points[x]) / len(points[x]) for x in xs], marker="o", color=colour,
+                        linestyle=style, label=label)
+        per_class = sorted({r["per_class"] for r in results["rows"] if r["task"] == task})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(per_class, [f"{x:g}" for x in per_class])
+        ax.set_xlabel("labels per class (budget / classes)")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"{TASK_NAMES.get(task, task)}, pool of {results['pool']:,}")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results", help="results folder")
@@ -110,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     plot_accuracy(load(args.results / "accuracy_suite.json"), load(args.results / "accuracy_suite_64.json"),
                   args.out / "accuracy.png")
     plot_tiers(load(args.results / "inference_default_threads.json"), args.out / "prediction_tiers.png")
+    if (args.results / "labelling_curves.json").exists():
+        plot_labelling(load(args.results / "labelling_curves.json"), args.out / "labelling.png")
     print("wrote", ", ".join(str(p.relative_to(args.out)) for p in sorted(args.out.glob("*.png"))))
 
 

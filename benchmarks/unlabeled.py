@@ -27,20 +27,30 @@ HERE = Path(__file__).resolve().parent
 
 # self-training settings scored on validation data (--choose-default); the first is the chosen default
 VARIANTS = {
+    "auto (CV), knn k=3": {"self_training": "auto", "pseudo_label_method": "knn", "pseudo_label_neighbors": 3},
+    "always, knn k=3": {"self_training": True, "pseudo_label_method": "knn", "pseudo_label_neighbors": 3},
+    "always, knn k=5": {"self_training": True, "pseudo_label_method": "knn", "pseudo_label_neighbors": 5},
+    "always, confidence (body, 1 round, p>=0.5)": {"self_training": True, "pseudo_label_method": "confidence"},
+}
+# the sweep of 2026-12-01 that chose the confidence policy's settings (--choose-default --variants earlier)
+EARLIER_VARIANTS = {
     "body, 1 round, p>=0.5": {"self_training_rounds": 1, "self_training_body": True, "pseudo_label_threshold": 0.5},
     "body, 1 round, p>=0": {"self_training_rounds": 1, "self_training_body": True, "pseudo_label_threshold": 0.0},
     "head only, 1 round, p>=0.5": {"self_training_rounds": 1, "self_training_body": False,
                                    "pseudo_label_threshold": 0.5},
     "body, 2 rounds, p>=0.5": {"self_training_rounds": 2, "self_training_body": True, "pseudo_label_threshold": 0.5},
 }
+EARLIER = {"self_training": True, "pseudo_label_method": "confidence"}  # that sweep's policy, always on
 
 
 def configs(ns: argparse.Namespace) -> dict[str, tuple[str, dict, bool]]:
     """Configuration name -> (worker, TrainingArguments, whether it gets the pool, shots per class)."""
     shots = ns.shots
     if ns.choose_default:
+        variants = VARIANTS if ns.variants == "current" else {name: EARLIER | args
+                                                               for name, args in EARLIER_VARIANTS.items()}
         return {f"{shots}/class": ("setfit_lite", {}, False, shots)} | \
-            {f"{shots}/class + pool [{name}]": ("setfit_lite", args, True, shots) for name, args in VARIANTS.items()}
+            {f"{shots}/class + pool [{name}]": ("setfit_lite", args, True, shots) for name, args in variants.items()}
     out = {f"{shots}/class": ("setfit_lite", {}, False, shots),
            f"{shots}/class + {ns.pool} unlabeled": ("setfit_lite", json.loads(ns.lite_args), True, shots),
            f"{2 * shots}/class": ("setfit_lite", {}, False, 2 * shots)}
@@ -68,6 +78,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shots", type=int, default=8)
     parser.add_argument("--pool", type=int, default=2000, help="unlabeled training texts given to self-training")
     parser.add_argument("--lite-args", default="{}", help="JSON TrainingArguments of the run with the pool")
+    parser.add_argument("--variants", choices=("current", "earlier"), default="current",
+                        help="--choose-default: the pool decision and pseudo-labellers (current), or the confidence "
+                             "policy's settings (earlier, the sweep of 2026-12-01)")
     parser.add_argument("--merge", type=Path, default=None,
                         help="an earlier results JSON of this script: its other tasks join the tables (each task's "
                              "rows still come from one run)")

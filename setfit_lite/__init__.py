@@ -18,6 +18,7 @@ _EXPORTS = {
     "sample_dataset": "data",
     "get_templated_dataset": "data",
     "load_sample": "data",
+    "suggest_labels": "active",
     "DistillationTrainer": "distillation",
     "GaudiTrainer": "device_trainers",
     "IPUTrainer": "device_trainers",

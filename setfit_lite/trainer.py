@@ -45,7 +45,7 @@ from .training.label_policy import fold_label_prior, label_anchor_texts, zero_sh
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
 from .training.optim import body_optimizer, end_to_end_optimizer, freeze_word_embeddings
-from .training.self_training import check_disjoint, pool_without, read_unlabeled, run_self_training
+from .training.self_training import check_disjoint, decide_pool, pool_without, read_unlabeled, run_self_training
 from .training.session import Session
 from .training.signals import TrainingInterrupted
 from .training_args import TrainingArguments
@@ -231,10 +231,10 @@ class Trainer:
         if (absent := [label for label, n in zip(labels, counts) if n == 0]):
             warnings.warn(f"labels {absent} (given in labels=) have no example in train_dataset: the model can "
                           "never predict them (their probability column is 0)", UserWarning, stacklevel=2)
-        if self._unlabeled is not None and multi_label and args.self_training_rounds:
+        if multi_label and self._uses_pool(args):
             raise ValueError("self-training on unlabeled_dataset needs single-label data; multi-label training "
-                             "data was given (set self_training_rounds=0 or drop unlabeled_dataset)")
-        if self._unlabeled is not None and args.self_training_rounds:
+                             "data was given (set self_training=False or drop unlabeled_dataset)")
+        if self._uses_pool(args):
             pool_without(self._unlabeled, data.texts)  # a pool that nothing is left of: refused before training
         if self._eval_data is not None:
             self.model_labels_check(self._eval_data, labels, multi_label)
@@ -289,16 +289,15 @@ class Trainer:
                 raise ValueError("calibration='temperature' trains whole models on folds of the data in one "
                                  "process; with distributed training use calibration='none'")
             session.initial_body = copy.deepcopy(model.model_body).to("cpu")
+        if self._uses_pool(args) and args.self_training == "auto":  # the folds of the decision start from it
+            session.pool_body = session.initial_body if session.initial_body is not None \
+                else copy.deepcopy(model.model_body).to("cpu")
         if self.trains_body(args):
             self.train_embeddings(args, tokens, ids)
         self.train_classifier(args, tokens, ids, multi_label)
-        if self._unlabeled is not None and args.self_training_rounds:
+        if self._uses_pool(args):
             session.resume_from = None  # a checkpoint resumes the labelled phase only
-            pool = pool_without(self._unlabeled, data.texts)
-            rounds = run_self_training(self, args, data.texts, ids, pool, self.trains_body(args), session.log)
-            model.training_info["self_training"] = {
-                "pool": len(pool), "dropped": len(self._unlabeled) - len(pool),
-                "rounds": [vars(done) for done in rounds]}
+            self.self_train(args, data, ids)
         self.state.train_seconds = time.perf_counter() - start
         model.training_info.update({
             "training_args": args.to_dict(),
@@ -310,6 +309,31 @@ class Trainer:
         if reporting:
             session.log(self._final_logs())
         session.event("on_train_end")
+
+    def _uses_pool(self, args: TrainingArguments) -> bool:
+        return self._unlabeled is not None and args.self_training is not False and args.self_training_rounds > 0
+
+    def self_train(self, args: TrainingArguments, data: LabeledData, ids: np.ndarray) -> None:
+        """After the labelled training: with ``self_training="auto"``, decide by cross-validation on the labelled
+        texts whether the pool helps (:func:`~setfit_lite.training.self_training.decide_pool`), and self-train on
+        it when it does (always with ``self_training=True``). Recorded in ``model.training_info["self_training"]``
+        and logged to the callbacks."""
+        session, model = self.session, self.model
+        assert session is not None and self._unlabeled is not None
+        pool = pool_without(self._unlabeled, data.texts)
+        info: dict[str, Any] = {"pool": len(pool), "dropped": len(self._unlabeled) - len(pool),
+                                "decision": "auto" if args.self_training == "auto" else "always"}
+        if args.self_training == "auto":
+            decision = decide_pool(type(self), model, session.pool_body, args, data.texts, data.labels, ids, pool)
+            session.pool_body = None
+            logger.info("self-training: %s", decision.reason)
+            session.log(decision.logs())
+            info |= {"used": decision.used, "cv": vars(decision)}
+            if not decision.used:
+                model.training_info["self_training"] = info | {"rounds": []}
+                return
+        rounds = run_self_training(self, args, data.texts, ids, pool, self.trains_body(args), session.log)
+        model.training_info["self_training"] = info | {"used": True, "rounds": [vars(done) for done in rounds]}
 
     def trains_body(self, args: TrainingArguments) -> bool:
         """Whether ``args`` train the body contrastively (not for zero-shot prototypes, a frozen body, no steps)."""

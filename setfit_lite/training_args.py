@@ -86,17 +86,31 @@ class TrainingArguments:
       ``model.training_info["class_weight"]`` records what was used. Chosen on validation data (SST-5 and
       Emotion, 32/16/8/4/2(/2) rows per class, MiniLM-L6, 300 validation texts): macro-F1 0.065 -> 0.264 and
       0.215 -> 0.447 with the LogisticRegression (benchmarks/README.md, "Imbalanced few-shot sets").
+    - ``self_training="auto"`` (default) decides per task whether an ``unlabeled_dataset`` is used: by
+      cross-validation on the labelled texts only (``self_training_folds`` stratified folds, default 3, at most the
+      smallest class's count; each fold's model is trained from the untrained body without the fold, scored on it,
+      self-trained on at most 1,024 pool texts exactly as the real run, and scored again); the pool is used when the
+      held-out accuracy gains more than ``self_training_margin`` (default 0: at least one held-out text more
+      right), else the model trained on the labelled texts alone is kept. A class with one labelled text cannot be
+      cross-validated: the pool is not used. ``True`` always self-trains, ``False`` ignores the pool. The decision
+      and its figures are in ``model.training_info["self_training"]`` and logged (``self_training_used``,
+      ``self_training_cv_*``). Cost: about ``2 * folds`` extra trainings on (folds - 1)/folds of the labels.
+    - ``pseudo_label_method="knn"`` (default) keeps a pool text only when a strict majority of its
+      ``pseudo_label_neighbors`` (3) nearest labelled texts in the trained body's embedding space has the class
+      the head predicts (HAST's agreement rule, Schroeder and Heyer 2024); ``"confidence"`` is the head's
+      confidence alone (``self_training=True, pseudo_label_method="confidence"``: confidence-only self-training,
+      always on). The choice of these defaults on validation splits is in
+      docs/benchmarks/unlabeled.md.
     - ``self_training_rounds`` (default 1), ``pseudo_label_threshold`` (0.5), ``pseudo_labels_per_class`` (4.0)
-      and ``self_training_body`` (True) apply when the Trainer is given an ``unlabeled_dataset``: each round
-      pseudo-labels the pool with the current (calibrated, with ``calibration``) head, keeping per class the most
-      confident texts with probability >= the threshold, at most ``pseudo_labels_per_class`` times the class's
-      labelled count, and trains the body (for as many steps as the labelled set alone) and the head again on the
-      labelled plus pseudo-labelled texts (:mod:`setfit_lite.training.self_training`); 0 rounds ignore the pool.
+      and ``self_training_body`` (True) shape a round: it pseudo-labels the pool with the current (calibrated,
+      with ``calibration``) head, keeping per class the most confident texts with probability >= the threshold
+      (and, with ``"knn"``, the vote's agreement), at most ``pseudo_labels_per_class`` times the class's labelled
+      count, and trains the body (for as many steps as the labelled set alone) and the head again on the labelled
+      plus pseudo-labelled texts (:mod:`setfit_lite.training.self_training`); 0 rounds ignore the pool.
       Chosen on validation splits (MiniLM-L6, 8 per class, 2,000 pool texts, 300 validation texts, seed 0;
       docs/benchmarks/unlabeled.md): SST-2 65.7 -> 72.7 with the body trained again, 63.7 with the head only,
       72.0 with two rounds (the threshold cannot matter for two classes); on SST-5 the same setting lost points
-      (38.7 -> 34.3; head only 38.3), still the best mean of the two: self-training is not a sure gain with many
-      close classes, measure it on your validation data.
+      (38.7 -> 34.3; head only 38.3): what ``self_training="auto"`` guards against.
     - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
       it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
     - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
@@ -197,6 +211,11 @@ class TrainingArguments:
     calibration: str = "none"
     calibration_folds: int | None = None
     head_class_weight: str | None = "auto"
+    self_training: str | bool = "auto"
+    self_training_folds: int = 3
+    self_training_margin: float = 0.0
+    pseudo_label_method: str = "knn"
+    pseudo_label_neighbors: int = 3
     self_training_rounds: int = 1
     pseudo_label_threshold: float = 0.5
     pseudo_labels_per_class: float = 4.0

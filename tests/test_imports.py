@@ -40,7 +40,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("runtime", "training_args"),
     ("heads", "evaluation"),
     ("training", "exporting"),
-    ("modeling", "moved"),
+    ("modeling", "moved", "active"),
     ("search",),
     ("trainer", "utils"),
     ("distillation", "device_trainers", "integrations", "serving"),

@@ -11,12 +11,15 @@ import pytest
 from conftest import make_sentences
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.training import self_training
 from setfit_lite.training.callbacks import TrainerCallback
-from setfit_lite.training.self_training import select_pseudo_labels
+from setfit_lite.training.self_training import knn_agreement, select_pseudo_labels
 
+# the tests of the rounds pin the confidence policy, always on; the decision and the kNN vote have their own tests
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
-        "backend": "cpu", "seed": 3}
-POOL = make_sentences(30, seed=7)[0]  # 60 texts, none labelled here
+        "backend": "cpu", "seed": 3, "self_training": True, "pseudo_label_method": "confidence"}
+AUTO = {"self_training": "auto", "pseudo_label_method": "knn"}  # the defaults
+POOL, POOL_LABELS = make_sentences(30, seed=7)  # 60 texts, none labelled here
 
 
 def _train(body: str, data: dict, pool: object = None, trainer_class: type = Trainer, **args: object
@@ -198,6 +201,9 @@ def test_bad_pools_raise_clear_errors(tiny_body_path: str, toy_data: dict, pool:
     ("pseudo_label_threshold", 1.5, ValueError), ("pseudo_label_threshold", "high", TypeError),
     ("self_training_rounds", -1, ValueError), ("self_training_rounds", 1.5, TypeError),
     ("pseudo_labels_per_class", 0, ValueError), ("self_training_body", "yes", TypeError),
+    ("self_training", "maybe", ValueError), ("self_training", 1, TypeError), ("self_training_folds", 1, ValueError),
+    ("self_training_margin", 2.0, ValueError), ("pseudo_label_method", "vote", ValueError),
+    ("pseudo_label_neighbors", 0, ValueError),
 ])
 def test_bad_arguments_raise(name: str, value: object, error: type) -> None:
     with pytest.raises(error, match=f"TrainingArguments: {name} must be"):
@@ -211,3 +217,113 @@ def test_a_pool_with_multi_label_data_raises(tiny_body_path: str) -> None:
     trainer = Trainer(model, TrainingArguments(**FAST), train_dataset=data, unlabeled_dataset=POOL)
     with pytest.raises(ValueError, match="single-label"):
         trainer.train()
+
+
+# ------------------------------------------------------------------------------------- the kNN agreement rule
+
+
+def test_knn_agreement_needs_a_strict_majority_of_the_nearest_labelled_texts() -> None:
+    labelled = np.array([[1.0, 0.0], [0.9, 0.1], [0.8, 0.2], [0.0, 1.0], [0.1, 0.9], [0.2, 0.8]])
+    ids = np.array([0, 0, 0, 1, 1, 1])
+    pool = np.array([[1.0, 0.05], [0.05, 1.0], [0.6, 0.4], [1.0, 0.05]])
+    # row 0: near class 0, predicted 0 -> agrees; row 1: near class 1, predicted 0 -> not;
+    # row 2: its 3 nearest are 0, 0, 0 (cosine) -> predicted 1 does not agree; row 3: predicted 1 near class 0 -> not
+    agree = knn_agreement(pool, labelled, ids, np.array([0, 0, 1, 1]), neighbors=3)
+    assert agree.tolist() == [True, False, False, False]
+    assert knn_agreement(pool, labelled, ids, np.array([0, 1, 0, 0]), neighbors=3).tolist() == [True, True, True,
+                                                                                               True]
+    # a tie (1 of 2 neighbours) is no majority
+    tie = knn_agreement(np.array([[1.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0, 1]),
+                        np.array([0]), neighbors=2)
+    assert tie.tolist() == [False]
+
+
+def test_select_keeps_only_rows_the_vote_agrees_with() -> None:
+    proba = np.array([[0.9, 0.1], [0.95, 0.05], [0.2, 0.8], [0.1, 0.9]])
+    rows, ids = select_pseudo_labels(proba, np.array([5, 5]), 0.5, 1.0, agree=np.array([False, True, True, False]))
+    assert rows.tolist() == [1, 2] and ids.tolist() == [0, 1]
+
+
+# --------------------------------------------------------------------- the decision: cross-validated, per task
+
+
+def _fake_pseudo_labels(wrong: bool):
+    """A stand-in for the pseudo-labeller: every pool text, labelled with its true class (or the other one)."""
+    truth = dict(zip(POOL, POOL_LABELS))
+
+    def fake(model, args, backend, tokens, ids, pool_tokens):
+        by_tokens = {tuple(t): text for text, t in zip(POOL, model.tokenize(POOL))}
+        labels = list(model.labels)
+        names = [truth[by_tokens[tuple(t)]] for t in pool_tokens]
+        pseudo = [1 - labels.index(name) if wrong else labels.index(name) for name in names]
+        return np.arange(len(pool_tokens)), np.asarray(pseudo)
+
+    return fake
+
+
+def test_the_pool_is_dropped_when_cross_validation_says_it_hurts(tiny_body_path: str, toy_data: dict,
+                                                                toy_eval: dict, monkeypatch) -> None:
+    alone, _ = _train(tiny_body_path, toy_data)
+    monkeypatch.setattr(self_training, "pseudo_label", _fake_pseudo_labels(wrong=True))
+    model, trainer = _train(tiny_body_path, toy_data, POOL, **AUTO)
+    info = model.training_info["self_training"]
+    assert info["used"] is False and info["rounds"] == [] and info["cv"]["gain"] < 0
+    assert info["cv"]["held_out"] == len(toy_data["text"]) and info["cv"]["folds"] == 3
+    np.testing.assert_allclose(model.predict_proba(toy_eval["text"], as_numpy=True),
+                               alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
+    logged = [e for e in trainer.state.log_history if "self_training_used" in e]
+    assert len(logged) == 1 and logged[0]["self_training_used"] == 0.0
+    assert logged[0]["self_training_cv_gain"] == pytest.approx(info["cv"]["gain"])
+
+
+def test_the_pool_is_kept_when_cross_validation_says_it_helps(tiny_body_path: str, toy_data: dict,
+                                                             monkeypatch) -> None:
+    monkeypatch.setattr(self_training, "pseudo_label", _fake_pseudo_labels(wrong=False))
+    model, trainer = _train(tiny_body_path, toy_data, POOL, **AUTO)
+    info = model.training_info["self_training"]
+    assert info["used"] is True and info["cv"]["gain"] > 0 and info["cv"]["with_pool"] > info["cv"]["without"]
+    assert info["rounds"][0]["counts"] == {"negative": 30, "positive": 30}
+    assert [e["self_training_used"] for e in trainer.state.log_history if "self_training_used" in e] == [1.0]
+
+
+def test_the_decision_reads_only_the_labelled_texts_and_the_pool(tiny_body_path: str, toy_data: dict,
+                                                                toy_eval: dict, monkeypatch) -> None:
+    import setfit_lite.trainer
+
+    seen: set[str] = set()
+    tokenize = SetFitModel.tokenize
+
+    def spy(self, texts, *args, **kwargs):
+        texts = list(texts)
+        assert not set(texts) & set(toy_eval["text"]), "the decision touched evaluation data"
+        seen.update(texts)
+        return tokenize(self, texts, *args, **kwargs)
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("the decision evaluated on the eval dataset")
+
+    monkeypatch.setattr(SetFitModel, "tokenize", spy)
+    monkeypatch.setattr(setfit_lite.trainer, "evaluate_model", no_evaluation)
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model, TrainingArguments(**FAST | AUTO), train_dataset=toy_data, eval_dataset=toy_eval,
+                      unlabeled_dataset=POOL)
+    trainer.train()
+    assert model.training_info["self_training"]["cv"]["held_out"] == len(toy_data["text"])
+    anchors = {trainer.args.anchor_template.format(label=label) for label in model.labels}  # the label names
+    assert seen <= set(toy_data["text"]) | set(POOL) | anchors and set(toy_data["text"]) <= seen
+
+
+def test_a_class_with_one_labelled_text_cannot_be_cross_validated(tiny_body_path: str, toy_data: dict,
+                                                                 toy_eval: dict) -> None:
+    data = {"text": toy_data["text"][:5] + toy_data["text"][-1:], "label": toy_data["label"][:5] + ["negative"]}
+    alone, _ = _train(tiny_body_path, data)
+    model, _ = _train(tiny_body_path, data, POOL, **AUTO)
+    info = model.training_info["self_training"]
+    assert info["used"] is False and "fewer than 2" in info["cv"]["reason"]
+    np.testing.assert_allclose(model.predict_proba(toy_eval["text"], as_numpy=True),
+                               alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
+
+
+def test_self_training_false_ignores_the_pool(tiny_body_path: str, toy_data: dict) -> None:
+    model, _ = _train(tiny_body_path, toy_data, POOL, self_training=False)
+    assert "self_training" not in model.training_info

@@ -154,6 +154,11 @@ BAD_ARGUMENTS = [
     ({"pseudo_label_threshold": 1.5}, ValueError, "pseudo_label_threshold"),
     ({"pseudo_labels_per_class": 0}, ValueError, "pseudo_labels_per_class"),
     ({"self_training_body": 1}, TypeError, "self_training_body"),
+    ({"self_training": "sometimes"}, ValueError, "self_training"),
+    ({"self_training_folds": 1}, ValueError, "self_training_folds"),
+    ({"self_training_margin": -2.0}, ValueError, "self_training_margin"),
+    ({"pseudo_label_method": "hast"}, ValueError, "pseudo_label_method"),
+    ({"pseudo_label_neighbors": 0}, ValueError, "pseudo_label_neighbors"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""``setfit-lite`` command line: demo | train | search | evaluate | predict | export | convert | serve.
+"""``setfit-lite`` command line: demo | train | search | evaluate | predict | suggest | export | convert | serve.
 
 Quiet by default: results go to stdout, warnings to stderr, progress bars only when stderr is a terminal
 (``--quiet``: none, and errors only; ``--verbose``: the training log too). Ctrl-C or SIGTERM ends a command with

@@ -35,6 +35,7 @@ ANCHOR_LOSSES = ("pairs", "softmax")
 ZERO_SHOT_MODES = ("prototypes", "train")
 CALIBRATION_MODES = ("temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
+PSEUDO_LABEL_METHODS = ("knn", "confidence")
 STRATEGIES = ("no", "steps", "epoch")
 
 
@@ -84,6 +85,15 @@ def _options(value: Any) -> dict[str, Any]:
     if not all(isinstance(k, str) and k.isidentifier() for k in value):
         raise ValueError
     return dict(value)
+
+
+def _self_training(value: Any) -> Any:
+    """``"auto"``, True or False (Python's or numpy's bool)."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError
+        return value
+    return flag().check(value)
 
 
 def _backend(value: Any) -> Any:
@@ -161,6 +171,11 @@ TRAINING_RULES: dict[str, Rule] = {
     "calibration": option(CALIBRATION_MODES),
     "calibration_folds": optional(integer(low=2), "the method's default"),
     "head_class_weight": optional(option(HEAD_CLASS_WEIGHTS), "no class weights"),
+    "self_training": Rule("'auto' (cross-validated on the labelled texts), True or False", _self_training),
+    "self_training_folds": integer(low=2),
+    "self_training_margin": number(low=-1.0, high=1.0),
+    "pseudo_label_method": option(PSEUDO_LABEL_METHODS),
+    "pseudo_label_neighbors": _POSITIVE,
     "self_training_rounds": integer(low=0, note="0: the unlabeled pool is not used"),
     "pseudo_label_threshold": number(high=1.0, note="a probability"),
     "pseudo_labels_per_class": number(low_open=True, note="times the class's labelled count"),

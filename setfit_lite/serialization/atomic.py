@@ -138,8 +138,11 @@ def _locked_fd(lock: Path) -> int | None:
         os.close(fd)  # the holder before removed the file: lock the current one
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, ``os.replace``)."""
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, overwrite: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, ``os.replace``).
+
+    ``overwrite=False``: the file is linked into place only if ``path`` does not exist (``os.link`` fails on an
+    existing name), so a file that appeared meanwhile is never replaced: FileExistsError, and nothing is left."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp_name = temp_sibling(target, "tmp")
@@ -149,7 +152,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp_name, target)
+        if overwrite:
+            os.replace(tmp_name, target)
+        else:
+            try:
+                os.link(tmp_name, target)
+            except FileExistsError:
+                raise FileExistsError(f"{target} exists: not written over; pass a new file name") from None
+            os.unlink(tmp_name)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
@@ -157,6 +167,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     fsync_dir(target.parent)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` atomically."""
-    atomic_write_bytes(path, text.encode(encoding))
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8", overwrite: bool = True) -> None:
+    """Write ``text`` to ``path`` atomically (``overwrite=False``: never over an existing file)."""
+    atomic_write_bytes(path, text.encode(encoding), overwrite=overwrite)

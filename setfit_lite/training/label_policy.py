@@ -13,6 +13,7 @@ Each decision is recorded in ``model.training_info`` with the reason when it is 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,10 +22,16 @@ from ..heads.linear import is_lr
 from ..training_args import TrainingArguments
 from .head_fit import add_label_prior, single_text_classes
 
-__all__ = ["MAX_ANCHORS", "fold_label_prior", "label_anchor_texts", "zero_shot_prototypes"]
+__all__ = ["MAX_ANCHORS", "fold_label_prior", "label_anchor_texts", "label_texts", "zero_shot_prototypes"]
 
 logger = logging.getLogger(__name__)
 MAX_ANCHORS = 64  # label anchors ride in every batch: beyond this many classes they would crowd out the sentences
+
+
+def label_texts(labels: Sequence[str], template: str = TrainingArguments.anchor_template) -> list[str]:
+    """The texts that stand for the label names wherever they are encoded (label anchors, the label prior,
+    ``setfit_lite.active``'s search for a class by its name): each name in ``template`` (``anchor_template``)."""
+    return [template.format(label=label) for label in labels]
 
 
 def zero_shot_prototypes(args: TrainingArguments, model: Any, texts: list[str], ids: np.ndarray,
@@ -71,7 +78,7 @@ def label_anchor_texts(args: TrainingArguments, model: Any, ids: np.ndarray, pro
         reason = f"more than {MAX_ANCHORS} classes"
     elif own_objective is not None:
         reason = own_objective
-    texts = None if reason else [args.anchor_template.format(label=label) for label in labels]
+    texts = None if reason else label_texts(labels, args.anchor_template)
     model.training_info["label_anchors"] = {"used": texts is not None, "texts": texts, "reason": reason,
                                             "prior": None}  # set by fold_label_prior when folded
     logger.info("label anchors: %s", texts if texts else f"not used ({reason})")

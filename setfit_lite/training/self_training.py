@@ -7,6 +7,19 @@ labelled count, so the pseudo-labels keep the labelled set's class balance), and
 labelled texts plus those pseudo-labelled ones (and, with ``self_training_body``, the body first, for as many steps
 as the labelled set alone gave it). Each round relabels the whole pool with the model of the round before.
 
+Whether the pool is used at all is decided per task when ``self_training="auto"`` (the default):
+:func:`decide_pool` cross-validates on the labelled texts only. Each of ``self_training_folds`` stratified folds
+is held out in turn; a model is trained from the untrained body on the other folds, scored on the held-out texts,
+self-trained on (a seeded subset of) the pool exactly as the real run would be, and scored again. The pool is kept
+when the held-out accuracy with it beats the accuracy without it by more than ``self_training_margin``; otherwise
+the model trained on the labelled texts alone is the result. ``self_training=True`` always self-trains, ``False``
+ignores the pool.
+
+Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text only when a strict majority of its
+``pseudo_label_neighbors`` nearest labelled texts (cosine, in the trained body's embedding space) has the class the
+(calibrated) head predicts, then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
+Heyer 2024); ``"confidence"`` is the head's confidence alone.
+
 The pool is validated like the other inputs (:func:`read_unlabeled`); texts equal to a labelled text (or to another
 pool text) are dropped so that no text counts twice, and a pool that shares texts with the eval dataset is refused
 (:func:`check_disjoint`): the pool must never be the data a model is scored on. "Equal" is one rule everywhere:
@@ -28,8 +41,12 @@ from ..data.readers import as_table
 from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
-__all__ = ["SelfTrainingRound", "check_disjoint", "pool_without", "read_unlabeled", "run_self_training",
-           "select_pseudo_labels"]
+__all__ = ["CV_POOL", "PoolDecision", "SelfTrainingRound", "check_disjoint", "decide_pool", "knn_agreement",
+           "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
+
+# the pool texts each cross-validation fold pseudo-labels (a seeded subset: the pseudo-labels per class are capped at
+# a few times the labelled count, so a fold needs candidates, not the whole pool)
+CV_POOL = 1024
 
 logger = logging.getLogger(__name__)
 
@@ -84,16 +101,35 @@ def pool_without(pool: Sequence[str], labelled: Sequence[str]) -> list[str]:
     return out
 
 
-def select_pseudo_labels(proba: np.ndarray, counts: np.ndarray, threshold: float,
-                         per_class: float) -> tuple[np.ndarray, np.ndarray]:
+def knn_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarray, labelled_ids: np.ndarray,
+                  predicted: np.ndarray, neighbors: int) -> np.ndarray:
+    """Whether each pool row's ``predicted`` class is the class of a strict majority of its ``neighbors`` nearest
+    labelled rows (cosine distance; at most as many neighbours as labelled rows): the kNN vote agrees with the
+    head. A boolean array, one entry per pool row."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    labelled_ids = np.asarray(labelled_ids)
+    predicted = np.asarray(predicted)
+    knn = KNeighborsClassifier(n_neighbors=min(neighbors, len(labelled_ids)), metric="cosine")
+    knn.fit(np.asarray(labelled_embeddings), labelled_ids)
+    share = knn.predict_proba(np.asarray(pool_embeddings))  # columns: knn.classes_
+    votes = np.zeros((len(predicted), int(max(labelled_ids.max(), predicted.max(initial=0))) + 1))
+    votes[:, knn.classes_] = share
+    return votes[np.arange(len(predicted)), predicted] > 0.5
+
+
+def select_pseudo_labels(proba: np.ndarray, counts: np.ndarray, threshold: float, per_class: float,
+                         agree: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, class ids)`` of the pool rows to pseudo-label: each row's predicted class is its most probable one;
-    per class ``c``, the rows predicted ``c`` with probability ``>= threshold``, the most confident first, at most
-    ``floor(per_class * counts[c])`` of them (``counts``: the labelled rows per class). Rows in pool order."""
+    per class ``c``, the rows predicted ``c`` with probability ``>= threshold`` (and, given ``agree``, a boolean
+    per row, only the rows where it is True), the most confident first, at most ``floor(per_class * counts[c])``
+    of them (``counts``: the labelled rows per class). Rows in pool order."""
     proba = np.asarray(proba, dtype=np.float64)
     predicted, confidence = proba.argmax(axis=1), proba.max(axis=1)
+    allowed = np.ones(len(proba), dtype=bool) if agree is None else np.asarray(agree, dtype=bool)
     chosen = []
     for c, count in enumerate(counts):
-        rows = np.flatnonzero((predicted == c) & (confidence >= threshold))
+        rows = np.flatnonzero((predicted == c) & (confidence >= threshold) & allowed)
         rows = rows[np.argsort(-confidence[rows], kind="stable")][:int(per_class * count)]
         chosen.append(rows)
     rows = np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
@@ -115,6 +151,21 @@ class SelfTrainingRound:
                 **{f"pseudo_labels/{label}": float(n) for label, n in self.counts.items()}}
 
 
+def pseudo_label(model: Any, args: Any, backend: Any, tokens: list[list[int]], ids: np.ndarray,
+                 pool_tokens: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, class ids)`` of the pool to pseudo-label with ``model``'s current body and head, by
+    ``args.pseudo_label_method`` (see the module's docstring); ``tokens``/``ids``: the labelled texts."""
+    head = model.model_head
+    embeddings = gather_embeddings(model, pool_tokens, backend)
+    proba = temper(np.asarray(head.predict_proba(embeddings)), float(getattr(head, "calibration_temperature", 1.0)))
+    agree = None
+    if args.pseudo_label_method == "knn":
+        agree = knn_agreement(embeddings, gather_embeddings(model, tokens, backend), ids, proba.argmax(axis=1),
+                              args.pseudo_label_neighbors)
+    counts = np.bincount(ids, minlength=proba.shape[1])
+    return select_pseudo_labels(proba, counts, args.pseudo_label_threshold, args.pseudo_labels_per_class, agree)
+
+
 def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray, pool: list[str],
                       train_body: bool, log: Callable[[dict[str, float]], None]) -> list[SelfTrainingRound]:
     """``args.self_training_rounds`` rounds of self-training on ``pool`` after ``trainer`` trained its model on
@@ -122,16 +173,11 @@ def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray
     rule), and ``args.self_training_body`` asks for it. Each round's counts go to ``log``; returns the rounds."""
     model, rounds = trainer.model, []
     labels = list(model.labels)
-    counts = np.bincount(ids, minlength=len(labels))
     tokens, pool_tokens = model.tokenize(texts), model.tokenize(pool)
     body_steps = args.steps_per_epoch_floor(len(labels), len(ids), args.sentence_batch_size
                                             or args.embedding_batch_size)
     for number in range(1, args.self_training_rounds + 1):
-        head = model.model_head
-        embeddings = gather_embeddings(model, pool_tokens, trainer.backend)
-        proba = temper(np.asarray(head.predict_proba(embeddings)), float(getattr(head, "calibration_temperature",
-                                                                                   1.0)))
-        rows, pseudo = select_pseudo_labels(proba, counts, args.pseudo_label_threshold, args.pseudo_labels_per_class)
+        rows, pseudo = pseudo_label(model, args, trainer.backend, tokens, ids, pool_tokens)
         done = SelfTrainingRound(number, {str(label): int((pseudo == c).sum()) for c, label in enumerate(labels)},
                                  body=bool(train_body and args.self_training_body and len(rows)))
         rounds.append(done)
@@ -146,3 +192,88 @@ def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray
                                      round_tokens, round_ids)
         trainer.train_classifier(args, round_tokens, round_ids, False)
     return rounds
+
+
+@dataclass
+class PoolDecision:
+    """Whether the pool is used (``self_training="auto"``) and the cross-validated figures behind it.
+
+    ``without``/``with_pool``: held-out accuracy over all labelled texts (each scored by the fold model that did not
+    see it) without and with self-training on the pool; ``gain`` their difference; the pool is used when
+    ``gain > margin``. ``reason`` says why in words."""
+
+    used: bool
+    reason: str
+    folds: int = 0
+    held_out: int = 0
+    without: float | None = None
+    with_pool: float | None = None
+    gain: float | None = None
+    margin: float = 0.0
+    cv_pool: int = 0
+
+    def logs(self) -> dict[str, float]:
+        """The decision's entry for ``on_log``: ``self_training_used`` (1/0) and, when cross-validated,
+        ``self_training_cv_without``, ``self_training_cv_with`` and ``self_training_cv_gain``."""
+        logs = {"self_training_used": float(self.used)}
+        if self.gain is not None:
+            logs |= {"self_training_cv_without": float(self.without), "self_training_cv_with": float(self.with_pool),
+                     "self_training_cv_gain": float(self.gain)}
+        return logs
+
+
+def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, texts: Sequence[str],
+                labels: Sequence[Any], ids: np.ndarray, pool: Sequence[str]) -> PoolDecision:
+    """Cross-validate self-training on the labelled texts only: for each of ``args.self_training_folds``
+    stratified folds (at most the smallest class's count), a model with ``model``'s settings, its body a copy of
+    ``initial_body`` (the body before training), is trained by ``trainer_class`` with ``args`` on the other folds
+    (no evaluation, checkpoints or reporting), scored on the fold, self-trained on at most :data:`CV_POOL` texts of
+    ``pool`` (a subset drawn with ``args.seed``) as the real run is, and scored again. Nothing but ``texts``,
+    ``labels`` and ``pool`` is read. Returns the decision (``gain > args.self_training_margin``: use the pool)."""
+    import copy
+
+    from sklearn.model_selection import StratifiedKFold
+
+    from .cross_fit import FOLD_ARGUMENTS
+
+    margin = float(args.self_training_margin)
+    folds = min(int(args.self_training_folds), int(np.bincount(ids).min()))
+    if folds < 2:
+        return PoolDecision(False, "a class has fewer than 2 labelled texts: self-training cannot be cross-validated, "
+                                   "the pool is not used (self_training=True uses it anyway)", margin=margin)
+    rng = np.random.default_rng(args.seed)
+    subset = sorted(rng.choice(len(pool), size=min(CV_POOL, len(pool)), replace=False).tolist())
+    fold_pool = [pool[i] for i in subset]
+    fold_args = args.update(FOLD_ARGUMENTS | {"self_training": True,
+                                              "self_training_rounds": args.self_training_rounds})
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=args.seed)
+
+    class FoldTrainer(trainer_class):  # type: ignore[misc, valid-type]
+        held_texts: list[str] = []
+        before: np.ndarray | None = None
+
+        def self_train(self, *a: Any, **k: Any) -> None:  # the fold model's predictions before the pool
+            self.before = np.asarray(self.model.predict_proba(self.held_texts, as_numpy=True)).argmax(axis=1)
+            super().self_train(*a, **k)
+
+    right_without = right_with = 0
+    for train, held_out in splitter.split(np.zeros(len(ids)), ids):
+        fold_model = model.with_body(copy.deepcopy(initial_body))
+        fold = FoldTrainer(model=fold_model, args=fold_args, unlabeled_dataset=fold_pool, train_dataset={
+            "text": [texts[i] for i in train], "label": [labels[i] for i in train]})
+        fold.held_texts = [texts[i] for i in held_out]
+        fold.train()
+        if fold.before is None:  # the fold's trainer never reached self-training (nothing to compare)
+            return PoolDecision(False, "the folds' models were not self-trained", folds=folds, margin=margin)
+        with_pool = np.asarray(fold_model.predict_proba(fold.held_texts, as_numpy=True)).argmax(axis=1)
+        right_without += int((fold.before == ids[held_out]).sum())
+        right_with += int((with_pool == ids[held_out]).sum())
+    n = len(ids)
+    without, with_pool_acc = right_without / n, right_with / n
+    gain = with_pool_acc - without
+    used = gain > margin
+    reason = (f"cross-validated on the labelled texts ({folds} folds, {n} held out): accuracy {without:.3f} without "
+              f"the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
+              f"margin {margin:+.3f})")
+    return PoolDecision(used, reason, folds=folds, held_out=n, without=without, with_pool=with_pool_acc, gain=gain,
+                        margin=margin, cv_pool=len(fold_pool))

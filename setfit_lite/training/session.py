@@ -37,6 +37,7 @@ class Session:
     initial_body: Any = None  # calibration with a trained body: the body before training, which each fold retrains
     cross_fit: tuple[float | None, str] | None = None  # its temperature and method, once fitted
     data_digest: str | None = None  # sha256 of the training texts and labels: a checkpoint resumes only on them
+    pool_body: Any = None  # self_training="auto": the body before training, which each fold of the decision retrains
 
     def __post_init__(self) -> None:  # callbacks (reporting integrations) act on process zero only
         self.state.is_world_process_zero = self.backend.is_main_process

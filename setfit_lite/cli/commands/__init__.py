@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import convert, demo, evaluate, export, predict, search, serve, train
+from . import convert, demo, evaluate, export, predict, search, serve, suggest, train
 
 __all__ = ["COMMANDS"]
 
 COMMANDS: dict[str, ModuleType] = {"demo": demo, "train": train, "search": search, "evaluate": evaluate,
-                                   "predict": predict, "export": export, "convert": convert,
-                                   "serve": serve}
+                                   "predict": predict, "suggest": suggest, "export": export,
+                                   "convert": convert, "serve": serve}

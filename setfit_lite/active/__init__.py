@@ -1,0 +1,18 @@
+"""Choosing what to label: :func:`suggest_labels` picks the texts of an unlabelled pool worth a person's time.
+
+- :mod:`.suggest`: :func:`suggest_labels`, the entry point (parameters checked before any work);
+- :mod:`.strategies`: the strategies behind ``strategy=`` and how ``"auto"`` picks one;
+- :mod:`.uncertainty`: informativeness from a head's probabilities;
+- :mod:`.diversity`: k-means representatives, the best text per cluster, the texts nearest a label name;
+- :mod:`.pool`: the pool's embeddings and probabilities from any predictor, in chunks;
+- :mod:`.params`: the parameters' rules (shared with ``setfit-lite suggest``).
+
+Guide: docs/active_learning.md ("Choosing what to label").
+"""
+
+from __future__ import annotations
+
+from .params import STRATEGIES
+from .suggest import suggest_labels
+
+__all__ = ["STRATEGIES", "suggest_labels"]

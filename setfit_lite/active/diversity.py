@@ -1,0 +1,91 @@
+"""Diversity in embedding space: k-means representatives, the best text of each cluster, and the texts nearest a
+label name. Every function takes unit-length embeddings and a set of candidate rows, and returns distinct rows.
+
+k-means is scikit-learn's (``KMeans``; ``MiniBatchKMeans`` beyond :data:`MINIBATCH_ABOVE` rows), seeded: the same
+seed gives the same picks. Fewer distinct texts than clusters (duplicates) leave clusters empty; the picks are then
+topped up from the candidates not yet taken, so a call always returns the number asked for.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["CHEAP_RESTARTS", "MINIBATCH_ABOVE", "best_per_cluster", "cluster", "nearest_to_names", "representatives"]
+
+MINIBATCH_ABOVE = 20_000  # rows beyond which k-means runs on mini-batches (a 100k pool in seconds, not minutes)
+CHEAP_RESTARTS = 2_000_000  # rows x clusters up to which k-means restarts 10 times (else 3): fewer merged clusters
+
+
+def cluster(x: np.ndarray, n_clusters: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(assignments, centres)`` of seeded k-means with ``n_clusters`` clusters on the rows of ``x``."""
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    n_clusters = min(n_clusters, len(x))
+    n_init = 10 if len(x) * n_clusters <= CHEAP_RESTARTS else 3
+    if len(x) > MINIBATCH_ABOVE:
+        km = MiniBatchKMeans(n_clusters=n_clusters, n_init=n_init, batch_size=4096, random_state=seed)
+    else:
+        km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # duplicates: fewer distinct points than clusters
+        assignments = km.fit_predict(x)
+    return assignments, km.cluster_centers_
+
+
+def _top_up(picks: list[int], candidates: np.ndarray, n: int, order: np.ndarray | None = None) -> list[int]:
+    """``picks`` completed to ``n`` rows with the candidates not yet taken, in ``order`` (default: as given)."""
+    if len(picks) >= n:
+        return picks[:n]
+    taken = set(picks)
+    rest = candidates if order is None else candidates[order]
+    return picks + [int(i) for i in rest if int(i) not in taken][:n - len(picks)]
+
+
+def representatives(x: np.ndarray, candidates: np.ndarray, n: int, seed: int) -> list[int]:
+    """``n`` rows of ``candidates``: k-means on their embeddings into ``n`` clusters, then the candidate nearest
+    each centre (the largest cluster's first): diverse, and each one typical of many texts."""
+    if n <= 0:
+        return []
+    sub = x[candidates]
+    assignments, centres = cluster(sub, n, seed)
+    sizes = np.bincount(assignments, minlength=len(centres))
+    picks: list[int] = []
+    for c in np.argsort(-sizes, kind="stable"):
+        members = np.flatnonzero(assignments == c)
+        if len(members):
+            distances = ((sub[members] - centres[c]) ** 2).sum(axis=1)
+            picks.append(int(candidates[members[np.argmin(distances)]]))
+    return _top_up(picks, candidates, n)
+
+
+def best_per_cluster(x: np.ndarray, candidates: np.ndarray, scores: np.ndarray, n: int, seed: int) -> list[int]:
+    """``n`` rows of ``candidates``: k-means on their embeddings into ``n`` clusters, then each cluster's
+    candidate of highest ``scores`` (one score per candidate), clusters in the order of their best score."""
+    if n <= 0:
+        return []
+    assignments, centres = cluster(x[candidates], n, seed)
+    best = [members[np.argmax(scores[members])] for c in range(len(centres))
+            if len(members := np.flatnonzero(assignments == c))]
+    best.sort(key=lambda i: (-scores[i], i))
+    return _top_up([int(candidates[i]) for i in best], candidates, n, np.argsort(-scores, kind="stable"))
+
+
+def nearest_to_names(x: np.ndarray, names: np.ndarray, which: list[int], candidates: np.ndarray) -> list[int]:
+    """For each label ``which[j]`` (a row of ``names``, the label texts' unit embeddings), the candidate the label
+    names claim most surely for it: the highest cosine to its name less the highest cosine to another name (the
+    zero-shot margin; the cosine alone with one name). Distinct rows, one per label while candidates last."""
+    sims = x[candidates] @ names.T
+    picks: list[int] = []
+    free = np.ones(len(candidates), dtype=bool)
+    for j in which:
+        if not free.any():
+            break
+        score = sims[:, j] - (np.delete(sims, j, axis=1).max(axis=1) if names.shape[0] > 1 else 0.0)
+        score = np.where(free, score, -np.inf)
+        best = int(np.argmax(score))
+        free[best] = False
+        picks.append(int(candidates[best]))
+    return picks

@@ -1,0 +1,103 @@
+"""The strategies of :func:`~setfit_lite.active.suggest_labels`: which ``k`` texts of the candidates to label next.
+
+- ``"random"``: ``k`` candidates drawn uniformly (the baseline; needs neither embeddings nor a head);
+- ``"cold_start_kmeans"``: for each label name, the text its name claims most surely (the zero-shot margin over
+  the names' embeddings, encoded as training encodes them); then k-means on the embeddings of the others and the
+  text nearest each centre (diverse and representative);
+- ``"uncertainty"``: the ``k`` texts nearest the head's decision boundary (:func:`~.uncertainty.uncertainty`);
+- ``"margin_diverse"``: the :data:`CANDIDATES_PER_PICK` x ``k`` most uncertain texts, clustered into ``k`` by
+  their embeddings, and the most uncertain text of each cluster (informative and not all alike);
+- ``"auto"``: ``cold_start_kmeans`` for a model without a fitted head, else :data:`TRAINED_DEFAULT` (chosen on
+  validation data by ``benchmarks/suggest_choice.py``, see docs/active_learning.md).
+
+With a fitted head, the strategies that use the model (not ``"random"``) first search by name for the classes the
+head has never seen labelled (a column of zeros over the whole pool), so that a class with no label yet is found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .diversity import best_per_cluster, nearest_to_names, representatives
+from .pool import PoolView
+from .uncertainty import uncertainty
+
+__all__ = ["CANDIDATES_PER_PICK", "NEEDS_HEAD", "SELECTORS", "TRAINED_DEFAULT", "Request", "resolve", "select"]
+
+CANDIDATES_PER_PICK = 10  # margin_diverse clusters the 10 x k most uncertain texts into k
+TRAINED_DEFAULT = "margin_diverse"  # "auto" with a fitted head (benchmarks/suggest_choice.py)
+NEEDS_HEAD = ("uncertainty", "margin_diverse")
+
+
+@dataclass
+class Request:
+    """One call's inputs to a strategy: the pool's views, the rows it may pick, how many, the seed, and the label
+    names' unit embeddings (None: no search by name) with the rows of the labels to search for."""
+
+    view: PoolView
+    candidates: np.ndarray
+    k: int
+    seed: int
+    names: np.ndarray | None = None
+    search: tuple[int, ...] = ()
+
+    def by_name(self) -> list[int]:
+        """The texts found for the labels of ``search`` by their names (at most ``k``)."""
+        if self.names is None or not self.search:
+            return []
+        return nearest_to_names(self.view.embeddings(), self.names, list(self.search[:self.k]), self.candidates)
+
+    def rest(self, picks: list[int]) -> np.ndarray:
+        """The candidates not in ``picks``."""
+        return self.candidates[~np.isin(self.candidates, picks)]
+
+
+def _random(req: Request) -> list[int]:
+    rng = np.random.default_rng(req.seed)
+    return [int(i) for i in rng.choice(req.candidates, size=req.k, replace=False)]
+
+
+def _cold_start_kmeans(req: Request) -> list[int]:
+    picks = req.by_name()
+    return picks + representatives(req.view.embeddings(), req.rest(picks), req.k - len(picks), req.seed)
+
+
+def _uncertainty(req: Request) -> list[int]:
+    picks = req.by_name()
+    rest = req.rest(picks)
+    scores = uncertainty(req.view.proba()[rest], req.view.multi_label)
+    return picks + [int(i) for i in rest[np.argsort(-scores, kind="stable")[:req.k - len(picks)]]]
+
+
+def _margin_diverse(req: Request) -> list[int]:
+    picks = req.by_name()
+    n = req.k - len(picks)
+    if n <= 0:
+        return picks
+    rest = req.rest(picks)
+    scores = uncertainty(req.view.proba()[rest], req.view.multi_label)
+    top = np.argsort(-scores, kind="stable")[:min(len(rest), CANDIDATES_PER_PICK * n)]
+    return picks + best_per_cluster(req.view.embeddings(), rest[top], scores[top], n, req.seed)
+
+
+SELECTORS: dict[str, Callable[[Request], list[int]]] = {
+    "random": _random,
+    "cold_start_kmeans": _cold_start_kmeans,
+    "uncertainty": _uncertainty,
+    "margin_diverse": _margin_diverse,
+}
+
+
+def resolve(strategy: str, fitted: bool) -> str:
+    """The strategy that runs for ``strategy`` ("auto": by whether the model has a fitted head)."""
+    if strategy == "auto":
+        return TRAINED_DEFAULT if fitted else "cold_start_kmeans"
+    return strategy
+
+
+def select(strategy: str, req: Request) -> list[int]:
+    """``req.k`` distinct rows of ``req.candidates`` chosen by ``strategy`` (a name of :data:`SELECTORS`)."""
+    return SELECTORS[strategy](req)

