@@ -1,7 +1,7 @@
 """The parameters of :func:`~setfit_lite.active.suggest_labels`, checked before any model work.
 
-:data:`RULES` holds the rules of the numbers and names (built with :mod:`setfit_lite.config.rules`, shared by the API and
-``setfit-lite suggest`` through :func:`setfit_lite.config.params.argument_type`); :func:`check_pool` and
+:data:`RULES` holds the rules of the numbers and names (built with :mod:`setfit_lite.config.rules`, shared by the API
+and ``setfit-lite suggest`` through :func:`setfit_lite.config.params.argument_type`); :func:`check_pool` and
 :func:`check_exclude` check the texts and the excluded indices, naming the row or the value at fault.
 
 Torch-free: this module imports only the standard library, numpy and torch-free setfit_lite modules.
