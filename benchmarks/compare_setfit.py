@@ -188,9 +188,9 @@ def worker(framework: str) -> None:
 
 
 class Worker:
-    def __init__(self, framework: str, python: str) -> None:
+    def __init__(self, framework: str, python: str, module: str = "benchmarks.compare_setfit") -> None:
         self.framework = framework
-        self.proc = subprocess.Popen([python, "-m", "benchmarks.compare_setfit", "--worker", framework],
+        self.proc = subprocess.Popen([python, "-m", module, "--worker", framework],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
         ready = self.proc.stdout.readline()
         if not ready:

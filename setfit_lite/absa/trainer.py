@@ -69,12 +69,21 @@ class AbsaTrainer:
         aspect_eval, polarity_eval = self.preprocess_dataset(model.aspect_model, model.polarity_model, eval_rows)
         aspect_args = args if args is not None else TrainingArguments()
         polarity_args = (polarity_args or args or TrainingArguments()).copy()
-        self.aspect_trainer = Trainer(model.aspect_model, args=aspect_args, train_dataset=aspect_train,
-                                      eval_dataset=aspect_eval, metric=metric, metric_kwargs=metric_kwargs,
-                                      callbacks=list(callbacks or []))
-        self.polarity_trainer = Trainer(model.polarity_model, args=polarity_args, train_dataset=polarity_train,
-                                        eval_dataset=polarity_eval, metric=metric, metric_kwargs=metric_kwargs,
-                                        callbacks=list(callbacks or []))
+        self.aspect_trainer = self._trainer(model.aspect_model, aspect_args, aspect_train, aspect_eval, metric,
+                                            metric_kwargs, callbacks)
+        self.polarity_trainer = self._trainer(model.polarity_model, polarity_args, polarity_train, polarity_eval,
+                                              metric, metric_kwargs, callbacks)
+
+    @staticmethod
+    def _trainer(model: Any, args: TrainingArguments, train: Any, evaluation: Any, metric: str | Callable,
+                 metric_kwargs: dict[str, Any] | None, callbacks: list[Any] | None) -> Trainer:
+        """One model's Trainer; a table left empty (no gold aspect on spaCy's tokens) stays readable as
+        ``train_dataset`` / ``eval_dataset`` and is refused when used."""
+        trainer = Trainer(model, args=args, train_dataset=train if train is not None and len(train) else None,
+                          eval_dataset=evaluation if evaluation is not None and len(evaluation) else None,
+                          metric=metric, metric_kwargs=metric_kwargs, callbacks=list(callbacks or []))
+        trainer.train_dataset, trainer.eval_dataset = train, evaluation
+        return trainer
 
     @staticmethod
     def _read(dataset: Any, column_mapping: Mapping[str, str] | None, what: str) -> AspectRows | None:
@@ -129,10 +138,12 @@ class AbsaTrainer:
 
     def train_aspect(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
         """Train the aspect model only (arguments as :meth:`Trainer.train`)."""
+        _check_rows(self.aspect_trainer, "aspect")
         self.aspect_trainer.train(args=args, trial=trial, **kwargs)
 
     def train_polarity(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
         """Train the polarity model only (arguments as :meth:`Trainer.train`)."""
+        _check_rows(self.polarity_trainer, "polarity")
         self.polarity_trainer.train(args=args, trial=trial, **kwargs)
 
     def evaluate(self, dataset: Any = None) -> dict[str, dict[str, float]]:
@@ -144,10 +155,17 @@ class AbsaTrainer:
         Raises:
             ValueError: no dataset here nor at construction, or a bad table.
         """
-        aspect = polarity = None
-        if dataset is not None:
+        if dataset is None:
+            aspect, polarity = self.aspect_trainer.eval_dataset, self.polarity_trainer.eval_dataset
+        else:
             rows = read_aspect_rows(dataset, self.column_mapping, what="dataset")
             aspect, polarity = self.preprocess_dataset(self.model.aspect_model, self.model.polarity_model, rows)
+        if aspect is None:
+            raise ValueError("No evaluation dataset provided to `AbsaTrainer.evaluate` nor the `AbsaTrainer` "
+                             "initialization.")
+        if not len(polarity):
+            raise ValueError("no aspect of the evaluation dataset falls on spaCy's token boundaries: nothing to "
+                             "evaluate")
         return {"aspect": self.aspect_trainer.evaluate(aspect), "polarity": self.polarity_trainer.evaluate(polarity)}
 
     def add_callback(self, callback: Any) -> None:
@@ -169,3 +187,11 @@ class AbsaTrainer:
     def push_to_hub(self, repo_id: str, polarity_repo_id: str | None = None, **kwargs: Any) -> None:
         """setfit's upload: not available here (see :meth:`AbsaModel.push_to_hub`)."""
         self.model.push_to_hub(repo_id, polarity_repo_id, **kwargs)
+
+
+def _check_rows(trainer: Trainer, which: str) -> None:
+    """ValueError when the ``which`` model has no training rows: no train_dataset, or none of its aspects on spaCy's
+    token boundaries."""
+    if trainer.train_dataset is not None and not len(trainer.train_dataset):
+        raise ValueError(f"the {which} model has no training rows: no aspect of train_dataset was found at its "
+                         "ordinal on spaCy's token boundaries (see the log lines)")
