@@ -216,6 +216,8 @@ def write_summary(logs: list[Path], out: Path) -> None:
                 results.setdefault("cpu", row.get("cpu"))
                 results.setdefault("versions", {}).update(row.get("versions") or {})
                 results["domains"].setdefault(row["domain"], {}).setdefault(row["framework"], []).append(row)
+    if not results.get("cpu"):  # lines of a run older than the cpu field: this machine's (the run's)
+        results["cpu"] = cpu_info()
     results["summary"] = {d: {fw: summary(rs) for fw, rs in per.items()} for d, per in results["domains"].items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(results, indent=1))
