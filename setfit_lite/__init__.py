@@ -22,6 +22,10 @@ _EXPORTS = {
     "DistillationTrainer": "distillation",
     "GaudiTrainer": "device_trainers",
     "IPUTrainer": "device_trainers",
+    "AbsaModel": "absa.modeling",
+    "AbsaTrainer": "absa.trainer",
+    "AspectModel": "absa.modeling",
+    "PolarityModel": "absa.modeling",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -475,9 +475,12 @@ class SetFitModel(Predictor):
             if self.model_head is not None:
                 self.model_head.save(tmp / HEAD_DIR)
             save_json(tmp / CONFIG_NAME, self.config())
-            save_json(tmp / SETFIT_CONFIG_NAME, {"normalize_embeddings": self.normalize_embeddings,
-                                                 "labels": self.labels})
+            save_json(tmp / SETFIT_CONFIG_NAME, self.setfit_config())
             (tmp / "README.md").write_text(model_card or render_model_card(self), encoding="utf-8")
+
+    def setfit_config(self) -> dict[str, Any]:
+        """What ``config_setfit.json`` holds: setfit's keys (a subclass adds its own, as setfit's span models do)."""
+        return {"normalize_embeddings": self.normalize_embeddings, "labels": self.labels}
 
     def config(self) -> dict[str, Any]:
         return {

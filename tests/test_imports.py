@@ -43,7 +43,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("modeling", "moved", "active"),
     ("search",),
     ("trainer", "utils"),
-    ("distillation", "device_trainers", "integrations", "serving"),
+    ("distillation", "device_trainers", "integrations", "serving", "absa"),
     ("cli", "setfit_lite"),
 )
 

@@ -1,0 +1,126 @@
+"""ABSA datasets (setfit's format: one row per aspect, columns ``text``, ``span``, ``label``, ``ordinal``): read
+and checked once, before any work, then matched to spaCy tokens.
+
+``ordinal`` is which occurrence of ``span``'s string in ``text`` the aspect is (0: the first).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..data.checks import is_missing, validate_texts
+from ..data.readers import as_table, column_renames
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
+
+logger = logging.getLogger(__name__)
+
+TRAIN_COLUMNS = ("text", "span", "label", "ordinal")
+PREDICT_COLUMNS = ("text", "span")
+
+
+@dataclass
+class AspectRows:
+    """Checked ABSA rows, grouped by sentence (first appearance order); ``labels`` is None for unlabelled rows."""
+
+    texts: list[str]
+    spans: list[str]
+    ordinals: list[int]
+    labels: list[Any] | None
+
+    def grouped(self) -> dict[str, list[int]]:
+        """``{sentence: its row indices}``, sentences in the order they first appear."""
+        groups: dict[str, list[int]] = {}
+        for i, text in enumerate(self.texts):
+            groups.setdefault(text, []).append(i)
+        return groups
+
+
+def read_aspect_rows(dataset: Any, column_mapping: Mapping[str, str] | None = None,
+                     required: Sequence[str] = TRAIN_COLUMNS, what: str = "dataset") -> AspectRows:
+    """The rows of an ABSA table (``datasets.Dataset``, pandas DataFrame, dict of lists, list of dicts), checked.
+
+    Args:
+        dataset: the table.
+        column_mapping: ``{column in dataset: setfit's column name}``; other columns keep their names.
+        required: the columns the table must have (after the mapping); ``ordinal`` missing from a prediction table
+            means 0 for every row.
+        what: the table's name in error messages.
+
+    Returns:
+        The rows: texts, spans, ordinals (ints >= 0) and labels (None without a ``label`` column).
+
+    Raises:
+        ValueError: a required column is missing, a text or span is empty, an ordinal is not a whole number >= 0, a
+            label is missing.
+        TypeError: the data is not a table, or a text or span is not a string.
+    """
+    table = as_table(dataset)
+    if table is None:
+        raise TypeError(f"the {what} must be a table with the columns {list(required)} (a datasets.Dataset, a "
+                        f"pandas DataFrame, a dict of lists or a list of dicts), got {type(dataset).__name__}")
+    if column_mapping:
+        renames = column_renames(table, column_mapping)
+        table = {renames[name]: values for name, values in table.items()}
+    missing = [name for name in required if name not in table]
+    if missing:
+        raise ValueError(f"the {what} lacks the column(s) {missing}: an ABSA dataset has one row per aspect with the "
+                         f"columns {list(required)} (found {sorted(table)}); rename columns with column_mapping")
+    texts = validate_texts(table["text"], allow_empty=True)
+    spans = table["span"]
+    for i, span in enumerate(spans):
+        if not isinstance(span, str):
+            raise TypeError(f"row {i}: span must be a str, got {type(span).__name__}")
+        if not span.strip():
+            raise ValueError(f"row {i}: span is empty or whitespace-only")
+    ordinals = table.get("ordinal", [0] * len(texts))
+    for i, ordinal in enumerate(ordinals):
+        if isinstance(ordinal, bool) or not isinstance(ordinal, int) and not float(ordinal).is_integer() \
+                or int(ordinal) < 0:
+            raise ValueError(f"row {i}: ordinal must be a whole number >= 0 (which occurrence of the span in the "
+                             f"text), got {ordinal!r}")
+    labels = table.get("label")
+    if labels is not None:
+        for i, label in enumerate(labels):
+            if is_missing(label):
+                raise ValueError(f"row {i}: label is missing")
+    return AspectRows(texts, list(spans), [int(o) for o in ordinals], None if labels is None else list(labels))
+
+
+def occurrence(text: str, span: str, ordinal: int) -> tuple[int, int] | None:
+    """The character offsets of the ``ordinal``-th occurrence of ``span`` in ``text`` (None if there are fewer)."""
+    start = -1
+    for _ in range(ordinal + 1):
+        start = text.find(span, start + 1)
+        if start < 0:
+            return None
+    return start, start + len(span)
+
+
+def gold_slices(doc: Doc, rows: AspectRows, indices: Sequence[int]) -> tuple[list[slice], list[int]]:
+    """The token slices of the gold aspects ``indices`` of ``rows`` in ``doc`` and the rows they come from; a span
+    whose ordinal is too high or that does not fall on token boundaries is skipped, with a log line."""
+    slices, kept = [], []
+    for i in indices:
+        offsets = occurrence(doc.text, rows.spans[i], rows.ordinals[i])
+        if offsets is None:
+            logger.info("The ordinal of %d for span %r in %r is too high. Skipping this sample.", rows.ordinals[i],
+                        rows.spans[i], doc.text)
+            continue
+        span = doc.char_span(*offsets)
+        if span is None:
+            logger.warning("Aspect term %r with ordinal %d isn't a token in %r according to spaCy. Skipping this "
+                           "sample.", rows.spans[i], rows.ordinals[i], doc.text)
+            continue
+        slices.append(slice(span.start, span.end))
+        kept.append(i)
+    return slices, kept
+
+
+def overlaps(aspect: slice, others: Sequence[slice]) -> bool:
+    """Whether the token slice ``aspect`` touches any of ``others`` (setfit's test: sharing or adjoining a token)."""
+    return any(aspect.start <= other.stop and other.start <= aspect.stop for other in others)

