@@ -327,3 +327,25 @@ def test_a_class_with_one_labelled_text_cannot_be_cross_validated(tiny_body_path
 def test_self_training_false_ignores_the_pool(tiny_body_path: str, toy_data: dict) -> None:
     model, _ = _train(tiny_body_path, toy_data, POOL, self_training=False)
     assert "self_training" not in model.training_info
+
+
+@pytest.mark.parametrize("size, reports", [(self_training.POOL_CHUNK * 2 + 5, 3), (self_training.POOL_CHUNK - 1, 0)])
+def test_a_large_pool_reports_its_tokenising_progress(size: int, reports: int, caplog: pytest.LogCaptureFixture
+                                                      ) -> None:
+    """A pool of 10,000 texts or more logs each chunk it tokenises (and draws a bar on a terminal); the ids are
+    those of one call on the whole pool, in order."""
+    class Counting:
+        calls: list[int] = []
+
+        def tokenize(self, texts: list[str]) -> list[list[int]]:
+            self.calls.append(len(texts))
+            return [[len(t)] for t in texts]
+
+    pool = [f"text {i}" for i in range(size)]
+    with caplog.at_level("INFO", logger=self_training.__name__):
+        ids = self_training.tokenize_pool(Counting(), pool)
+    assert ids == [[len(t)] for t in pool]
+    lines = [r.getMessage() for r in caplog.records if "unlabeled pool" in r.getMessage()]
+    assert len(lines) == reports
+    if reports:
+        assert lines[-1] == f"unlabeled pool: {size} of {size} texts tokenised"

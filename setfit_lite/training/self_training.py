@@ -38,6 +38,7 @@ import numpy as np
 
 from ..data.checks import text_key, validate_texts
 from ..data.readers import as_table
+from ..logging import tqdm_disable
 from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
@@ -166,6 +167,26 @@ def pseudo_label(model: Any, args: Any, backend: Any, tokens: list[list[int]], i
     return select_pseudo_labels(proba, counts, args.pseudo_label_threshold, args.pseudo_labels_per_class, agree)
 
 
+#: pool texts tokenised at a time; a pool of at least this many reports its progress (a bar and log lines)
+POOL_CHUNK = 10_000
+
+
+def tokenize_pool(model: Any, pool: Sequence[str]) -> list[list[int]]:
+    """``model.tokenize`` of the unlabeled ``pool`` in chunks of :data:`POOL_CHUNK` texts: a large pool shows a
+    progress bar (where stderr is a terminal) and logs each chunk at INFO, so hours of silence never happen."""
+    from tqdm.auto import tqdm
+
+    large = len(pool) >= POOL_CHUNK
+    out: list[list[int]] = []
+    with tqdm(total=len(pool), desc="Tokenizing the unlabeled pool", unit="text", disable=tqdm_disable(large)) as bar:
+        for start in range(0, len(pool), POOL_CHUNK):
+            out.extend(model.tokenize(list(pool[start:start + POOL_CHUNK])))
+            bar.update(len(out) - bar.n)
+            if large:
+                logger.info("unlabeled pool: %d of %d texts tokenised", len(out), len(pool))
+    return out
+
+
 def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray, pool: list[str],
                       train_body: bool, log: Callable[[dict[str, float]], None]) -> list[SelfTrainingRound]:
     """``args.self_training_rounds`` rounds of self-training on ``pool`` after ``trainer`` trained its model on
@@ -173,7 +194,7 @@ def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray
     rule), and ``args.self_training_body`` asks for it. Each round's counts go to ``log``; returns the rounds."""
     model, rounds = trainer.model, []
     labels = list(model.labels)
-    tokens, pool_tokens = model.tokenize(texts), model.tokenize(pool)
+    tokens, pool_tokens = model.tokenize(texts), tokenize_pool(model, pool)
     body_steps = args.steps_per_epoch_floor(len(labels), len(ids), args.sentence_batch_size
                                             or args.embedding_batch_size)
     for number in range(1, args.self_training_rounds + 1):
