@@ -1,7 +1,7 @@
 """Aspect-based sentiment (SemEval-2014 restaurants and laptops): setfit_lite's AbsaModel against setfit 1.2's.
 
     python -m benchmarks.absa --domains restaurants laptops --seeds 0 1 \\
-        --setfit-python /work/venvs/setfit/bin/python
+        --setfit-python SETFIT_VENV/bin/python
 
 Per domain and seed, both frameworks train on the aspects of the same 64 training sentences (drawn with the seed
 among the sentences that have aspects), with the same body (MiniLM-L6, offline) and the same spaCy pipeline

