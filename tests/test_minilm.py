@@ -25,10 +25,10 @@ def demo_run(tmp_path_factory):
     import contextlib
     import io
 
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+    buffer, errors = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
         rc = main(["demo", "--output-dir", str(out)])
-    return rc, buffer.getvalue(), out
+    return rc, buffer.getvalue(), out, errors.getvalue()
 
 
 def test_hub_name_resolves_offline():
@@ -38,7 +38,7 @@ def test_hub_name_resolves_offline():
 
 
 def test_demo_trains_evaluates_and_saves(demo_run):
-    rc, output, out = demo_run
+    rc, output, out, _ = demo_run
     assert rc == 0, output
     accuracy = float(re.search(r"accuracy: ([0-9.]+)", output).group(1))
     assert accuracy >= 0.6, output  # 8 shots per class of SST-2; chance is 0.5
@@ -46,8 +46,14 @@ def test_demo_trains_evaluates_and_saves(demo_run):
     assert json.loads((out / "config_setfit_lite.json").read_text())["labels"] == ["negative", "positive"]
 
 
+def test_demo_prints_no_progress_bar_of_its_data_preparation(demo_run):
+    """The demo's output is its result: no `datasets` "Filter" (or "Map") bar from splitting the shipped sample."""
+    _, _, _, errors = demo_run
+    assert "Filter" not in errors and "Map" not in errors, errors[-500:]
+
+
 def test_saved_demo_model_reloads_and_predicts_consistently(demo_run):
-    _, _, out = demo_run
+    _, _, out, _ = demo_run
     model = SetFitModel.from_pretrained(out)
     texts = ["a gripping, beautiful film", "dull and far too long", "the best movie of the year"]
     proba = model.predict_proba(texts)
