@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.machine import cpu_info, cpu_line
 
 HERE = Path(__file__).resolve().parent
 LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
@@ -36,17 +37,8 @@ LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
 
 
 def machine() -> str:
-    """The CPU's model name and its vector flags (lscpu's), the CPU count and Python."""
-    model, flags = platform.processor() or platform.machine(), []
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-        model = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name"))
-        present = next(line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags"))
-        flags = [f for f in ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile") if f in present]
-    except (OSError, StopIteration):
-        pass
-    return f"{model} ({', '.join(flags) or 'flags unknown'}), {os.cpu_count()} CPUs (shared), Python " \
-           f"{platform.python_version()}"
+    """The CPU (``benchmarks.machine.cpu_line``: model name, class, vector flags, CPUs) and Python."""
+    return f"{cpu_line(cpu_info())}, Python {platform.python_version()}"
 
 
 def load(data_dir: Path, name: str, seed: int, pool: int, val: int) -> dict:
@@ -143,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     from setfit_lite.version import __version__
 
     command = "python -m benchmarks.suggest_choice " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = {"command": command, "machine": machine(), "torch_threads": torch.get_num_threads(),
+    results = {"command": command, "machine": machine(), "cpu": cpu_info(), "torch_threads": torch.get_num_threads(),
                "versions": {"setfit_lite": __version__, "torch": torch.__version__}, "seeds": ns.seeds,
                "setup": {k: getattr(ns, k) for k in ("pool", "val", "rounds", "max_steps")}, "runs": {}}
     for name in ns.tasks:

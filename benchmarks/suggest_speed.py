@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.machine import cpu_info
 from benchmarks.suggest_choice import machine
 
 HERE = Path(__file__).resolve().parent
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pool", type=int, default=100_000)
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--torch-texts", type=int, default=2000)
-    parser.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_speed")
     ns = parser.parse_args(argv)
     import torch
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     rows[-1]["projected_pool_seconds"] = round(ns.pool / per_second, 1)
     print(json.dumps(rows[-1]), flush=True)
     command = "python -m benchmarks.suggest_speed " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = {"command": command, "machine": machine(), "torch_threads": torch.get_num_threads(),
+    results = {"command": command, "machine": machine(), "cpu": cpu_info(), "torch_threads": torch.get_num_threads(),
                "versions": {"setfit_lite": __version__, "torch": torch.__version__}, "k": ns.k,
                "export_static_seconds": round(export_s, 1), "rows": rows}
     ns.out.parent.mkdir(parents=True, exist_ok=True)
