@@ -24,133 +24,184 @@ def _pair(value: Any) -> tuple[Any, Any]:
 
 @dataclass
 class TrainingArguments:
-    """Arguments of :class:`setfit_lite.Trainer`, with the names of ``setfit.TrainingArguments``.
+    """The arguments of [`Trainer`][setfit_lite.trainer.Trainer], with the names of `setfit.TrainingArguments`.
 
-    As in setfit, ``batch_size``, ``num_epochs`` and ``body_learning_rate`` are ``(embedding phase, classifier
-    phase)`` pairs: a single value is stored as the pair ``(value, value)``, and ``embedding_batch_size``,
-    ``classifier_batch_size``, ``embedding_num_epochs``, ``classifier_num_epochs``, ``body_embedding_learning_rate``
-    and ``body_classifier_learning_rate`` read its halves. Strategies are transformers' ``IntervalStrategy`` values
-    ("no", "steps", "epoch"; the enum members are accepted and compare equal). As in setfit, ``eval_steps`` alone
-    turns on ``eval_strategy="steps"``; ``eval_strategy="steps"`` without ``eval_steps`` evaluates every
-    ``logging_steps``; ``load_best_model_at_end`` needs a saving strategy equal to the evaluation strategy (and
-    ``save_steps`` a multiple of ``eval_steps``) when checkpoints are saved; ``report_to`` is kept as a list.
+    Every argument is keyword-only and checked when the object is built (and by
+    [`update`][setfit_lite.training_args.TrainingArguments.update], hence `Trainer.apply_hyperparameters`): a wrong
+    type is a `TypeError`, a value out of range a `ValueError`, each naming the argument, the value and what is
+    allowed. Integers and reals may be numpy numbers; booleans must be booleans. An unknown name is a `TypeError`
+    listing the known ones. The values each argument allows are in the
+    [table of every argument](../training.md#every-argument).
 
-    Differences from setfit, on purpose:
-    - ``objective="sentence_batch"`` (default) encodes each sentence of a label-balanced batch once and
-      trains on every pair of the batch; ``objective="pairs"`` reproduces setfit's pair sampling
-      (``sampling_strategy``/``num_iterations``). With sentence batches an epoch is one pass over the
-      data but at least ``min_steps_per_epoch`` steps (a 16-sentence set would otherwise give one step). Its
-      default (None) grows with the pairs to learn: the larger of ``K**2`` for K classes (4 to 32) and the
-      steps that put each pair of the N training texts in a batch of b about 1.75 times
-      (``1.75 * N(N-1) / (b(b-1))``), capped at 384 (``MAX_FLOOR_STEPS``, chosen on validation over 128: at 64 per
-      class, 384 steps scored +4.4 / +3.8 points on SST-5 / Emotion validation).
-    - ``body_learning_rate`` defaults (None) to ``(1e-4, 1e-5)`` with sentence batches (each step averages ~120 pairs)
-      and to setfit's ``(2e-5, 1e-5)`` with ``objective="pairs"``. Half the steps at twice the rate of the
-      previous defaults (5e-5) scored as well or better in less time (benchmarks/README.md: Emotion 16 per class
-      0.511 against 0.500 on validation, in 26 s against 48 s).
-    - ``label_anchors="auto"`` (default) uses the label names when there are any (str labels, or ``labels=``
-      names given to the model; single-label, at most 64 classes): each class's ``anchor_template`` text ("This
-      text is about {label}.") is encoded in every batch of the embedding phase, and ``anchor_weight`` times
-      ``anchor_loss`` ties the sentences to them: ``"pairs"`` (default, AncSetFit) the balanced cosine loss on every
-      (sentence, label text) pair, ``"softmax"`` (FastFit) a cross-entropy over ``cos / anchor_temperature``.
-      ``model.training_info["label_anchors"]`` says whether they were used and why not. ``"off"`` trains as
-      before. ``anchors_per_batch`` (None: every class's text in every batch, up to 64 classes) puts only that
-      many label texts in a batch (at least the batch size): those of its classes and random others, so a step
-      encodes at most twice the batch however many classes there are, and anchors work beyond 64 classes.
-      ``label_prior_temperature`` (None: off) also folds the label texts into a logistic-regression head as a
-      prior. Chosen on validation splits; measured on the accuracy benchmark page (docs/benchmarks/accuracy.md).
-    - ``zero_shot="prototypes"`` (default): when every class has a single distinct training text
-      (``get_templated_dataset``'s zero-shot set), contrastive training has no positive pair to learn from and
-      only pushes the label sentences apart, so the body is left as it is and the head is the nearest of those
-      texts by cosine (probabilities: a softmax over ``cos / anchor_temperature``, stored as a logistic
-      regression). ``model.training_info["zero_shot"]`` says which was used. ``"train"`` trains the body and a
-      logistic regression as for real examples (setfit's behaviour). Zero-shot Emotion, validation split,
-      MiniLM-L6: 0.411 against 0.330-0.350 (benchmarks/README.md, "Zero-shot").
-    - ``calibration="none"`` (default): ``predict_proba`` gives the head's probabilities. ``"temperature"``: a
-      temperature dividing the head's log-probabilities, fitted on out-of-fold predictions of the training
-      examples (``setfit_lite.heads.calibration``, out-of-fold negative log-likelihood), saved with the head and
-      applied by ``predict_proba`` on every tier (torch, ONNX, static); it never changes a prediction. When the
-      body is trained, each fold's whole model (body from its untrained state, and head) is trained without the
-      fold (cross-fitting, ``calibration_folds`` folds, default 2: 2.5-3x the training time); a head refitted
-      on folds of the trained body's embeddings would see rows the body already pulled to their class and sharpen
-      far too much (validation splits, MiniLM, 8 per class, seeds 0-1: SST-5 ECE 0.47/0.48 that way against
-      0.05/0.15 cross-fitted, Emotion 0.40/0.44 against 0.13/0.10). With the body not trained
-      (``body_learning_rate=0``), k-fold refits of the head on the embeddings (k = ``calibration_folds``, default
-      min(5, smallest class count)). Not for multi-label heads, zero-shot prototypes, end-to-end torch heads, a
-      class with one example (``model.training_info["calibration"]`` says why) or distributed training (refused).
-    - ``head_class_weight="auto"`` (default) trains the head with ``class_weight="balanced"`` (each class's
-      examples weigh ``n / (K * count)``; the LogisticRegression's own parameter, the differentiable head's
-      weighted cross-entropy) when the single-label training labels are skewed: the largest class has at least
-      twice the rows of the smallest (:func:`setfit_lite.metrics.is_skewed`); ``"balanced"`` always, None never.
-      A ``class_weight`` given in ``head_params`` (or set on a head instance) wins.
-      ``model.training_info["class_weight"]`` records what was used. Chosen on validation data (SST-5 and
-      Emotion, 32/16/8/4/2(/2) rows per class, MiniLM-L6, 300 validation texts): macro-F1 0.065 -> 0.264 and
-      0.215 -> 0.447 with the LogisticRegression (benchmarks/README.md, "Imbalanced few-shot sets").
-    - ``self_training="auto"`` (default) decides per task whether an ``unlabeled_dataset`` is used: by
-      cross-validation on the labelled texts only (``self_training_folds`` stratified folds, default 3, at most the
-      smallest class's count; each fold's model is trained from the untrained body without the fold, scored on it,
-      self-trained on at most 1,024 pool texts exactly as the real run, and scored again); the pool is used when the
-      held-out accuracy gains more than ``self_training_margin`` (default 0: at least one held-out text more
-      right), else the model trained on the labelled texts alone is kept. A class with one labelled text cannot be
-      cross-validated: the pool is not used. ``True`` always self-trains, ``False`` ignores the pool. The decision
-      and its figures are in ``model.training_info["self_training"]`` and logged (``self_training_used``,
-      ``self_training_cv_*``). Cost: about ``2 * folds`` extra trainings on (folds - 1)/folds of the labels.
-    - ``pseudo_label_method="knn"`` (default) keeps a pool text only when a strict majority of its
-      ``pseudo_label_neighbors`` (3) nearest labelled texts in the trained body's embedding space has the class
-      the head predicts (HAST's agreement rule, Schroeder and Heyer 2024); ``"confidence"`` is the head's
-      confidence alone (``self_training=True, pseudo_label_method="confidence"``: confidence-only self-training,
-      always on). The choice of these defaults on validation splits is in
-      docs/benchmarks/unlabeled.md.
-    - ``self_training_rounds`` (default 1), ``pseudo_label_threshold`` (0.5), ``pseudo_labels_per_class`` (4.0)
-      and ``self_training_body`` (True) shape a round: it pseudo-labels the pool with the current (calibrated,
-      with ``calibration``) head, keeping per class the most confident texts with probability >= the threshold
-      (and, with ``"knn"``, the vote's agreement), at most ``pseudo_labels_per_class`` times the class's labelled
-      count, and trains the body (for as many steps as the labelled set alone) and the head again on the labelled
-      plus pseudo-labelled texts (:mod:`setfit_lite.training.self_training`); 0 rounds ignore the pool.
-      Chosen on validation splits (MiniLM-L6, 8 per class, 2,000 pool texts, 300 validation texts, seed 0;
-      docs/benchmarks/unlabeled.md): SST-2 65.7 -> 72.7 with the body trained again, 63.7 with the head only,
-      72.0 with two rounds (the threshold cannot matter for two classes); on SST-5 the same setting lost points
-      (38.7 -> 34.3; head only 38.3): what ``self_training="auto"`` guards against.
-    - ``freeze_word_embeddings``: None (default) freezes the word-embedding matrix during body training only when
-      it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time; True/False force it.
-    - ``load_best_model_at_end`` also works without checkpoints (``save_strategy="no"``, our default; setfit
-      saves every 500 steps by default): the best body is kept in memory.
-    - The head phase is evaluated too: a torch head on fixed embeddings after each of its epochs when there is an
-      eval dataset and ``eval_strategy`` or ``early_stopping_patience`` is set (its logs: ``head_eval_*``), an
-      end-to-end head at the points of ``eval_strategy``; ``early_stopping_patience`` and
-      ``load_best_model_at_end`` apply to those evaluations as to the body's (see
-      :mod:`setfit_lite.training.head_phase`).
-    - ``report_to`` runs transformers' reporting callbacks (``"tensorboard"``, ``"mlflow"``, ...; see
-      :mod:`setfit_lite.reporting`): default ``["none"]`` (setfit's default is "all"), ``"all"`` every installed
-      one; an unknown name is a ``ValueError`` and one that is not installed an ``ImportError``, here, as are a
-      name given twice and ``"none"`` or ``"all"`` with other names. ``run_name`` names the run and
-      ``logging_dir`` is TensorBoard's folder (default ``output_dir/runs/<date>_<host>``; an existing file there
-      is a ``ValueError``).
-      ``logging_first_step``, ``eval_delay`` and ``use_amp`` are accepted and stored, and do nothing
-      (``precision`` chooses mixed precision).
-    - ``backend``/``precision``/``compile`` select the device (see ``trainers``): bf16 and fp16, not only fp16.
-      ``precision="auto"`` (default) is bf16 autocast where the device computes bf16 natively (CPUs with AMX or
-      AVX512-BF16, GPUs with bf16) and fp32 elsewhere. It applies to body training; the embeddings the head is
-      fitted and evaluated on are computed as ``predict`` computes them, in the model's ``inference_precision``
-      (its "auto" is this rule for the body's device; ``SetFitModel(..., inference_precision="fp32")`` forces fp32).
-    - ``backend_options``: the chosen backend's options by name (docs/backends.md), e.g.
-      ``{"num_threads": 8}`` or ``{"use_ipex": True}`` (cpu), ``{"gaudi_config": "gaudi_config.json"}`` (hpu),
-      ``{"ipu_config": {"replication_factor": 2}}`` (ipu), ``{"dist_timeout": 600}`` (cpu, cuda, hpu). A name the
-      backend does not take is a ``TypeError`` when training starts.
+    As in setfit, `batch_size`, `num_epochs` and `body_learning_rate` are `(embedding phase, classifier phase)`
+    pairs: a single value is stored as the pair `(value, value)`, and `embedding_batch_size`,
+    `classifier_batch_size`, `embedding_num_epochs`, `classifier_num_epochs`, `body_embedding_learning_rate` and
+    `body_classifier_learning_rate` read its halves. Strategies are transformers' `IntervalStrategy` values
+    (`"no"`, `"steps"`, `"epoch"`; the enum members are accepted and compare equal).
 
-    Every argument is checked here (and by :meth:`update`, hence ``Trainer.apply_hyperparameters``): a wrong
-    type is a ``TypeError``, a value out of range a ``ValueError``, each naming the argument, the value and what
-    is allowed (:func:`check_argument`). Integers and reals may be numpy numbers; booleans must be booleans.
-    Values with a meaning of their own:
-    - ``body_learning_rate=0`` (or a 0 in its pair) freezes the body in that phase: with 0 for the embedding
-      phase the contrastive phase is skipped and only the head is trained on the body as loaded. NaN and
-      infinite rates are refused; ``head_learning_rate`` must be > 0.
-    - ``max_steps=-1`` and ``eval_max_steps=-1`` (defaults): no limit; otherwise a positive integer.
-    - ``save_total_limit=None``: keep every checkpoint; ``max_grad_norm=None`` or ``0``: no gradient clipping;
-      ``early_stopping_patience=None``: no early stopping; ``eval_steps=None``: ``logging_steps``.
-    - ``backend`` is one of ``trainers.names.NAMES`` (any case) or a ``trainers.Backend`` (then
-      ``backend_options`` must be None); ``precision`` one of ``trainers.names.PRECISION_NAMES``. Whether the
-      device exists is checked when training starts.
+    Args:
+        output_dir: The folder checkpoints are saved in (and TensorBoard's logs, unless `logging_dir` is given).
+        batch_size: The batch size of the embedding phase and of the head's phase, as a pair or one value for both.
+        num_epochs: The epochs of the embedding phase and of the head's phase, as a pair or one value for both.
+        max_steps: The most optimizer steps of the embedding phase; -1 for no limit.
+            0 skips the body's training.
+        sampling_strategy: How `objective="pairs"` draws its pairs: setfit's `"oversampling"`, `"undersampling"`
+            or `"unique"`.
+        num_iterations: setfit's legacy pair count per sentence; giving it selects `objective="pairs"`.
+        body_learning_rate: The body's learning rate in the embedding phase and in an end-to-end head's phase.
+            None takes the objective's default: `(1e-4, 1e-5)` with sentence batches (each step averages many
+            pairs), setfit's `(2e-5, 1e-5)` with `objective="pairs"`. A 0 freezes the body in that phase: with 0
+            for the embedding phase the contrastive phase is skipped and only the head is trained on the body as
+            loaded. NaN and infinite rates are refused. How the default was chosen: the
+            [accuracy benchmark](../benchmarks/accuracy.md#how-the-defaults-were-chosen-validation-splits-only).
+        head_learning_rate: The learning rate of a differentiable head
+            ([`SetFitHead`][setfit_lite.heads.torch_head.SetFitHead]).
+        loss: The contrastive loss of the embedding phase, by name or class.
+            A name, setfit's sentence-transformers class or [`SupConLoss`][setfit_lite.losses.SupConLoss]; see
+            [`build_loss`][setfit_lite.losses.build_loss] for what each name trains.
+        distance_metric: The distance of the triplet losses (a sentence-transformers distance function); None for
+            the loss's default.
+        margin: The margin of the triplet and contrastive losses.
+        end_to_end: Whether a differentiable head's phase trains the body too (setfit's end-to-end training).
+        use_amp: Accepted for setfit's sake and ignored; `precision` chooses mixed precision.
+        warmup_proportion: The fraction of each phase's steps over which the learning rate rises linearly to its
+            value.
+        l2_weight: The weight decay of a differentiable head's optimizer (AdamW); None for none.
+        max_length: The most tokens of a training text; None for the body's own limit.
+        samples_per_label: Accepted for setfit's sake and ignored (sentence batches are label-balanced).
+        show_progress_bar: Whether training shows progress bars.
+        seed: The seed of sampling, initialisation and shuffling; the same seed on the same machine gives the same
+            model.
+        report_to: The transformers reporting integrations training logs to (`"tensorboard"`, `"mlflow"`, ...).
+            `"none"` (default; setfit's is `"all"`) for none, `"all"` for every installed one. An unknown name is a
+            `ValueError` and one that is not installed an `ImportError`, here, as are a name given twice and
+            `"none"` or `"all"` with other names.
+        run_name: The run's name for the reporting integrations.
+        logging_dir: TensorBoard's folder; None for `output_dir/runs/<date>_<host>`. An existing file there is a
+            `ValueError`.
+        logging_strategy: When training logs its loss: `"no"`, `"steps"` (every `logging_steps`) or `"epoch"`.
+        logging_first_step: Accepted for setfit's sake and ignored.
+        logging_steps: The steps between logs with `logging_strategy="steps"`.
+        eval_strategy: When the eval dataset is scored during training: `"no"`, `"steps"` or `"epoch"`.
+            As in setfit, `eval_steps` alone turns on `"steps"`. The head's phase is evaluated too: a torch head on
+            fixed embeddings after each of its epochs (its logs: `head_eval_*`), an end-to-end head at the points
+            of `eval_strategy`.
+        eval_steps: The steps between evaluations with `eval_strategy="steps"`; None for `logging_steps`.
+        eval_delay: Accepted for setfit's sake and ignored.
+        eval_max_steps: The most eval batches an evaluation during training scores; -1 for the whole eval dataset.
+        save_strategy: When checkpoints are saved: `"no"` (default; setfit saves every 500 steps), `"steps"` or
+            `"epoch"`.
+        save_steps: The steps between checkpoints with `save_strategy="steps"`.
+        save_total_limit: How many checkpoints are kept; None keeps every one.
+        load_best_model_at_end: Whether the best evaluated model is restored when training ends.
+            Without checkpoints (`save_strategy="no"`) the best body is kept in memory; with checkpoints the saving
+            strategy must equal the evaluation strategy (and `save_steps` be a multiple of `eval_steps`). Needs an
+            `eval_strategy` other than `"no"`.
+        metric_for_best_model: The logged metric that ranks evaluations; None for the first metric.
+        greater_is_better: Whether a larger `metric_for_best_model` is better; None decides from the metric's name.
+        objective: How the body is trained: `"sentence_batch"` (default) or setfit's `"pairs"`.
+            `"sentence_batch"` encodes each sentence of a label-balanced batch once and trains on every pair of the
+            batch; `"pairs"` reproduces setfit's pair sampling (`sampling_strategy`, `num_iterations`).
+        sentence_batch_size: The sentences in a batch with `objective="sentence_batch"`; None for `batch_size`'s
+            embedding half.
+        min_steps_per_epoch: The fewest steps of a sentence-batch epoch; None grows it with the pairs to learn.
+            An epoch of sentence batches is one pass over the data but at least this many steps (a 16-sentence set
+            would otherwise give one step). The default is the larger of `K**2` for K classes (4 to 32) and the
+            steps that put each pair of the N training texts in a batch of b about 1.75 times
+            (`1.75 * N(N-1) / (b(b-1))`), capped at `MAX_FLOOR_STEPS` (384); see
+            [`steps_per_epoch_floor`][setfit_lite.training_args.TrainingArguments.steps_per_epoch_floor].
+        early_stopping_patience: The evaluations without improvement after which training stops; None never stops
+            early. It applies to the body's and the head's evaluations.
+        max_grad_norm: The norm gradients are clipped to; None or 0 for no clipping.
+        backend: The device training runs on: a name of `trainers.names.NAMES` (any case) or a
+            [`Backend`][trainers.base.Backend] (then `backend_options` must be None). `"auto"` (default) is hpu,
+            else cuda, else cpu. Whether the device exists is checked when training starts.
+        backend_options: The chosen backend's options by name, such as `{"num_threads": 8}` (cpu) or
+            `{"gaudi_config": "gaudi_config.json"}` (hpu).
+            A name the backend does not take is a `TypeError` when training starts; each backend's options are in
+            [Backends and devices](../backends.md).
+        precision: The precision of body training: `"auto"` (default), `"fp32"`, `"bf16"` or `"fp16"`.
+            `"auto"` is bf16 autocast where the device computes bf16 natively (CPUs with AMX or AVX512-BF16, GPUs
+            with bf16) and fp32 elsewhere. The embeddings the head is fitted on are computed as `predict` computes
+            them, in the model's `inference_precision`.
+        compile: Whether the body is compiled with `torch.compile` for training.
+        prompt: A text put before every text the body encodes, saved with the model; None keeps the model's.
+        freeze_word_embeddings: Whether the word-embedding matrix is frozen during body training; None freezes it
+            only when it has more than 100k rows (multilingual bodies), where it dominates the optimizer's time.
+        label_anchors: Whether label names anchor the embedding phase: `"auto"` (default) when there are any,
+            `"off"` never.
+            There are label names with str labels or `labels=` given to the model (single-label, at most 64
+            classes, or any number with `anchors_per_batch`): each class's `anchor_template` text is encoded in
+            every batch of the embedding phase and `anchor_weight` times `anchor_loss` ties the sentences to them.
+            `model.training_info["label_anchors"]` says whether they were used and why not.
+        anchor_template: The text a label name is put in to make its anchor (`{label}` is replaced by the name).
+        anchor_weight: The weight of the anchor loss beside the contrastive loss.
+        anchors_per_batch: How many label texts a batch holds; None for every class's (up to 64 classes).
+            A number puts the texts of the batch's classes and random others in each batch (at least the batch
+            size), so a step encodes at most twice the batch however many classes there are.
+        anchor_loss: The anchor loss: `"pairs"` (default, AncSetFit's balanced cosine loss on every (sentence,
+            label text) pair) or `"softmax"` (FastFit's cross-entropy over `cos / anchor_temperature`).
+        anchor_temperature: The temperature of the softmax anchor loss and of zero-shot prototypes' probabilities.
+        label_prior_temperature: The temperature at which the label texts are folded into a logistic-regression
+            head as a prior; None for no prior.
+        zero_shot: What training does when every class has one distinct text: `"prototypes"` (default) or
+            `"train"`.
+            Such a set (`get_templated_dataset`'s zero-shot set) has no positive pair to learn from, so with
+            `"prototypes"` the body is left as it is and the head is the nearest of those texts by cosine
+            (probabilities: a softmax over `cos / anchor_temperature`, stored as a logistic regression). `"train"`
+            trains the body and a logistic regression as for real examples (setfit's behaviour).
+            `model.training_info["zero_shot"]` says which was used.
+        calibration: Whether `predict_proba`'s probabilities are calibrated: `"none"` (default) or `"temperature"`.
+            `"temperature"` fits a temperature dividing the head's log-probabilities on out-of-fold predictions of
+            the training examples; it is saved with the head, applied by every tier and never changes a
+            prediction. When the body is trained, each fold's whole model is trained without the fold
+            (cross-fitting, 2.5-3x the training time); with the body not trained, the head is refitted on folds of
+            the embeddings. Not for multi-label heads, zero-shot prototypes, end-to-end torch heads, a class with
+            one example (`model.training_info["calibration"]` says why) or distributed training (refused).
+        calibration_folds: The folds of the calibration's out-of-fold fit; None for 2 when the body is trained,
+            else `min(5, smallest class count)`.
+        head_class_weight: Whether the head weighs its classes: `"auto"` (default) when the labels are skewed,
+            `"balanced"` always, None never.
+            The weights are `class_weight="balanced"`'s (`n / (K * count)`); "skewed" means the largest
+            single-label class has at least twice the rows of the smallest
+            ([`is_skewed`][setfit_lite.metrics.is_skewed]). A `class_weight` in `head_params` (or on a head
+            instance) wins; `model.training_info["class_weight"]` records what was used.
+        self_training: Whether an `unlabeled_dataset` is used: `"auto"` (default) decides by cross-validation,
+            True always self-trains, False ignores it.
+            `"auto"` cross-validates on the labelled texts only (`self_training_folds` stratified folds, each
+            self-trained exactly as the real run) and uses the pool when the held-out accuracy gains more than
+            `self_training_margin`. A class with one labelled text cannot be cross-validated: the pool is not
+            used. The decision and its figures are in `model.training_info["self_training"]`. Cost: about
+            `2 * folds` extra trainings. See [Self-training](self-training.md).
+        self_training_folds: The stratified folds of `self_training="auto"`'s cross-validation (at most the
+            smallest class's count).
+        self_training_margin: The held-out accuracy gain over the labelled texts alone that `self_training="auto"`
+            needs to use the pool.
+        pseudo_label_method: How pool texts are kept: `"knn"` (default) or `"confidence"`.
+            `"knn"` keeps a pool text only when a strict majority of its `pseudo_label_neighbors` nearest labelled
+            texts in the trained body's embedding space has the class the head predicts (HAST's agreement rule);
+            `"confidence"` is the head's confidence alone.
+        pseudo_label_neighbors: The nearest labelled texts of the `"knn"` vote.
+        self_training_rounds: The self-training rounds; 0 ignores the pool.
+            A round pseudo-labels the pool with the current (calibrated) head, keeps per class the most confident
+            texts, and trains the body (with `self_training_body`) and the head again on the labelled plus
+            pseudo-labelled texts.
+        pseudo_label_threshold: The least head probability a pseudo-labelled text needs.
+        pseudo_labels_per_class: The most pseudo-labels a class gets, as a multiple of its labelled count.
+        self_training_body: Whether each self-training round trains the body again, not only the head.
+
+    Raises:
+        TypeError: An unknown argument, or a value of the wrong type.
+        ValueError: A value out of range, or arguments that contradict each other (such as
+            `load_best_model_at_end=True` with `eval_strategy="no"`).
+
+    Example:
+        ```python
+        from setfit_lite import TrainingArguments
+
+        args = TrainingArguments(batch_size=16, num_epochs=1, seed=0)
+        print(args.embedding_batch_size, args.classifier_batch_size)   # 16 16
+        ```
     """
 
     output_dir: str = "checkpoints"
@@ -313,7 +364,11 @@ class TrainingArguments:
 
     # ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable arguments (for model cards, checkpoints and search)."""
+        """The arguments as JSON-serialisable values (for model cards, checkpoints and search).
+
+        Returns:
+            Each argument by name; tuples become lists, callables and classes their names.
+        """
         out: dict[str, Any] = {}
         for f in fields(self):
             if not f.init:
@@ -327,13 +382,43 @@ class TrainingArguments:
         return json.loads(json.dumps(out, default=str))
 
     def steps_per_epoch_floor(self, num_classes: int, num_texts: int = 0, batch_size: int = 16) -> int:
-        """``min_steps_per_epoch``, or its default for K classes and N texts in batches of b (see the class doc)."""
+        """The fewest steps of a sentence-batch epoch: `min_steps_per_epoch`, or its default for this data.
+
+        Args:
+            num_classes: The number of classes K.
+            num_texts: The number of training texts N.
+            batch_size: The sentences in a batch b.
+
+        Returns:
+            `min_steps_per_epoch` when it is set, else the larger of `K**2` (4 to 32) and
+            `1.75 * N(N-1) / (b(b-1))`, at most 384.
+
+        Example:
+            ```python
+            from setfit_lite import TrainingArguments
+
+            print(TrainingArguments().steps_per_epoch_floor(num_classes=6, num_texts=96, batch_size=16))   # 67
+            ```
+        """
         if self.min_steps_per_epoch is not None:
             return self.min_steps_per_epoch
         return steps_per_epoch_floor(num_classes, num_texts, batch_size)
 
     def update(self, arguments: dict[str, Any], ignore_extra: bool = False) -> TrainingArguments:
-        """A copy with ``arguments`` replaced; unknown names raise ``TypeError`` unless ``ignore_extra``."""
+        """A checked copy with some arguments replaced (the hyperparameter search's way of changing them).
+
+        Args:
+            arguments: The new values by argument name.
+            ignore_extra: Whether names that are not arguments are ignored rather than refused.
+
+        Returns:
+            A new `TrainingArguments`; this one is unchanged. A `body_learning_rate` left to its default follows a
+            new `objective`.
+
+        Raises:
+            TypeError: A name that is not an argument (unless `ignore_extra`), or a value of the wrong type.
+            ValueError: A value out of range.
+        """
         current = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         if self._default_body_learning_rate:
             current["body_learning_rate"] = None  # still the (new) objective's default
@@ -345,4 +430,9 @@ class TrainingArguments:
         return TrainingArguments(**current)
 
     def copy(self) -> TrainingArguments:
+        """A copy of these arguments.
+
+        Returns:
+            A new, equal `TrainingArguments`.
+        """
         return self.update({})
