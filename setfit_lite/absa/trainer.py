@@ -1,4 +1,4 @@
-"""AbsaTrainer: setfit's ABSA trainer, two :class:`~setfit_lite.trainer.Trainer` runs over one dataset.
+"""AbsaTrainer: setfit's ABSA trainer, two `Trainer` runs over one dataset.
 
 The dataset (one row per aspect: ``text``, ``span``, ``label``, ``ordinal``) is checked once, before spaCy or any
 model runs. Per sentence, the gold aspects are matched to spaCy tokens; the aspect model learns them as
@@ -23,7 +23,7 @@ __all__ = ["AbsaTrainer"]
 
 
 class AbsaTrainer:
-    """Trains an :class:`AbsaModel`: its aspect model, then its polarity model.
+    """Trains an `AbsaModel`: its aspect model, then its polarity model.
 
     Args:
         model: the model to train.
@@ -31,8 +31,8 @@ class AbsaTrainer:
         polarity_args: the polarity model's training arguments.
         train_dataset: one row per aspect with the columns ``text``, ``span``, ``label``, ``ordinal`` (a
             ``datasets.Dataset``, a DataFrame, a dict of lists or a list of dicts).
-        eval_dataset: as ``train_dataset``, for :meth:`evaluate`.
-        metric: the metric of both models' evaluation (a name or a callable, as for :class:`Trainer`).
+        eval_dataset: as ``train_dataset``, for `evaluate`.
+        metric: the metric of both models' evaluation (a name or a callable, as for `Trainer`).
         metric_kwargs: keyword arguments of the metric.
         callbacks: transformers ``TrainerCallback`` instances (or classes) given to both trainers.
         column_mapping: ``{dataset column: setfit's column name}``, e.g. ``{"sentence": "text"}``.
@@ -130,19 +130,19 @@ class AbsaTrainer:
         Args:
             args: the aspect model's training arguments for this call.
             polarity_args: the polarity model's training arguments for this call.
-            trial: hyperparameters (a dict or an Optuna trial) applied to both, as :meth:`Trainer.train`.
-            **kwargs: as :meth:`Trainer.train`.
+            trial: hyperparameters (a dict or an Optuna trial) applied to both, as `Trainer.train`.
+            **kwargs: as `Trainer.train`.
         """
         self.train_aspect(args=args, trial=trial, **kwargs)
         self.train_polarity(args=polarity_args, trial=trial, **kwargs)
 
     def train_aspect(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
-        """Train the aspect model only (arguments as :meth:`Trainer.train`)."""
+        """Train the aspect model only (arguments as `Trainer.train`)."""
         _check_rows(self.aspect_trainer, "aspect")
         self.aspect_trainer.train(args=args, trial=trial, **kwargs)
 
     def train_polarity(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
-        """Train the polarity model only (arguments as :meth:`Trainer.train`)."""
+        """Train the polarity model only (arguments as `Trainer.train`)."""
         _check_rows(self.polarity_trainer, "polarity")
         self.polarity_trainer.train(args=args, trial=trial, **kwargs)
 
@@ -185,7 +185,7 @@ class AbsaTrainer:
         self.polarity_trainer.remove_callback(callback)
 
     def push_to_hub(self, repo_id: str, polarity_repo_id: str | None = None, **kwargs: Any) -> None:
-        """setfit's upload: not available here (see :meth:`AbsaModel.push_to_hub`)."""
+        """setfit's upload: not available here (see `AbsaModel.push_to_hub`)."""
         self.model.push_to_hub(repo_id, polarity_repo_id, **kwargs)
 
 
