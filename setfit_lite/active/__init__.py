@@ -1,11 +1,11 @@
-"""Choosing what to label: :func:`suggest_labels` picks the texts of an unlabelled pool worth a person's time.
+"""Choosing what to label: `suggest_labels` picks the texts of an unlabelled pool worth a person's time.
 
-- :mod:`.suggest`: :func:`suggest_labels`, the entry point (parameters checked before any work);
-- :mod:`.strategies`: the strategies behind ``strategy=`` and how ``"auto"`` picks one;
-- :mod:`.uncertainty`: informativeness from a head's probabilities;
-- :mod:`.diversity`: k-means representatives, the best text per cluster, the texts nearest a label name;
-- :mod:`.pool`: the pool's embeddings and probabilities from any predictor, in chunks;
-- :mod:`.params`: the parameters' rules (shared with ``setfit-lite suggest``).
+- `suggest`: `suggest_labels`, the entry point (parameters checked before any work);
+- `strategies`: the strategies behind ``strategy=`` and how ``"auto"`` picks one;
+- `uncertainty`: informativeness from a head's probabilities;
+- `diversity`: k-means representatives, the best text per cluster, the texts nearest a label name;
+- `pool`: the pool's embeddings and probabilities from any predictor, in chunks;
+- `params`: the parameters' rules (shared with ``setfit-lite suggest``).
 
 Guide: docs/active_learning.md ("Choosing what to label").
 """

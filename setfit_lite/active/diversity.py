@@ -1,7 +1,7 @@
 """Diversity in embedding space: k-means representatives, the best text of each cluster, and the texts nearest a
 label name. Every function takes unit-length embeddings and a set of candidate rows, and returns distinct rows.
 
-k-means is scikit-learn's (``KMeans``; ``MiniBatchKMeans`` beyond :data:`MINIBATCH_ABOVE` rows), seeded: the same
+k-means is scikit-learn's (``KMeans``; ``MiniBatchKMeans`` beyond `MINIBATCH_ABOVE` rows), seeded: the same
 seed gives the same picks. Fewer distinct texts than clusters (duplicates) leave clusters empty; the picks are then
 topped up from the candidates not yet taken, so a call always returns the number asked for.
 """

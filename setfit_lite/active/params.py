@@ -1,8 +1,8 @@
-"""The parameters of :func:`~setfit_lite.active.suggest_labels`, checked before any model work.
+"""The parameters of `suggest_labels`, checked before any model work.
 
-:data:`RULES` holds the rules of the numbers and names (built with :mod:`setfit_lite.config.rules`, shared by the API
-and ``setfit-lite suggest`` through :func:`setfit_lite.config.params.argument_type`); :func:`check_pool` and
-:func:`check_exclude` check the texts and the excluded indices, naming the row or the value at fault.
+`RULES` holds the rules of the numbers and names (built with `setfit_lite.config.rules`, shared by the API
+and ``setfit-lite suggest`` through `setfit_lite.config.params.argument_type`); `check_pool` and
+`check_exclude` check the texts and the excluded indices, naming the row or the value at fault.
 
 Torch-free: this module imports only the standard library, numpy and torch-free setfit_lite modules.
 """
@@ -30,7 +30,7 @@ RULES: dict[str, Rule] = {
 
 
 def check_suggest_param(name: str, value: Any) -> Any:
-    """``value`` of the parameter ``name`` of :data:`RULES`, or TypeError/ValueError naming it and what is allowed."""
+    """``value`` of the parameter ``name`` of `RULES`, or TypeError/ValueError naming it and what is allowed."""
     return check_rule(RULES[name], name, value)
 
 

@@ -1,5 +1,5 @@
 """What the strategies read of the pool: its embeddings (unit length) and the head's probabilities, from any
-predictor, computed once each and in chunks of :data:`~setfit_lite.runtime.predictor.STREAM_CHUNK` texts.
+predictor, computed once each and in chunks of `STREAM_CHUNK` texts.
 
 A ``SetFitModel`` with a fitted head embeds each chunk once and gives the head those embeddings (one body pass for
 both views); a fresh ``SetFitModel.from_pretrained(body)`` (no fitted head) has embeddings only. An exported model
@@ -41,7 +41,7 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 class PoolView:
-    """The pool ``texts`` as ``model`` sees it: :meth:`embeddings` and :meth:`proba`, each computed on first use.
+    """The pool ``texts`` as ``model`` sees it: `embeddings` and `proba`, each computed on first use.
 
     Args:
         model: a ``SetFitModel`` (fitted or not) or an exported model (any ``Predictor``).

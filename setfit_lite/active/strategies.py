@@ -1,13 +1,13 @@
-"""The strategies of :func:`~setfit_lite.active.suggest_labels`: which ``k`` texts of the candidates to label next.
+"""The strategies of `suggest_labels`: which ``k`` texts of the candidates to label next.
 
 - ``"random"``: ``k`` candidates drawn uniformly (the baseline; needs neither embeddings nor a head);
 - ``"cold_start_kmeans"``: for each label name, the text its name claims most surely (the zero-shot margin over
   the names' embeddings, encoded as training encodes them); then k-means on the embeddings of the others and the
   text nearest each centre (diverse and representative);
-- ``"uncertainty"``: the ``k`` texts nearest the head's decision boundary (:func:`~.uncertainty.uncertainty`);
-- ``"margin_diverse"``: the :data:`CANDIDATES_PER_PICK` x ``k`` most uncertain texts, clustered into ``k`` by
+- ``"uncertainty"``: the ``k`` texts nearest the head's decision boundary (`uncertainty`);
+- ``"margin_diverse"``: the `CANDIDATES_PER_PICK` x ``k`` most uncertain texts, clustered into ``k`` by
   their embeddings, and the most uncertain text of each cluster (informative and not all alike);
-- ``"auto"``: ``cold_start_kmeans`` for a model without a fitted head, else :data:`TRAINED_DEFAULT` (chosen on
+- ``"auto"``: ``cold_start_kmeans`` for a model without a fitted head, else `TRAINED_DEFAULT` (chosen on
   validation data by ``benchmarks/suggest_choice.py``, see docs/active_learning.md).
 
 With a fitted head, the strategies that use the model (not ``"random"``) first search by name for the classes the
@@ -99,5 +99,5 @@ def resolve(strategy: str, fitted: bool) -> str:
 
 
 def select(strategy: str, req: Request) -> list[int]:
-    """``req.k`` distinct rows of ``req.candidates`` chosen by ``strategy`` (a name of :data:`SELECTORS`)."""
+    """``req.k`` distinct rows of ``req.candidates`` chosen by ``strategy`` (a name of `SELECTORS`)."""
     return SELECTORS[strategy](req)

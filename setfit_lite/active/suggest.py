@@ -28,7 +28,7 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
     fitted head (trained, or exported with ``SetFitModel.from_static``/``from_onnx``, which score a large pool
     fastest) gets informative texts (near its decision boundary) that are not all alike, and a class it has never
     seen labelled is searched for by its name. ``strategy`` names the alternatives
-    (:mod:`setfit_lite.active.strategies`).
+    (`setfit_lite.active.strategies`).
 
     Everything is checked before any text is embedded.
 

@@ -2,7 +2,7 @@
 
 Single-label: one minus the margin between the two most probable classes ("breaking ties", the margin of
 small-text's ``BreakingTies``); multi-label: one minus twice the distance of the label nearest the
-0.5 threshold (:data:`~setfit_lite.runtime.predictor.MULTI_LABEL_THRESHOLD`). Both lie in [0, 1]: 1 on the boundary.
+0.5 threshold (`MULTI_LABEL_THRESHOLD`). Both lie in [0, 1]: 1 on the boundary.
 """
 
 from __future__ import annotations
