@@ -5,12 +5,12 @@ Quiet by default: results go to stdout, warnings to stderr, progress bars only w
 one line on stderr and exit status 128 + the signal's number (130, 143); ``train --save-steps N`` checkpoints first
 and says how to resume.
 
-- :mod:`.parser`: the argparse parser, built from the commands;
-- :mod:`.commands`: one module per command, its options (``add_arguments``) beside what it does (``run``);
-- :mod:`.options` and :mod:`.training`: options several commands share;
-- :mod:`.inputs`: texts from files or stdin, model folders, the guard that nothing read is written over;
-- :mod:`.output`: logging, warnings and progress bars for ``--quiet`` / ``--verbose``;
-- :mod:`.signals`: Ctrl-C and SIGTERM: the exit status and the line saying what was saved.
+- `parser`: the argparse parser, built from the commands;
+- `commands`: one module per command, its options (``add_arguments``) beside what it does (``run``);
+- `options` and `training`: options several commands share;
+- `inputs`: texts from files or stdin, model folders, the guard that nothing read is written over;
+- `output`: logging, warnings and progress bars for ``--quiet`` / ``--verbose``;
+- `signals`: Ctrl-C and SIGTERM: the exit status and the line saying what was saved.
 """
 
 from __future__ import annotations

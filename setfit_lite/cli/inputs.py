@@ -15,7 +15,7 @@ TABLE_SUFFIXES = (".csv", ".json", ".jsonl")  # read as columns; any other file:
 
 
 def check_output(output: str, *inputs: str | None, suffix: str) -> None:
-    """The output-path guard (:func:`~setfit_lite.serialization.check_output_path`), before anything is read: no
+    """The output-path guard (`check_output_path`), before anything is read: no
     command writes into, over or around a folder or file it reads (inputs that do not exist, hub names, are
     skipped)."""
     from ..serialization import check_output_path
@@ -24,7 +24,7 @@ def check_output(output: str, *inputs: str | None, suffix: str) -> None:
 
 
 def load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
-    """The model in ``model_dir``, of any tier (:func:`setfit_lite.modeling.load_model_folder`)."""
+    """The model in ``model_dir``, of any tier (`setfit_lite.modeling.load_model_folder`)."""
     from ..modeling import load_model_folder
 
     return load_model_folder(model_dir, runtime)

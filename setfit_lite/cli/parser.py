@@ -1,5 +1,5 @@
 """The ``setfit-lite`` argparse parser: ``--quiet``/``--verbose`` and one sub-command per module of
-:mod:`setfit_lite.cli.commands` (each adds its own options)."""
+`setfit_lite.cli.commands` (each adds its own options)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def add_arguments(predict: argparse.ArgumentParser) -> None:
 
 
 def run_on_ray(ns: argparse.Namespace) -> dict[str, Any]:
-    """``predict --ray``: the input scored by :func:`setfit_lite.integrations.ray_data.score_dataset`; a summary
+    """``predict --ray``: the input scored by `setfit_lite.integrations.ray_data.score_dataset`; a summary
     on stdout."""
     from ...integrations.ray_data import check_score_request, connect_ray, score_dataset
 

@@ -1,4 +1,4 @@
-"""``setfit-lite serve``: a model folder of any tier over HTTP (:mod:`setfit_lite.serving`): ``POST /predict``,
+"""``setfit-lite serve``: a model folder of any tier over HTTP (`setfit_lite.serving`): ``POST /predict``,
 ``/health``, ``/ready``, ``/metrics``, with micro-batching across requests; SIGTERM or Ctrl-C answers every accepted
 request and exits 0. Every option is checked, and the model loaded, before the server starts."""
 

@@ -1,4 +1,4 @@
-"""``setfit-lite suggest``: which texts of a pool to label next (:func:`setfit_lite.active.suggest_labels`), written
+"""``setfit-lite suggest``: which texts of a pool to label next (`setfit_lite.active.suggest_labels`), written
 as a JSONL file for a person to fill in: one ``{"index": i, "text": ..., "label": null}`` row per text.
 
 ``index`` is the text's position in the pool as read (a text file: its non-blank lines; CSV/JSON/JSONL: its rows).
