@@ -1,4 +1,4 @@
-"""The names of the embedding-phase losses, by family; :mod:`setfit_lite.losses` builds them.
+"""The names of the embedding-phase losses, by family; `setfit_lite.losses` builds them.
 
 Torch-free (``TrainingArguments`` checks ``loss`` against these names without importing torch).
 """

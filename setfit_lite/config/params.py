@@ -1,14 +1,14 @@
-"""One rule per numeric parameter outside :class:`~setfit_lite.TrainingArguments`, shared by the API and the CLI.
+"""One rule per numeric parameter outside `TrainingArguments`, shared by the API and the CLI.
 
-:data:`PARAMS` holds the rules of prediction (``batch_size`` of ``predict``/``predict_proba``/``predict_iter``/
+`PARAMS` holds the rules of prediction (``batch_size`` of ``predict``/``predict_proba``/``predict_iter``/
 ``encode`` on torch, ONNX and static models, ONNX ``num_threads``), of the search (``n_trials``, ``timeout``,
 ``n_jobs``, ``max_trials`` and the storage's heartbeat options), of ``SetFitModel.from_pretrained``'s settings, of
 Ray Data scoring (``num_cpus``, ``concurrency``, ``max_retries``) and of the other numbers the CLI takes. They are
-built with, and checked by, the rules of :mod:`setfit_lite.config.rules`, as are the rules of the training arguments
-(:data:`TRAINING_RULES`, the table of :mod:`setfit_lite.config.training_rules`).
+built with, and checked by, the rules of `setfit_lite.config.rules`, as are the rules of the training arguments
+(`TRAINING_RULES`, the table of `setfit_lite.config.training_rules`).
 
-The API calls :func:`check_param` (``TypeError`` for a wrong type, ``ValueError`` for a value out of range, both
-naming the parameter, the value and what is allowed); the CLI's options are parsed by :func:`argument_type`, built
+The API calls `check_param` (``TypeError`` for a wrong type, ``ValueError`` for a value out of range, both
+naming the parameter, the value and what is allowed); the CLI's options are parsed by `argument_type`, built
 from the same rule, so a bad number is an argparse error (exit status 2) before any data or model is loaded.
 
 Torch-free: this module imports only the standard library and ``setfit_lite.config``.
@@ -104,7 +104,7 @@ def check_param(name: str, value: Any) -> Any:
 
 
 def check_params(values: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`check_param` on each ``name: value``."""
+    """`check_param` on each ``name: value``."""
     return {name: check_param(name, value) for name, value in values.items()}
 
 
@@ -122,7 +122,7 @@ def _number_or_text(text: str) -> Any:
 
 
 def argument_type(name: str, rules: Mapping[str, Rule] = PARAMS) -> Callable[[str], Any]:
-    """An argparse ``type=`` for the parameter ``name`` of ``rules`` (:data:`PARAMS` or :data:`TRAINING_RULES`):
+    """An argparse ``type=`` for the parameter ``name`` of ``rules`` (`PARAMS` or `TRAINING_RULES`):
     the number, checked by the parameter's rule; otherwise an argparse error with the rule's message."""
     rule = rules[name]
 

@@ -1,9 +1,9 @@
-"""The rules that check a parameter's value: a :class:`Rule` says what it allows and normalises what it accepts.
+"""The rules that check a parameter's value: a `Rule` says what it allows and normalises what it accepts.
 
-The builders (:func:`integer`, :func:`number`, :func:`option`, ...) make the rules of the tables of
-:mod:`setfit_lite.training_args` (the training arguments) and :mod:`setfit_lite.config.params` (prediction, search,
+The builders (`integer`, `number`, `option`, ...) make the rules of the tables of
+`setfit_lite.training_args` (the training arguments) and `setfit_lite.config.params` (prediction, search,
 CLI);
-:func:`check_rule` turns a rule's bare ``TypeError`` (wrong type) or ``ValueError`` (out of range) into one that
+`check_rule` turns a rule's bare ``TypeError`` (wrong type) or ``ValueError`` (out of range) into one that
 names the parameter, the value and what is allowed.
 
 Torch- and numpy-free: this module imports only the standard library.
@@ -39,7 +39,7 @@ class Rule:
     """What a parameter allows (for messages) and ``check(value) -> normalised value``.
 
     ``check`` raises a bare ``TypeError`` (wrong type) or ``ValueError`` (out of range, with or without a reason);
-    :func:`check_rule` adds the parameter, the value and ``allowed`` to the message.
+    `check_rule` adds the parameter, the value and ``allowed`` to the message.
     """
 
     allowed: str

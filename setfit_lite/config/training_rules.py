@@ -1,5 +1,5 @@
-"""The rules of :class:`~setfit_lite.TrainingArguments`' fields (:data:`TRAINING_RULES`, one :class:`Rule` a
-field) and :func:`check_argument`, which applies one: torch-free, used by the dataclass, the search (its values)
+"""The rules of `TrainingArguments`' fields (`TRAINING_RULES`, one `Rule` a
+field) and `check_argument`, which applies one: torch-free, used by the dataclass, the search (its values)
 and the CLI (its options: ``setfit_lite.config.params.argument_type``). Cross-field rules are the constructor's.
 """
 
@@ -184,7 +184,7 @@ TRAINING_RULES: dict[str, Rule] = {
 
 
 def check_argument(name: str, value: Any) -> Any:
-    """``value`` of the :class:`TrainingArguments` field ``name``, normalised (numpy numbers to Python ones,
+    """``value`` of the `TrainingArguments` field ``name``, normalised (numpy numbers to Python ones,
     enums to their value, a backend name to lower case), or ``TypeError`` (wrong type) / ``ValueError`` (out of
     range) naming the field, the value and what is allowed. Cross-field rules are checked by the constructor."""
     rule = TRAINING_RULES.get(name)
