@@ -3,15 +3,15 @@
 Everything here runs before any model work, so that a bad dataset fails fast with a message that names the
 problem (the row, the column, the type) instead of failing deep inside training.
 
-- :mod:`.readers`: any supported input -> :class:`LabeledData` (:func:`to_labeled_data`);
-- :mod:`.labels`: label validation and encoding to class ids (:func:`encode_labels`);
-- :mod:`.subsets`: :func:`sample_dataset`, a few-shot subset of N examples per label as setfit draws them;
-- :mod:`.templates`: :func:`get_templated_dataset`, zero-shot examples from label names;
-- :mod:`.samples`: :func:`load_sample`, the real data shipped in ``setfit_lite/resources``;
-- :mod:`.checks`: the shared container and text checks (:func:`validate_texts`);
-- :mod:`.benchmark_splits`: setfit's benchmark splits (:data:`SAMPLE_SIZES`, :data:`SEEDS`,
-  :func:`create_fewshot_splits`, ...);
-- :mod:`.torch_dataset`: setfit's ``SetFitDataset`` (loaded, with torch, when the name is first used).
+- `readers`: any supported input -> `LabeledData` (`to_labeled_data`);
+- `labels`: label validation and encoding to class ids (`encode_labels`);
+- `subsets`: `sample_dataset`, a few-shot subset of N examples per label as setfit draws them;
+- `templates`: `get_templated_dataset`, zero-shot examples from label names;
+- `samples`: `load_sample`, the real data shipped in ``setfit_lite/resources``;
+- `checks`: the shared container and text checks (`validate_texts`);
+- `benchmark_splits`: setfit's benchmark splits (`SAMPLE_SIZES`, `SEEDS`,
+  `create_fewshot_splits`, ...);
+- `torch_dataset`: setfit's ``SetFitDataset`` (loaded, with torch, when the name is first used).
 
 This package imports only numpy and the standard library when loaded (``datasets`` and scikit-learn when a
 function needs them), so torch-free inference can use it.

@@ -1,9 +1,9 @@
 """setfit's benchmark splits: few-shot training splits for each sample size over fixed seeds.
 
-``create_fewshot_splits`` draws, for each sample size and each of the 10 :data:`SEEDS`, up to ``sample_size``
+``create_fewshot_splits`` draws, for each sample size and each of the 10 `SEEDS`, up to ``sample_size``
 rows per label with pandas' ``DataFrame.sample(random_state=seed)``: the same rows as setfit for the same data.
 pandas and ``datasets`` are imported when a function needs them (setfit's ``SetFitDataset``, which needs
-torch, is in :mod:`.torch_dataset`).
+torch, is in `torch_dataset`).
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ def create_samples_multilabel(df: pd.DataFrame, sample_size: int, seed: int) -> 
 
 def create_fewshot_splits(dataset: datasets.Dataset, sample_sizes: Sequence[int], add_data_augmentation: bool = False,
                           dataset_name: str | None = None) -> datasets.DatasetDict:
-    """``train-{sample_size}-{i}`` splits: :func:`create_samples` for every size and each of the 10 :data:`SEEDS`.
+    """``train-{sample_size}-{i}`` splits: `create_samples` for every size and each of the 10 `SEEDS`.
 
     With ``add_data_augmentation`` each split also gets ``sample_size`` templated examples per label of
-    ``dataset_name`` (:func:`get_templated_dataset`), shuffled in with the split's seed.
+    ``dataset_name`` (`get_templated_dataset`), shuffled in with the split's seed.
     """
     import pandas as pd
     from datasets import Dataset, DatasetDict
@@ -72,7 +72,7 @@ def create_fewshot_splits(dataset: datasets.Dataset, sample_sizes: Sequence[int]
 
 def create_fewshot_splits_multilabel(dataset: datasets.Dataset, sample_sizes: Sequence[int]
                                      ) -> datasets.DatasetDict:
-    """:func:`create_fewshot_splits` for a dataset with a ``text`` column and one 0/1 column per label."""
+    """`create_fewshot_splits` for a dataset with a ``text`` column and one 0/1 column per label."""
     from datasets import Dataset, DatasetDict
 
     df = dataset.to_pandas()
@@ -87,7 +87,7 @@ def create_fewshot_splits_multilabel(dataset: datasets.Dataset, sample_sizes: Se
 def add_templated_examples(dataset: Any, candidate_labels: Sequence[str], template: str = "This sentence is {}",
                            sample_size: int = 2, text_column: str = "text", label_column: str = "label",
                            multi_label: bool = False) -> datasets.Dataset:
-    """setfit 0.x's name and signature of :func:`get_templated_dataset` (deprecated in 0.6, removed in 1.0)."""
+    """setfit 0.x's name and signature of `get_templated_dataset` (deprecated in 0.6, removed in 1.0)."""
     warnings.warn("`add_templated_examples` is deprecated, use `get_templated_dataset` (same arguments by name)",
                   DeprecationWarning, stacklevel=2)
     return get_templated_dataset(dataset, candidate_labels=candidate_labels, template=template,

@@ -74,7 +74,7 @@ def normalize_labels(raw_labels: Any) -> tuple[list, str]:
 
 
 def kind_name(kind: str) -> str:
-    """A label kind of :func:`normalize_labels` in words, for messages."""
+    """A label kind of `normalize_labels` in words, for messages."""
     return {"int": "int", "str": "str", "multi": "a list (multi-label)"}[kind]
 
 
@@ -120,7 +120,7 @@ def index_in(values: Sequence, known: list) -> list[int]:
 
 
 def is_multi_hot(rows: list[list]) -> bool:
-    """Whether label lists (of ints or strs, as :func:`normalize_labels` returns them) are 0/1 vectors of one
+    """Whether label lists (of ints or strs, as `normalize_labels` returns them) are 0/1 vectors of one
     length >= 2: scikit-learn's "multilabel-indicator" target type."""
     from sklearn.utils.multiclass import type_of_target  # not at the top: 1.5 s, and inference never needs it
 

@@ -1,4 +1,4 @@
-"""Readers: turn any supported input (Dataset, DataFrame, rows, columns, texts, a file) into :class:`LabeledData`."""
+"""Readers: turn any supported input (Dataset, DataFrame, rows, columns, texts, a file) into `LabeledData`."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def to_labeled_data(
     column_mapping: Mapping[str, str] | None = None,
     require_labels: bool = True,
 ) -> LabeledData:
-    """Validate user data and return it as :class:`LabeledData`.
+    """Validate user data and return it as `LabeledData`.
 
     ``data`` is a ``datasets.Dataset`` (or a single-split ``DatasetDict``), a ``pandas.DataFrame``, a list of
     dicts, a dict of lists, a ``(texts, labels)`` tuple, a list of texts (with ``labels=`` or unlabelled), or a
@@ -193,7 +193,7 @@ def to_labeled_data(
 
 def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_column: str,
                   column_mapping: Mapping[str, str] | None, require_labels: bool) -> LabeledData:
-    """:func:`to_labeled_data` on data already in memory (not a path)."""
+    """`to_labeled_data` on data already in memory (not a path)."""
     table = as_table(data)
     if table is None:
         if column_mapping:
