@@ -1,6 +1,6 @@
 """The ONNX writer: a trained SetFitModel as one ONNX graph (token ids to class probabilities), optionally
 quantised to int8 (dynamic, or static with scales calibrated on texts). Needs torch and the ``onnx`` extra; the
-folder it writes is read by :class:`setfit_lite.runtime.onnx.OnnxSetFitModel` (the folder's layout: see there)."""
+folder it writes is read by `setfit_lite.runtime.onnx.OnnxSetFitModel` (the folder's layout: see there)."""
 
 from __future__ import annotations
 

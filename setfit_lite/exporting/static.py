@@ -1,7 +1,7 @@
 """The static writer: a fitted SetFitModel's body distilled into static token embeddings (model2vec's method on
 the fine-tuned body, then optionally refined as model2vec's tokenlearn does), with a LogisticRegression head refitted
 on them. Needs torch and scikit-learn; the folder it writes is read by
-:class:`setfit_lite.runtime.static.StaticSetFitModel` (the method and the folder's layout: see there)."""
+`setfit_lite.runtime.static.StaticSetFitModel` (the method and the folder's layout: see there)."""
 
 from __future__ import annotations
 
