@@ -2,11 +2,11 @@
 
 Each of ``k`` stratified folds of the training examples is scored by a model fitted without it, and the
 temperature ``T`` minimising the negative log-likelihood of those out-of-fold predictions under
-``softmax(log p / T)`` (:func:`setfit_lite.runtime.predictor.temper`, the rule every prediction tier applies) is kept;
+``softmax(log p / T)`` (`setfit_lite.runtime.predictor.temper`, the rule every prediction tier applies) is kept;
 ``T`` changes no argmax. What "a model fitted without it" is depends on whether the body was trained on the
-examples: if not, a head refitted on the other folds' embeddings (:func:`cv_temperature`, ``k = min(5, smallest
-class count)``); if so, a whole model, body and head, trained without the fold (:func:`cross_fit_temperature`,
-``k = 2`` by default; :mod:`setfit_lite.training.cross_fit`), since a trained body has already pulled every
+examples: if not, a head refitted on the other folds' embeddings (`cv_temperature`, ``k = min(5, smallest
+class count)``); if so, a whole model, body and head, trained without the fold (`cross_fit_temperature`,
+``k = 2`` by default; `setfit_lite.training.cross_fit`), since a trained body has already pulled every
 training example to its class. Multi-label heads are not calibrated (independent sigmoids have no single softmax
 to scale).
 """
@@ -27,7 +27,7 @@ TEMPERATURE_BOUNDS = (0.05, 20.0)  # the search range of T; its ends mean "sharp
 
 
 def fit_temperature(log_proba: np.ndarray, ids: np.ndarray) -> float:
-    """The ``T`` in :data:`TEMPERATURE_BOUNDS` minimising the mean negative log-likelihood of class ids ``ids``
+    """The ``T`` in `TEMPERATURE_BOUNDS` minimising the mean negative log-likelihood of class ids ``ids``
     under ``softmax(log_proba / T)`` (searched on ``log T``, bounded)."""
     from scipy.optimize import minimize_scalar
     from scipy.special import log_softmax
@@ -88,14 +88,14 @@ def cross_fit_temperature(fit_predict: Callable[[np.ndarray, np.ndarray], np.nda
                           max_folds: int = CROSS_FIT_FOLDS, seed: int = 0) -> tuple[float | None, str]:
     """``(T, how)``: the temperature fitted on out-of-fold log-probabilities of whole models (body and head)
     trained by ``fit_predict(train_rows, held_out_rows)`` without the held-out rows (cross-fitting);
-    ``(None, why not)`` as :func:`out_of_fold_log_proba`."""
+    ``(None, why not)`` as `out_of_fold_log_proba`."""
     return _oof_temperature(fit_predict, ids, max_folds, seed,
                             "cross-fitting (body and head trained without each fold)")
 
 
 def _oof_temperature(fit_predict: Callable[[np.ndarray, np.ndarray], np.ndarray], ids: np.ndarray, max_folds: int,
                      seed: int, method: str) -> tuple[float | None, str]:
-    """``(T, "<k>-fold <method>")`` from :func:`out_of_fold_log_proba`, or ``(None, why not)``."""
+    """``(T, "<k>-fold <method>")`` from `out_of_fold_log_proba`, or ``(None, why not)``."""
     log_proba, folds = out_of_fold_log_proba(fit_predict, ids, max_folds, seed)
     if log_proba is None:
         return None, str(folds)

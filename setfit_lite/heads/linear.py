@@ -149,7 +149,7 @@ def _rebuild_constant(tensors: Mapping[str, torch.Tensor], i: int, n_features: i
 def rebuild_lr_family(
     cfg: Mapping[str, Any], tensors: Mapping[str, torch.Tensor], path: Path
 ) -> tuple[Any, list[str]]:
-    """Inverse of :func:`lr_family_state`: ``(estimator, ignored)``, a fitted estimator whose predict_proba is
+    """Inverse of `lr_family_state`: ``(estimator, ignored)``, a fitted estimator whose predict_proba is
     bit-identical, and the saved parameters the installed scikit-learn does not have."""
     strategy, num_classes, multi_label = cfg["multi_target_strategy"], cfg["num_classes"], cfg["multi_label"]
     kinds, n_feats = cfg.get("members"), cfg.get("member_n_features")

@@ -5,7 +5,7 @@ Such a folder holds a sentence-transformers body, ``config_setfit.json`` (``{"la
 classifier (LogisticRegression, or a OneVsRest/MultiOutput/ClassifierChain wrapper for multi-target) or
 setfit's differentiable ``SetFitHead`` (a torch module, which unpickles only where setfit is installed).
 Reading the pickle can execute code, so it is done only for ``allow_pickle=True``. The head becomes a
-pickle-free :class:`~setfit_lite.heads.SklearnHead` or :class:`~setfit_lite.heads.TorchHead` that predicts
+pickle-free `SklearnHead` or `TorchHead` that predicts
 as setfit does: ``predict_proba`` columns follow the head's classes, named by setfit's labels.
 """
 
@@ -144,7 +144,7 @@ def _from_sklearn(estimator: Any, names: Sequence | None, path: Path) -> tuple[S
 
 
 def _from_setfit_head(module: torch.nn.Module, names: Sequence | None, path: Path) -> tuple[TorchHead, list]:
-    """A :class:`TorchHead` with setfit's ``SetFitHead`` weights (its temperature folded into them)."""
+    """A `TorchHead` with setfit's ``SetFitHead`` weights (its temperature folded into them)."""
     linear = getattr(module, "linear", None)
     temperature, eps = getattr(module, "temperature", None), getattr(module, "eps", None)
     if not isinstance(linear, torch.nn.Linear) or isinstance(linear, torch.nn.LazyLinear) \

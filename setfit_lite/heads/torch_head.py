@@ -47,7 +47,7 @@ def _one_of(name: str, value: Any, alias: str, alias_value: Any, default: Any) -
 
 
 class EpochHook(Protocol):
-    """What :meth:`SetFitHead.fit` calls around each epoch (the trainer turns these into callback events)."""
+    """What `SetFitHead.fit` calls around each epoch (the trainer turns these into callback events)."""
 
     def epoch_begin(self, epoch: int) -> None:
         """Before epoch ``epoch`` (0-based)."""
@@ -134,7 +134,7 @@ class SetFitHead(nn.Module):
         return self._param().device
 
     def get_loss_fn(self) -> nn.Module:
-        """setfit's: the loss module :meth:`loss` computes (BCE with logits multi-label, else cross-entropy)."""
+        """setfit's: the loss module `loss` computes (BCE with logits multi-label, else cross-entropy)."""
         return nn.BCEWithLogitsLoss() if self.multi_label else nn.CrossEntropyLoss()
 
     @staticmethod
@@ -193,7 +193,7 @@ class SetFitHead(nn.Module):
         return F.cross_entropy(logits, y.long(), weight=weight, reduction="none").mean()
 
     def fit_class_weight(self, y: np.ndarray | torch.Tensor) -> None:
-        """Resolve ``class_weight`` against the training class ids ``y`` for :meth:`loss` (``fit`` calls it;
+        """Resolve ``class_weight`` against the training class ids ``y`` for `loss` (``fit`` calls it;
         end-to-end training calls it before its loop)."""
         if isinstance(y, torch.Tensor):
             y = y.detach().cpu().numpy()
@@ -202,7 +202,7 @@ class SetFitHead(nn.Module):
 
     def predict_proba(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
         """Softmax (or sigmoid for multi-label) probabilities as a numpy array (n, K), in eval mode (a head in
-        training mode is switched to eval, see :func:`settle_eval`)."""
+        training mode is switched to eval, see `settle_eval`)."""
         settle_eval(self)
         with torch.inference_mode():
             logits = self(self._as_input(X))

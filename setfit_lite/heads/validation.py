@@ -70,7 +70,7 @@ HEAD_RULES: dict[str, Rule] = {
 
 
 def check_head_param(name: str, value: Any) -> Any:
-    """``value`` of the head parameter ``name`` (:data:`HEAD_RULES`), normalised, or ``TypeError`` (wrong type) /
+    """``value`` of the head parameter ``name`` (`HEAD_RULES`), normalised, or ``TypeError`` (wrong type) /
     ``ValueError`` (out of range) naming the parameter, the value and what is allowed."""
     return check_rule(HEAD_RULES[name], name, value)
 
