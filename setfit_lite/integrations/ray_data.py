@@ -1,7 +1,7 @@
 """Scoring a corpus on a Ray cluster with Ray Data: ``pip install "setfit_lite[ray]"``.
 
-:func:`score_dataset` reads the texts (a ``ray.data.Dataset``, or Parquet, JSONL/JSON, CSV or text files read with
-``ray.data.read_*``), runs :class:`BatchScorer` through ``Dataset.map_batches`` on a pool of actors, each loading a
+`score_dataset` reads the texts (a ``ray.data.Dataset``, or Parquet, JSONL/JSON, CSV or text files read with
+``ray.data.read_*``), runs `BatchScorer` through ``Dataset.map_batches`` on a pool of actors, each loading a
 saved model folder once (a ``SetFitModel``, or an ONNX or static export, which never import torch), and writes
 the id of each row, its label and, on request, its probabilities with ``Dataset.write_parquet``.
 
@@ -15,7 +15,7 @@ Exactly once, one output row per input row, also when a worker process dies mid-
 * the files are written into a new sibling folder that is renamed to ``output`` only once the job has finished
   and its row count equals the input's: ``output`` is complete or absent, never partial.
 
-A row needs an id to be joined back to its text: give the input's ``id_column``, or let :func:`score_dataset` add
+A row needs an id to be joined back to its text: give the input's ``id_column``, or let `score_dataset` add
 a row index (``index_column``): the row's position in the input, counted in the input's order (files in name
 order, rows in file order). Adding it materialises the texts in Ray's object store first (spilled to disk when
 larger than memory); a corpus of billions of rows should carry its own id column.
@@ -83,7 +83,7 @@ def check_ray_address(address: str | None = None, timeout: float = RAY_PROBE_SEC
 
 
 def connect_ray(address: str | None = None, **init_args: Any) -> Any:
-    """The ``ray`` module, connected: ``ray.init(address, **init_args)`` once :func:`check_ray_address` found the
+    """The ``ray`` module, connected: ``ray.init(address, **init_args)`` once `check_ray_address` found the
     address answering (nothing when Ray is already initialised)."""
     ray = require_ray()
     if not ray.is_initialized():
@@ -96,7 +96,7 @@ def check_score_request(model_dir: str | os.PathLike, data: Any, output: str | o
                         concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1.0,
                         max_retries: int = 3, batch_size: int | None = None,
                         model_batch_size: int | None = None) -> list[Any]:
-    """What :func:`score_dataset` checks before Ray starts: its numbers by their rules (``setfit_lite.config.params``),
+    """What `score_dataset` checks before Ray starts: its numbers by their rules (``setfit_lite.config.params``),
     the model folder and the input files exist, and ``output`` is new and neither holds nor lies in what is read.
     Returns the input paths (empty for a ``ray.data.Dataset``)."""
     from ..config.params import check_param, check_params
@@ -212,14 +212,14 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
     started locally when Ray is not initialised) and write ``output``: a folder of Parquet files with one row per
     input row.
 
-    ``data``: a ``ray.data.Dataset``, or paths :func:`read_texts` reads. ``id_column``: the input's id column,
+    ``data``: a ``ray.data.Dataset``, or paths `read_texts` reads. ``id_column``: the input's id column,
     copied to the output; without one, ``index_column`` holds each row's position in the input. Output columns:
     the id, ``label`` (multi-label: a multi-hot list) and, with ``proba``, ``proba`` (the model's ``labels``
     order). ``batch_size``: rows per actor call (Ray's); ``model_batch_size``: texts per model batch inside it;
-    both default to the tier's :data:`TIER_DEFAULTS`. ``concurrency``: actors (Ray's: a number, or ``(min, max)``
+    both default to the tier's `TIER_DEFAULTS`. ``concurrency``: actors (Ray's: a number, or ``(min, max)``
     to autoscale; default ``(1, cluster CPUs / num_cpus)``); ``num_cpus``: CPUs per actor, the threads its model
     uses. ``max_retries``: restarts of a dead actor, retries of its batch and of a read or write task.
-    ``scorer``: the callable class the actors run (a subclass of :class:`BatchScorer` may add columns).
+    ``scorer``: the callable class the actors run (a subclass of `BatchScorer` may add columns).
     ``verify``: compare the output's row count (from the Parquet metadata) with the input's before publishing it
     (with an ``id_column``, counting the input is a second read of it, free for Parquet).
 

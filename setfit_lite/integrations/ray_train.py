@@ -1,4 +1,4 @@
-"""setfit_lite's :class:`~setfit_lite.Trainer` inside Ray Train workers (``ray.train.torch.TorchTrainer``).
+"""setfit_lite's `Trainer` inside Ray Train workers (``ray.train.torch.TorchTrainer``).
 
 Ray Train starts ``ScalingConfig(num_workers=N)`` worker processes and initialises the torch process group (gloo on
 CPUs, nccl on GPUs) before the training function runs. The Trainer's backend takes that group as it is (rank and
@@ -82,13 +82,13 @@ def report_model(trainer: Trainer, metrics: Mapping[str, Any] | None = None,
 
 
 def build_trainer(config: Mapping[str, Any]) -> Trainer:
-    """The Trainer that ``train_loop_per_worker`` trains, from ``train_loop_config`` (keys: :data:`CONFIG_KEYS`).
+    """The Trainer that ``train_loop_per_worker`` trains, from ``train_loop_config`` (keys: `CONFIG_KEYS`).
 
     ``model``: a model folder or name for ``SetFitModel.from_pretrained`` (with ``model_kwargs``);
     ``train_dataset`` / ``eval_dataset``: anything ``Trainer`` takes (Ray ships them to every worker: a few-shot set
     is small; or a file path every node can read); ``args``: ``TrainingArguments`` keyword arguments; ``metric``,
     ``column_mapping``: as ``Trainer``'s; ``report_checkpoints`` (default True): report every checkpoint the
-    Trainer saves to Ray (:class:`RayTrainReportCallback`).
+    Trainer saves to Ray (`RayTrainReportCallback`).
     """
     unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
@@ -106,9 +106,9 @@ def build_trainer(config: Mapping[str, Any]) -> Trainer:
 
 
 def train_loop_per_worker(config: Mapping[str, Any]) -> Trainer:
-    """A ``TorchTrainer`` training function: build the Trainer from ``config`` (:func:`build_trainer`), train it
+    """A ``TorchTrainer`` training function: build the Trainer from ``config`` (`build_trainer`), train it
     data-parallel over Ray's workers, evaluate on rank 0 when there is an ``eval_dataset``, and report the model
-    (:func:`report_model`, into ``config["save_to"]`` when given). Returns the Trainer (every rank holds the same
+    (`report_model`, into ``config["save_to"]`` when given). Returns the Trainer (every rank holds the same
     trained model)."""
     trainer = build_trainer(config)
     trainer.train()
