@@ -1,4 +1,4 @@
-"""The torch-free prediction runtimes: the :class:`~setfit_lite.runtime.predictor.Predictor` base (chunks of a
+"""The torch-free prediction runtimes: the `Predictor` base (chunks of a
 stream, tokenisation with the ``tokenizers`` library), long-text windows, thread helpers, the signal-stack guard,
 and the runtimes of exported folders: ONNX (onnxruntime, OpenVINO) and static token embeddings.
 

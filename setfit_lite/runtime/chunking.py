@@ -9,8 +9,8 @@ embedding (``chunk_pooling``): ``"mean"``, ``"max"`` (per dimension) or ``"weigh
 each window's count of text tokens, so a short last window counts less). A text that fits one window gets its
 window's embedding, bit for bit the truncated one.
 
-The torch (``SetFitModel``) and ONNX (``OnnxSetFitModel``) tiers embed through :func:`split_windows` and
-:func:`pool`; the static tier has no max length (a text's embedding is the mean of all its token rows, which is
+The torch (``SetFitModel``) and ONNX (``OnnxSetFitModel``) tiers embed through `split_windows` and
+`pool`; the static tier has no max length (a text's embedding is the mean of all its token rows, which is
 already length-free) and does not chunk.
 
 Torch-free: numpy and the standard library only.

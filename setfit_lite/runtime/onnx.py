@@ -1,5 +1,5 @@
 """The ONNX runtime: a folder of one ONNX graph (token ids to class probabilities), written by
-:func:`setfit_lite.exporting.onnx.export_onnx`, run with onnxruntime or OpenVINO (no torch).
+`setfit_lite.exporting.onnx.export_onnx`, run with onnxruntime or OpenVINO (no torch).
 
 The exported folder holds ``model.onnx`` (inputs ``input_ids`` and ``attention_mask``, int64 of shape
 (batch, sequence); output ``probabilities``, float32 of shape (batch, len(labels)), columns in ``labels``
@@ -116,14 +116,14 @@ class OpenVinoSession:
 
 
 def _free_openvino_parts(parts: dict[str, Any], keep_stack: Any) -> None:
-    """Drop an :class:`OpenVinoSession`'s compiled model and requests with the thread's signal stack kept
-    (``keep_stack`` is :func:`kept_signal_stack`, bound when the session was made)."""
+    """Drop an `OpenVinoSession`'s compiled model and requests with the thread's signal stack kept
+    (``keep_stack`` is `kept_signal_stack`, bound when the session was made)."""
     with keep_stack():
         parts.clear()
 
 
 class _TransformersTokenizer:
-    """A tokenizer without ``tokenizer.json`` (not a fast one), through transformers, as :class:`TokenizerFile`."""
+    """A tokenizer without ``tokenizer.json`` (not a fast one), through transformers, as `TokenizerFile`."""
 
     def __init__(self, folder: Path, max_length: int | None) -> None:
         from transformers import AutoTokenizer
@@ -220,7 +220,7 @@ def check_config_against_graph(model: OnnxSetFitModel, folder: Path) -> None:
     """Every config field the graph constrains, checked against the graph at load (ModelFormatError naming the
     config file and the field), so that a config that does not fit its graph is refused here, never at predict:
 
-    - ``labels``: one output column per label (:func:`_check_graph`, on the session);
+    - ``labels``: one output column per label (`_check_graph`, on the session);
     - ``max_seq_length``: at most the rows of the graph's position embeddings (a graph that reads positions:
       longer inputs cannot run), and not null for such a graph;
     - ``multi_label``: a graph whose rows are a softmax (or sum to 1: binary, one-vs-rest) is single-label, a

@@ -1,12 +1,12 @@
 """Prediction without torch: what ``SetFitModel`` and the exported ``OnnxSetFitModel`` share.
 
-Texts are streamed in chunks of :data:`STREAM_CHUNK`, validated, prompted and tokenised, batched by length; a
-model turns a chunk into class probabilities (``_proba_chunk``) and :func:`predict_ids` turns probabilities into
-classes by the one rule every caller uses: a multi-label row is multi-hot at :data:`MULTI_LABEL_THRESHOLD`, any
+Texts are streamed in chunks of `STREAM_CHUNK`, validated, prompted and tokenised, batched by length; a
+model turns a chunk into class probabilities (``_proba_chunk``) and `predict_ids` turns probabilities into
+classes by the one rule every caller uses: a multi-label row is multi-hot at `MULTI_LABEL_THRESHOLD`, any
 other row is its argmax.
 
 This module imports only the standard library, numpy and ``setfit_lite.data`` (torch-free), and ``tokenizers`` when a
-:class:`TokenizerFile` is made, so that ONNX, OpenVINO and static inference never load torch or transformers.
+`TokenizerFile` is made, so that ONNX, OpenVINO and static inference never load torch or transformers.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def length_sorted_batches(token_ids: Sequence[Sequence[int]], batch_size: int) -
 
 
 def chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
-    """``(row of the chunk's first text, chunk)`` for chunks of at most :data:`STREAM_CHUNK` texts."""
+    """``(row of the chunk's first text, chunk)`` for chunks of at most `STREAM_CHUNK` texts."""
     iterator, start = iter(inputs), 0
     while chunk := list(islice(iterator, STREAM_CHUNK)):
         yield start, chunk
@@ -201,13 +201,13 @@ def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as
 class Predictor:
     """``predict``, ``predict_proba``, ``label_ids`` and calling for a model that gives a chunk's probabilities.
 
-    :meth:`class_proba` is the one numpy form every caller inside setfit_lite uses (evaluation, the CLI);
+    `class_proba` is the one numpy form every caller inside setfit_lite uses (evaluation, the CLI);
     ``predict_proba``/``predict`` present it. With ``setfit_return_types`` (``SetFitModel``) ``predict`` returns
     what setfit's does: labels only when they have names, else the label values or class ids as the array
-    :meth:`_array_output` makes (a tensor there).
+    `_array_output` makes (a tensor there).
 
     Subclasses set ``labels`` (the classes, in ``predict_proba``'s column order) and ``multi_label``, and implement
-    :meth:`_proba_chunk`; they may override :meth:`_check_fitted`.
+    `_proba_chunk`; they may override `_check_fitted`.
 
     Inputs, one rule for every entry point and model: a ``str`` is one text (``predict``/``predict_proba`` give one
     label/row; where texts are streamed, ``predict_iter``/``iter_proba``, a bare ``str`` is refused: pass
@@ -250,10 +250,10 @@ class Predictor:
 
     def iter_proba(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
                    show_progress_bar: bool | None = None) -> Iterator[tuple[list[str], np.ndarray]]:
-        """``(texts, probabilities)`` for consecutive chunks of at most :data:`STREAM_CHUNK` texts, computed as they
+        """``(texts, probabilities)`` for consecutive chunks of at most `STREAM_CHUNK` texts, computed as they
         are consumed: memory stays bounded for an iterable or a text file (an ``os.PathLike``: one text per
         non-blank line) of any size. A bare ``str`` raises TypeError (pass ``[text]`` or ``pathlib.Path(...)``),
-        as do the inputs :func:`text_stream` refuses: at the call, before anything is read."""
+        as do the inputs `text_stream` refuses: at the call, before anything is read."""
         self._check_fitted()
         batch_size = check_param("batch_size", batch_size)
         return self._iter_proba(text_stream(inputs), batch_size, show_progress_bar)
@@ -270,9 +270,9 @@ class Predictor:
                      abstain_label: Any = None) -> Iterator[Any]:
         """``predict``'s label of each text as a Python value (multi-label: a multi-hot numpy row), one at a time,
         streamed over an iterable or a text file (an ``os.PathLike``: one text per non-blank line) of any size with
-        bounded memory (a chunk of :data:`STREAM_CHUNK` texts at once). A bare ``str`` raises TypeError at the
+        bounded memory (a chunk of `STREAM_CHUNK` texts at once). A bare ``str`` raises TypeError at the
         call: pass ``[text]`` for one text, ``pathlib.Path(...)`` for a file. ``abstain_below``/``abstain_label``
-        as in :meth:`predict`."""
+        as in `predict`."""
         self._check_abstain(abstain_below)
         return self._predict_iter(self.iter_proba(inputs, batch_size), use_labels, abstain_below, abstain_label)
 
@@ -322,7 +322,7 @@ class Predictor:
     def __call__(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
                  use_labels: bool = True, show_progress_bar: bool | None = None, abstain_below: float | None = None,
                  abstain_label: Any = None) -> Any:
-        """Same as :meth:`predict`."""
+        """Same as `predict`."""
         return self.predict(inputs, batch_size=batch_size, as_numpy=as_numpy, use_labels=use_labels,
                             show_progress_bar=show_progress_bar, abstain_below=abstain_below,
                             abstain_label=abstain_label)

@@ -6,7 +6,7 @@ back the stack it found and frees its own. With two compiled models freed out of
 meanwhile (Python's ``faulthandler`` installs one), the thread is left pointing at freed memory. CPython installs
 its signal handlers with ``SA_ONSTACK``, so the next signal handled on that thread (SIGINT from Ctrl-C, SIGTERM
 from a scheduler: training's checkpoint-and-stop) runs on unmapped memory and the process dies with SIGSEGV.
-:func:`kept_signal_stack` saves the thread's stack before such a call and puts it back after, so the foreign
+`kept_signal_stack` saves the thread's stack before such a call and puts it back after, so the foreign
 stack is never the live one and nothing freed is ever restored. Linux only; elsewhere it does nothing.
 """
 

@@ -1,5 +1,5 @@
 """The static tier: a fine-tuned body distilled into static token embeddings, with a head refitted on them. The
-running half is here (numpy and ``tokenizers``, no torch); the writer is :mod:`setfit_lite.exporting.static`.
+running half is here (numpy and ``tokenizers``, no torch); the writer is `setfit_lite.exporting.static`.
 
 Distillation follows model2vec's method on the *fine-tuned* body: every vocabulary token is embedded by the body
 (``[CLS] token [SEP]``, the body's own pooling), the table is reduced with PCA and each row is weighted by
@@ -131,7 +131,7 @@ class StaticSetFitModel(Predictor):
     @classmethod
     def load(cls, path: str | os.PathLike, num_threads: int | None = None) -> StaticSetFitModel:
         """Load a folder written by ``export_static``, checking its manifest, refusing pickles and checking every
-        file against the others (:func:`validate_static_folder`).
+        file against the others (`validate_static_folder`).
 
         ``num_threads``: threads a prediction uses, each on its own slice of the texts (default: the CPUs this
         process may use; ``setfit_lite.runtime.threads``)."""
@@ -145,7 +145,7 @@ class StaticSetFitModel(Predictor):
                    num_threads=num_threads)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        """Token ids as model2vec takes them: no special tokens, the unknown token dropped (:meth:`_flat_token_ids`
+        """Token ids as model2vec takes them: no special tokens, the unknown token dropped (`_flat_token_ids`
         split back into rows)."""
         flat, lengths = self._flat_token_ids(texts)
         ends = np.cumsum(lengths)
@@ -193,9 +193,9 @@ class StaticSetFitModel(Predictor):
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
         """Probabilities of validated texts, embedded ``max(batch_size, 64)`` texts at a time (no progress bar),
-        in up to :attr:`num_threads` slices of at least :data:`MIN_SLICE` texts that run in parallel.
+        in up to `num_threads` slices of at least `MIN_SLICE` texts that run in parallel.
 
-        The numbers do not depend on the slicing: slices start at multiples of :data:`HEAD_BLOCK` and the head's
+        The numbers do not depend on the slicing: slices start at multiples of `HEAD_BLOCK` and the head's
         product runs on blocks of exactly that many rows (the last one zero-padded), so each text meets the same
         BLAS call whatever the number of threads (a BLAS product's rows depend on its shape in the last bit)."""
         gather = max(batch_size, 64)

@@ -1,7 +1,7 @@
 """Using the machine's cores in the torch-free prediction tiers (ONNX, static), without oversubscribing them.
 
 The exported tiers split their work themselves: a chunk of texts is cut into independent pieces (batches for the
-ONNX graph, slices of texts for the static table) that run on a thread pool of :func:`default_workers` threads,
+ONNX graph, slices of texts for the static table) that run on a thread pool of `default_workers` threads,
 each piece single-threaded inside (onnxruntime with one intra-op thread, numpy's BLAS held to one thread while a
 piece runs). tokenizers, onnxruntime and numpy release the GIL for their work, so the pieces run in parallel.
 
