@@ -1,17 +1,17 @@
-"""Hyperparameter search for :class:`setfit_lite.Trainer` with Optuna (SigOpt-style spaces translated to Optuna).
+"""Hyperparameter search for `setfit_lite.Trainer` with Optuna (SigOpt-style spaces translated to Optuna).
 
 One module per stage, imports pointing down (none imports the trainer; the trainer imports them):
 
-- :mod:`~setfit_lite.search.spaces`: SigOpt-style spaces parsed and checked, Optuna distributions sampled;
-- :mod:`~setfit_lite.search.routing`: which receiver (training arguments, head, ``model_init``) takes each
+- `spaces`: SigOpt-style spaces parsed and checked, Optuna distributions sampled;
+- `routing`: which receiver (training arguments, head, ``model_init``) takes each
   parameter;
-- :mod:`~setfit_lite.search.values`: the type each value takes at its receiver, checked before the first trial;
-- :mod:`~setfit_lite.search.seeding`: the generators seeded before a model is built;
-- :mod:`~setfit_lite.search.storages`: Optuna storages (database URL, SQLite or journal path) opened and checked;
-- :mod:`~setfit_lite.search.study`: trials run on the trainer in an Optuna study (or SigOpt's offline driver);
-- :mod:`~setfit_lite.search.pruning`: the callback that reports evaluations during training to Optuna.
+- `values`: the type each value takes at its receiver, checked before the first trial;
+- `seeding`: the generators seeded before a model is built;
+- `storages`: Optuna storages (database URL, SQLite or journal path) opened and checked;
+- `study`: trials run on the trainer in an Optuna study (or SigOpt's offline driver);
+- `pruning`: the callback that reports evaluations during training to Optuna.
 
-Importing the package needs neither torch nor the trainer (see :mod:`~setfit_lite.search.study`).
+Importing the package needs neither torch nor the trainer (see `study`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reports a trial's evaluations during training to Optuna, through the trainer's callbacks, and prunes it.
 
-Imports transformers (and so torch): :mod:`setfit_lite.search.study` imports it only when a trial runs.
+Imports transformers (and so torch): `setfit_lite.search.study` imports it only when a trial runs.
 """
 
 from __future__ import annotations

@@ -1,21 +1,21 @@
 """Parameter routing: which receiver takes each hyperparameter.
 
-A parameter is routed by name (:func:`apply_hyperparameters`, each search trial, ``Trainer.train(trial=...)``):
+A parameter is routed by name (`apply_hyperparameters`, each search trial, ``Trainer.train(trial=...)``):
 
-- a :class:`TrainingArguments` field (``body_learning_rate``, ``num_epochs``, ``batch_size``, ``seed``, ...) sets
+- a `TrainingArguments` field (``body_learning_rate``, ``num_epochs``, ``batch_size``, ``seed``, ...) sets
   the training arguments (checked as ``TrainingArguments`` checks them);
 - otherwise, a parameter the model's head accepts (``C``, ``max_iter``, ``solver``, ``class_weight`` of the default
   LogisticRegression; ``hidden_size``, ``dropout`` of the differentiable head; any ``get_params()`` name of an
   sklearn estimator given as the head) is applied to the model's next head;
 - otherwise, a name ``model_init`` declares as a keyword parameter (``def model_init(norm=False, dropout=0.1)``)
   is passed to it as that keyword argument;
-- a name marked ``model_init__<name>`` (:data:`MODEL_INIT_PREFIX`) goes to ``model_init`` only: with setfit's
+- a name marked ``model_init__<name>`` (`MODEL_INIT_PREFIX`) goes to ``model_init`` only: with setfit's
   one-argument convention (``def model_init(params)``) these are the only names its dict receives, keyed without
   the prefix (``{"norm": True}`` for ``model_init__norm``); with keyword parameters, ``<name>`` must be one of them.
 - any other name is a ``TypeError`` listing what accepts names (setfit silently drops it, or hands it to
   ``model_init``, so a typo searched nothing).
 
-The type each value takes at its receiver, and the checks before the first trial: :mod:`setfit_lite.search.values`.
+The type each value takes at its receiver, and the checks before the first trial: `setfit_lite.search.values`.
 
 Below the trainer: it never imports it, and reaches a trainer only through its ``args``, ``model``,
 ``model_init`` and ``call_model_init``. Torch is imported only when a model is built or a head inspected.

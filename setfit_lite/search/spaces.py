@@ -1,7 +1,7 @@
 """SigOpt-style search spaces: parsing and checking them, and sampling Optuna distributions with a trial.
 
 A SigOpt parameter list (or an experiment dict with ``parameters``, ``metrics`` and ``observation_budget``)
-becomes Optuna distributions (:func:`sigopt_to_optuna`); :func:`suggest_hyperparameters` samples them through
+becomes Optuna distributions (`sigopt_to_optuna`); `suggest_hyperparameters` samples them through
 the trial's public ``suggest_*`` API. Torch-free.
 """
 
@@ -35,7 +35,7 @@ _EXPERIMENT_KEYS = ("parameters", "metrics", "observation_budget", "name", "proj
 
 
 def default_hp_space(trial: optuna.Trial) -> dict[str, Any]:
-    """setfit's default space: body learning rate, epochs, batch size and seed (:data:`DEFAULT_HP_SPACE`)."""
+    """setfit's default space: body learning rate, epochs, batch size and seed (`DEFAULT_HP_SPACE`)."""
     return suggest_hyperparameters(trial, DEFAULT_HP_SPACE)
 
 

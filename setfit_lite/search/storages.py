@@ -104,7 +104,7 @@ def _open_database(url: str, heartbeat_interval: int | None, grace_period: int |
 
 def open_storage(storage: Any, heartbeat_interval: int | None = None, grace_period: int | None = None,
                  max_retry: int | None = 3) -> Any:
-    """The Optuna storage ``storage`` names (see :func:`create_study`), connected: a database URL becomes an
+    """The Optuna storage ``storage`` names (see `create_study`), connected: a database URL becomes an
     ``RDBStorage`` whose tables exist, so a wrong URL, user or password fails here, before any model is built."""
     check_params({"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry})
     if heartbeat_interval is None and grace_period is not None:

@@ -2,16 +2,16 @@
 offline driver).
 
 Each trial builds a fresh model with ``trainer.model_init``, trains it with the trial's parameters (routed by
-:mod:`setfit_lite.search.routing`) and scores it with ``trainer.evaluate()`` on the eval dataset.
+`setfit_lite.search.routing`) and scores it with ``trainer.evaluate()`` on the eval dataset.
 
 Pruning: while a trial trains, each evaluation during training (``eval_strategy`` "steps"/"epoch") is reported
-with ``trial.report`` by an :class:`~setfit_lite.search.pruning.OptunaPruningCallback` added to the trainer for the
+with ``trial.report`` by an `OptunaPruningCallback` added to the trainer for the
 trial, and the trial is pruned when the pruner says so; the final evaluation is reported at the last step + 1.
 For there to be intermediate evaluations, a trial whose arguments leave ``eval_strategy="no"`` evaluates every
 epoch instead whenever the pruner is not ``optuna.pruners.NopPruner`` (Optuna's default pruner is
 ``MedianPruner``): pass ``pruner=optuna.pruners.NopPruner()`` to train trials without those evaluations.
 
-Importing this module and creating studies (:func:`create_study`) need neither torch nor the trainer, so studies
+Importing this module and creating studies (`create_study`) need neither torch nor the trainer, so studies
 can be created, inspected and shared between processes cheaply; a trial loads transformers (and torch) for its
 helpers (``set_seed``, ``number_of_arguments``, ``default_compute_objective``, ``TrainerCallback``).
 """
@@ -211,15 +211,15 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
     ``hp_space``: a function of an Optuna trial returning a dict, a SigOpt parameter list or experiment dict
     (its optimized metric's ``objective`` sets the direction, its ``observation_budget`` replaces the default
     ``n_trials``, its metric ``name`` picks the metric to optimize), a dict of Optuna distributions, or None
-    (:data:`DEFAULT_HP_SPACE`). ``compute_objective(metrics)`` scores ``trainer.evaluate()``'s metrics (default:
-    :func:`default_compute_objective`). ``kwargs`` go to Optuna: ``sampler``, ``pruner``, ``storage`` (URL,
+    (`DEFAULT_HP_SPACE`). ``compute_objective(metrics)`` scores ``trainer.evaluate()``'s metrics (default:
+    `default_compute_objective`). ``kwargs`` go to Optuna: ``sampler``, ``pruner``, ``storage`` (URL,
     ``.db`` or ``.log``/``.jsonl`` path, or storage object), ``study_name``, ``load_if_exists``, ``timeout``,
     ``n_jobs`` (1 only: trials share the trainer), ``gc_after_trial``, ``callbacks``, ``catch``,
     ``show_progress_bar``. Several workers (processes or machines) share a study through a database ``storage``
     and the same ``study_name`` with ``load_if_exists=True``: ``max_trials`` stops each worker once the study holds
     that many complete trials, counting every worker's (``n_trials`` still caps this call; None: no cap), and
     ``heartbeat_interval``/``grace_period``/``max_retry`` re-run the trials of a worker that died (see
-    :func:`create_study`). The trainer's args and model are restored afterwards (each trial's pruning callback is
+    `create_study`). The trainer's args and model are restored afterwards (each trial's pruning callback is
     removed when the trial ends); use ``trainer.apply_hyperparameters(best.hyperparameters, final_model=True)``
     (or ``trainer.train(trial=best.hyperparameters)``) to train the final model.
     """

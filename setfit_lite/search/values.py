@@ -1,12 +1,12 @@
 """Hyperparameter values as their receiver takes them: SigOpt's string categorical values converted, and every
 categorical value and bound checked before the first trial.
 
-SigOpt categorical values are strings; :func:`check_space` converts each to the type its receiver
-(:mod:`setfit_lite.search.routing`) takes: the ``TrainingArguments`` field's annotation (``"0"`` -> ``0`` for
+SigOpt categorical values are strings; `check_space` converts each to the type its receiver
+(`setfit_lite.search.routing`) takes: the ``TrainingArguments`` field's annotation (``"0"`` -> ``0`` for
 ``seed``, ``"1e-4"`` -> ``1e-4`` for rates, ``"true"`` -> ``True``, ``"none"`` -> ``None`` where allowed), a head
 parameter's sklearn constraints or default, a ``model_init`` keyword's annotation or default. A value that does not
 convert or is out of range is an error naming the parameter. The dict of a one-argument ``model_init`` gets values
-as given. :func:`convert` applies the conversions to each trial's parameters.
+as given. `convert` applies the conversions to each trial's parameters.
 """
 
 from __future__ import annotations
@@ -150,6 +150,6 @@ def check_space(trainer: Any, distributions: Mapping[str, BaseDistribution]) -> 
 
 
 def convert(params: Mapping[str, Any], conversions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``params`` with string categorical values replaced by their converted values (:func:`check_space`)."""
+    """``params`` with string categorical values replaced by their converted values (`check_space`)."""
     return {name: conversions[name].get(value, value) if name in conversions and isinstance(value, str) else value
             for name, value in params.items()}
