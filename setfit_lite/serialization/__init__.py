@@ -2,18 +2,18 @@
 
 Nothing in setfit_lite ever writes a pickle, nor reads one unless a caller passes ``allow_pickle=True``.
 This package has no other setfit_lite imports, so any module may use it: write folders with
-:func:`atomic_directory`, JSON with :func:`save_json` and digests with :func:`sha256_file` rather than anew.
+`atomic_directory`, JSON with `save_json` and digests with `sha256_file` rather than anew.
 torch is imported only to save or load tensors.
 
-- :mod:`.atomic`: files and folders that appear complete or not at all, one writer of a folder at a time;
-- :mod:`.guard`: :func:`check_output_path`, which every writer calls so that it never writes over what it reads,
-  and :func:`refuse_symlinked_folders`, so that a save never writes or removes through a symlinked sub-folder;
-- :mod:`.files`: JSON and safetensors files;
-- :mod:`.pickles`: finding and refusing pickle files;
-- :mod:`.manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load; :func:`owned_files`
+- `atomic`: files and folders that appear complete or not at all, one writer of a folder at a time;
+- `guard`: `check_output_path`, which every writer calls so that it never writes over what it reads,
+  and `refuse_symlinked_folders`, so that a save never writes or removes through a symlinked sub-folder;
+- `files`: JSON and safetensors files;
+- `pickles`: finding and refusing pickle files;
+- `manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load; `owned_files`
   (only a manifest setfit_lite wrote owns files a writer may remove);
-- :mod:`.update`: saving into an existing folder (the user's other files stay), safe against a kill;
-- :mod:`.validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
+- `update`: saving into an existing folder (the user's other files stay), safe against a kill;
+- `validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     If ``path`` already exists it is renamed aside, the temp folder is renamed in, then the old one is
     removed (restored instead if the swap fails). On an exception inside the block the temp folder is
     removed and any previous ``path`` is left untouched. Writers of one path, in any process or thread, take
-    turns (:func:`path_lock`): each one's folder appears whole, and the last one's stays.
+    turns (`path_lock`): each one's folder appears whole, and the last one's stays.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -59,7 +59,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def replace_directory(target: Path) -> Iterator[Path]:
-    """:func:`atomic_directory` for a caller that holds ``target``'s :func:`path_lock` (and made its parent)."""
+    """`atomic_directory` for a caller that holds ``target``'s `path_lock` (and made its parent)."""
     tmp = temp_sibling(target, "tmp")
     tmp.mkdir()  # unlike tempfile.mkdtemp, honours the umask (the folder becomes the final target)
     try:

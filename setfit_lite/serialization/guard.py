@@ -1,7 +1,7 @@
 """The output-path guard: a writer never writes into, over or around what it reads.
 
 Every writer (``save_pretrained``, the ONNX and static exports, checkpoints, the command line's outputs) calls
-:func:`check_output_path` with its output and the folders and files it reads, before reading or writing anything.
+`check_output_path` with its output and the folders and files it reads, before reading or writing anything.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def encode(
 
 
 def decode(value: Any, tensors: Mapping[str, Any] | None = None) -> Any:
-    """The inverse of :func:`encode`: ``value`` with tags resolved and tensors looked up in ``tensors``."""
+    """The inverse of `encode`: ``value`` with tags resolved and tensors looked up in ``tensors``."""
     if isinstance(value, list):
         return [decode(v, tensors) for v in value]
     if not isinstance(value, dict):

@@ -1,7 +1,7 @@
 """Integrity manifests: ``manifest.json`` maps each file of a folder to its sha256; verified on load.
 
 The manifest setfit_lite writes is marked (``"format": "setfit_lite.manifest"``, its ``format_version``, the files
-under ``"files"``): :func:`owned_files` reads only such a manifest, and it is the one ownership check every writer
+under ``"files"``): `owned_files` reads only such a manifest, and it is the one ownership check every writer
 uses before it removes or replaces a file it did not write in this call (a save into an existing folder removes
 the files of the previous save; checkpoints replace and prune earlier checkpoints). A ``manifest.json`` written by
 anything else, or by setfit_lite before the mark (a bare mapping of paths to digests), is still verified on load

@@ -32,15 +32,15 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield an empty staging folder whose files, on success, atomically become ``path``'s owned files.
 
     On exit ``manifest.json`` is written for the staged files. If ``path`` does not exist it appears complete
-    or not at all (:func:`atomic_directory`). If it is a folder, only the files the new content has and the
+    or not at all (`atomic_directory`). If it is a folder, only the files the new content has and the
     files listed in its previous ``manifest.json`` are touched: same-named files are replaced, previously
     listed files the new content lacks are removed (unless changed since), and everything else (the user's
     files) is left alone. A path that is not a folder raises FileExistsError and is left untouched.
 
     The update commits by writing a journal once every file is staged: a process killed before that leaves
-    the previous content; after it, the next :func:`recover_interrupted_save` (every load and save of the
+    the previous content; after it, the next `recover_interrupted_save` (every load and save of the
     folder calls it) completes the update. Either way the folder never holds a mix. Concurrent saves into one
-    folder take turns (:func:`~.atomic.path_lock`: a lock file beside it): each succeeds, the last one's stays.
+    folder take turns (`path_lock`: a lock file beside it): each succeeds, the last one's stays.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -153,7 +153,7 @@ def _check_no_conflicts(root: Path, written: list[str]) -> None:
 
 def _stale_files(root: Path, written: set[str]) -> list[str]:
     """Files listed by ``root``'s previous manifest, unchanged since, that the new content does not write; none
-    unless setfit_lite wrote that manifest (:func:`~.manifest.owned_files`)."""
+    unless setfit_lite wrote that manifest (`owned_files`)."""
     if not (root / MANIFEST_NAME).is_file():
         return []
     try:

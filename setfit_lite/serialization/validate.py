@@ -3,7 +3,7 @@
 Every loader reads its folder's files, then checks each field it will use with these helpers before building a
 model, so that a folder whose files disagree (labels for a head of another width, a head column out of range, a
 tensor of another shape) or that a newer setfit_lite wrote is refused at load time, never at prediction. Each
-error is a :class:`ModelFormatError` (a ValueError) that names the file and the field.
+error is a `ModelFormatError` (a ValueError) that names the file and the field.
 
 Version fields: every setfit_lite has written its version fields (``config_version``, ``format_version``) since
 the format's first release, so a file without one was not written by setfit_lite and is refused.
