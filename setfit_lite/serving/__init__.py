@@ -1,13 +1,13 @@
 """A prediction server for any model tier: FastAPI + uvicorn, dynamic micro-batching across concurrent requests,
 request limits, Prometheus metrics, graceful SIGTERM; the same app as a Ray Serve deployment.
 
-- :mod:`.settings`: :class:`ServeSettings`, every value checked once (standard library only);
-- :mod:`.batcher`: :class:`MicroBatcher`, requests gathered into one ``predict_proba`` call on a thread of its own;
-- :mod:`.limits`: the request-body limit (ASGI middleware);
-- :mod:`.metrics`: the Prometheus metrics of one app;
-- :mod:`.app`: :func:`create_app`, the routes;
-- :mod:`.server`: :func:`serve`, uvicorn with one or more worker processes (``setfit-lite serve``);
-- :mod:`.ray_serve`: :func:`ray_serve_app`, the app as a Ray Serve deployment.
+- `settings`: `ServeSettings`, every value checked once (standard library only);
+- `batcher`: `MicroBatcher`, requests gathered into one ``predict_proba`` call on a thread of its own;
+- `limits`: the request-body limit (ASGI middleware);
+- `metrics`: the Prometheus metrics of one app;
+- `app`: `create_app`, the routes;
+- `server`: `serve`, uvicorn with one or more worker processes (``setfit-lite serve``);
+- `ray_serve`: `ray_serve_app`, the app as a Ray Serve deployment.
 
 Needs the ``serve`` extra (``pip install 'setfit_lite[serve]'``; Ray Serve: ``ray[serve]``). Serving an ONNX or
 static folder never imports torch.

@@ -1,9 +1,9 @@
-"""The prediction server's ASGI app: :func:`create_app` for a model folder of any tier or a loaded predictor.
+"""The prediction server's ASGI app: `create_app` for a model folder of any tier or a loaded predictor.
 
 Routes: ``GET /health`` (the process is up), ``GET /ready`` (the model is loaded and warmed: 200, else 503),
 ``POST /predict``, ``GET /metrics`` (Prometheus) and FastAPI's ``/docs`` and ``/openapi.json``. Requests are checked
 (body size, JSON, the request schema with the settings' limits, each text as ``predict`` checks it) before they
-reach the :class:`~setfit_lite.serving.batcher.MicroBatcher`; every error is a JSON ``{"error": ...}`` naming the
+reach the `MicroBatcher`; every error is a JSON ``{"error": ...}`` naming the
 problem, and the server keeps serving.
 """
 
@@ -134,16 +134,16 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     waits for it (Ray Serve then routes nothing to a replica before its model is warm).
 
     Args:
-        model: A model folder of any tier (saved, ONNX or static export: :func:`~setfit_lite.modeling.
+        model: A model folder of any tier (saved, ONNX or static export: `
             load_model_folder`; ONNX and static folders load without torch) or a fitted predictor.
-        settings: Batching and limits (default :class:`ServeSettings`'s).
+        settings: Batching and limits (default `ServeSettings`'s).
         load_in_background: Whether the app starts serving ``/health`` and ``/ready`` while the model loads.
 
     Returns:
         The app, to run with any ASGI server (``setfit-lite serve`` runs it with uvicorn).
 
     Raises:
-        TypeError: ``settings`` is not a :class:`ServeSettings`.
+        TypeError: ``settings`` is not a `ServeSettings`.
 
     Example:
         <!-- no-run: starts a server -->

@@ -5,7 +5,7 @@ The batcher thread takes the first waiting request, then keeps taking requests u
 ``max_batch_size`` texts or ``max_wait_s`` has passed since it took the first; a request that would overflow the
 batch starts the next one (a request larger than ``max_batch_size`` is a batch alone). It calls the model once per
 batch and hands each request its own rows (if the call fails, each request of the batch is tried alone, so a
-text the model refuses fails only its own request). :meth:`MicroBatcher.close` refuses new requests and answers
+text the model refuses fails only its own request). `MicroBatcher.close` refuses new requests and answers
 every one already queued before the thread ends.
 
 Standard library and numpy only (no FastAPI): the same batcher serves any front end.
@@ -76,7 +76,7 @@ class MicroBatcher:
         """Queue ``texts``; the future's result is their probabilities (rows in ``texts`` order).
 
         Raises:
-            BatcherClosed: :meth:`close` was called.
+            BatcherClosed: `close` was called.
         """
         request = _Request(texts)
         with self._lock:  # no request is queued after the stop mark: close() answers everything it let in
@@ -88,7 +88,7 @@ class MicroBatcher:
         return request.future
 
     async def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """:meth:`submit`, awaited on the running event loop (cancelling the caller drops its request)."""
+        """`submit`, awaited on the running event loop (cancelling the caller drops its request)."""
         return await asyncio.wrap_future(self.submit(texts))
 
     def close(self, timeout: float | None = None) -> None:
@@ -101,7 +101,7 @@ class MicroBatcher:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
+        """Whether `close` was called."""
         return self._closed
 
     def _run(self) -> None:

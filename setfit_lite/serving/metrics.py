@@ -23,7 +23,7 @@ SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 class ServingMetrics:
-    """The metrics of one app and their registry (:meth:`exposition` renders them)."""
+    """The metrics of one app and their registry (`exposition` renders them)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -47,7 +47,7 @@ class ServingMetrics:
         self.texts.inc(texts)
 
     def exposition(self) -> bytes:
-        """The Prometheus text format of every metric (served with :data:`CONTENT_TYPE_LATEST`)."""
+        """The Prometheus text format of every metric (served with `CONTENT_TYPE_LATEST`)."""
         return generate_latest(self.registry)
 
 

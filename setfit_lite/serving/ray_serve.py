@@ -1,11 +1,11 @@
-"""The prediction server as a Ray Serve deployment: the app of :func:`~setfit_lite.serving.app.create_app` in each
+"""The prediction server as a Ray Serve deployment: the app of `create_app` in each
 replica (its own model, batcher, limits and ``/metrics``), behind Ray Serve's HTTP proxy.
 
 Each replica loads the folder when it starts and is routed requests only once its model is warm. Predictions are
 idempotent, so a client that retries on a connection error or a 5xx loses nothing when a replica dies: Ray Serve
 sends the retry to a live replica and starts a new one in the dead one's place.
 
-Ray is imported only when :func:`ray_serve_app` is called (``pip install 'ray[serve]'``).
+Ray is imported only when `ray_serve_app` is called (``pip install 'ray[serve]'``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def ray_serve_app(model_dir: str | os.PathLike, settings: ServeSettings | None =
 
     Args:
         model_dir: The model folder, at a path every node can read.
-        settings: Batching and limits of each replica (default :class:`ServeSettings`'s).
+        settings: Batching and limits of each replica (default `ServeSettings`'s).
         name: The deployment's name.
         num_replicas: Replicas (or ``"auto"`` with an ``autoscaling_config`` in ``deployment_options``).
         ray_actor_options: Resources of each replica (default one CPU).

@@ -1,8 +1,8 @@
-"""``setfit-lite serve``'s server: the app of :func:`~setfit_lite.serving.app.create_app` on uvicorn, in this process
+"""``setfit-lite serve``'s server: the app of `create_app` on uvicorn, in this process
 or in ``workers`` processes sharing one listening socket.
 
 SIGTERM or Ctrl-C: the listening socket closes, every request already taken is answered (the batcher drains its
-queue), and :func:`serve` returns normally (the command exits 0).
+queue), and `serve` returns normally (the command exits 0).
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def serve(model: str | os.PathLike | Any, settings: ServeSettings | None = None,
 
     Args:
         model: A model folder of any tier, or (one worker only) a fitted predictor.
-        settings: Address, workers, batching and limits (default :class:`ServeSettings`'s).
+        settings: Address, workers, batching and limits (default `ServeSettings`'s).
         log_level: uvicorn's log level (``"error"``, ``"warning"``, ``"info"``, ...).
-        sock: A socket bound by :func:`listen` (default: one bound here on ``settings.host:settings.port``).
+        sock: A socket bound by `listen` (default: one bound here on ``settings.host:settings.port``).
 
     Raises:
         OSError: The address cannot be listened on.

@@ -1,4 +1,4 @@
-"""The server's settings: one frozen dataclass, every value checked once by the rules of :mod:`setfit_lite.config.rules`
+"""The server's settings: one frozen dataclass, every value checked once by the rules of `setfit_lite.config.rules`
 (the command line parses its options with the same rules, so a bad value is an error before anything starts).
 
 Standard library only: the command line imports it without FastAPI installed.
@@ -84,7 +84,7 @@ class ServeSettings:
 
     @classmethod
     def from_json(cls, payload: str) -> ServeSettings:
-        """Settings from :meth:`to_json`'s output, checked again.
+        """Settings from `to_json`'s output, checked again.
 
         Raises:
             ValueError: ``payload`` is not a JSON object of known settings.
