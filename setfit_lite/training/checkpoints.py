@@ -4,8 +4,8 @@ A checkpoint is a folder ``checkpoint-<step>`` in ``args.output_dir`` holding th
 LR scheduler and gradient-scaler states, the sampler position, the trainer state and the RNG states of every rank
 (python, numpy, torch, and the device's through the backend). Tensors go to safetensors and everything else to
 JSON; ``checkpoint.json`` says what it holds and ``manifest.json`` (the one manifest format of
-:mod:`setfit_lite.serialization`) the SHA-256 of every file. It is assembled in a temporary folder and renamed
-into place, so a process killed mid-write leaves no folder that :func:`latest_checkpoint` would pick.
+`setfit_lite.serialization`) the SHA-256 of every file. It is assembled in a temporary folder and renamed
+into place, so a process killed mid-write leaves no folder that `latest_checkpoint` would pick.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _split(obj: Any, prefix: str, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 def _join(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    """The inverse of :func:`_split` (also reads the older nested-dict checkpoint form)."""
+    """The inverse of `_split` (also reads the older nested-dict checkpoint form)."""
     return jsonable.decode(obj, tensors)
 
 
@@ -83,7 +83,7 @@ def rng_state(device_state: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 
 def set_rng_state(state: Mapping[str, Any]) -> None:
-    """Restore the python, numpy and torch (CPU) states of :func:`rng_state`; the device's entries are restored by
+    """Restore the python, numpy and torch (CPU) states of `rng_state`; the device's entries are restored by
     the backend (``Backend.set_rng_state(state)``)."""
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
@@ -142,7 +142,7 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
 
 def _is_checkpoint(folder: Path) -> bool:
     """Whether ``folder`` is a checkpoint setfit_lite wrote, which it may replace or prune: a real folder with
-    ``checkpoint.json`` and setfit_lite's own manifest (:func:`~setfit_lite.serialization.owns_folder`)."""
+    ``checkpoint.json`` and setfit_lite's own manifest (`owns_folder`)."""
     return (folder / MANIFEST).is_file() and owns_folder(folder)
 
 
@@ -157,7 +157,7 @@ def _prune(output_dir: Path, limit: int | None) -> None:
 
 def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """What a complete, unmodified checkpoint holds (its ``checkpoint.json``: ``step``, ``world_size`` and the
-    ``states`` saved); :class:`CheckpointError` naming the problem otherwise."""
+    ``states`` saved); `CheckpointError` naming the problem otherwise."""
     folder = Path(path)
     info_path = folder / MANIFEST
     if not info_path.is_file():
@@ -271,7 +271,7 @@ def data_digest(texts: list[str], labels: list[Any]) -> str:
 
 def check_resume_data(path: Path, digest: str) -> None:
     """CheckpointError, before any training, when the checkpoint ``path`` was written training on other data than
-    ``digest`` (:func:`data_digest`) describes; checkpoints that record no digest are not checked."""
+    ``digest`` (`data_digest`) describes; checkpoints that record no digest are not checked."""
     saved = _read_state(path, "trainer_state").get("data_digest")
     if saved is not None and saved != digest:
         raise CheckpointError(f"checkpoint {path} was written training on other data (texts or labels differ): "

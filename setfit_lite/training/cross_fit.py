@@ -25,9 +25,9 @@ FOLD_ARGUMENTS = {"calibration": "none", "save_strategy": "no", "eval_strategy":
 
 def fold_trainer(trainer_class: type, model: Any, initial_body: Any, args: Any, texts: Sequence[str],
                  labels: Sequence[Any]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``fit_predict(train_rows, held_out_rows)`` for :func:`setfit_lite.heads.calibration.cross_fit_temperature`: a
+    """``fit_predict(train_rows, held_out_rows)`` for `setfit_lite.heads.calibration.cross_fit_temperature`: a
     copy of ``initial_body`` in a model with ``model``'s settings, trained by ``trainer_class`` with ``args``
-    (less :data:`FOLD_ARGUMENTS`) on ``texts``/``labels`` at ``train_rows``; returns its probabilities for the
+    (less `FOLD_ARGUMENTS`) on ``texts``/``labels`` at ``train_rows``; returns its probabilities for the
     texts at ``held_out_rows`` (columns in ``model.labels`` order)."""
     fold_args = args.update(FOLD_ARGUMENTS)
 

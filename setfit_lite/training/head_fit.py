@@ -1,6 +1,6 @@
 """The head's features and its fitting.
 
-The head is fitted and evaluated on the embeddings ``predict`` computes (:meth:`SetFitModel.embed_tokens`, in the
+The head is fitted and evaluated on the embeddings ``predict`` computes (`SetFitModel.embed_tokens`, in the
 model's ``inference_precision``, whatever precision trained the body), so it is applied to features of the
 precision it was fitted on.
 Measured against fitting it on the bf16-autocast embeddings of the same trained bodies (MiniLM-L6, seeds 0-2,
@@ -39,7 +39,7 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
     """Give ``head`` the class weights ``args.head_class_weight`` asks for on the training ids ``ids``; returns the
     head's class weight (one it already has, e.g. from ``head_params``, is kept).
 
-    ``"auto"`` means ``"balanced"`` for skewed single-label ids (:func:`is_skewed`), else none. Heads without a
+    ``"auto"`` means ``"balanced"`` for skewed single-label ids (`is_skewed`), else none. Heads without a
     ``class_weight`` (an sklearn estimator that takes none) and multi-label ids are left as they are.
     """
     if isinstance(head, torch.nn.Module):
@@ -63,7 +63,7 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
 
 def fit_head(head: Any, embeddings: np.ndarray, ids: np.ndarray, args: TrainingArguments,
              hook: EpochHook | None = None) -> Any:
-    """Fit ``head`` on fixed embeddings (with the class weights of :func:`weigh_classes`, which it returns): a
+    """Fit ``head`` on fixed embeddings (with the class weights of `weigh_classes`, which it returns): a
     torch head with the classifier-phase arguments (``hook`` told of its epochs), others as estimators."""
     class_weight = weigh_classes(head, ids, args)
     if isinstance(head, torch.nn.Module):

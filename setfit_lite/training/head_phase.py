@@ -21,7 +21,7 @@ from .session import Session
 
 
 class HeadEpochs:
-    """The :class:`~setfit_lite.heads.torch_head.EpochHook` of a torch head fitted on ``num_samples`` embeddings
+    """The `EpochHook` of a torch head fitted on ``num_samples`` embeddings
     in batches of ``batch_size`` for ``epochs`` epochs; ``finish()`` after the fit restores the best epoch."""
 
     def __init__(self, session: Session, head: Any, num_samples: int, batch_size: int, epochs: int,

@@ -110,7 +110,7 @@ def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]],
 
 def end_phase(session: Session, progress: Progress, keep: torch.nn.Module | None = None) -> None:
     """After a phase: a stop asked for ends this phase only, and with ``load_best_model_at_end`` the best weights
-    kept by :func:`evaluate` go back into ``keep`` (default: the body)."""
+    kept by `evaluate` go back into ``keep`` (default: the body)."""
     session.control.should_training_stop = False
     if progress.best_state is not None and session.args.load_best_model_at_end:
         (keep if keep is not None else session.model.model_body).load_state_dict(progress.best_state)

@@ -3,9 +3,9 @@
 Each decision is recorded in ``model.training_info`` with the reason when it is not taken:
 
 - ``"zero_shot"``: one distinct text per class (``get_templated_dataset``'s zero-shot set) leaves the body as it
-  is and makes the head the nearest class text by cosine (:func:`zero_shot_prototypes`);
-- ``"label_anchors"``: the label texts the embedding phase anchors its classes to (:func:`label_anchor_texts`),
-  and ``"prior"``, the temperature with which they were folded into the head (:func:`fold_label_prior`).
+  is and makes the head the nearest class text by cosine (`zero_shot_prototypes`);
+- ``"label_anchors"``: the label texts the embedding phase anchors its classes to (`label_anchor_texts`),
+  and ``"prior"``, the temperature with which they were folded into the head (`fold_label_prior`).
 
 ``own_objective`` is why a trainer that trains its own objective (e.g. distillation) takes neither, or None.
 """
@@ -61,7 +61,7 @@ def label_anchor_texts(args: TrainingArguments, model: Any, ids: np.ndarray, pro
     ``model.training_info["label_anchors"]`` (and the reason when none are used).
 
     ``label_anchors="auto"`` uses them when the labels are names (str labels, or ``labels=`` names given to
-    the model) of a single-label task with at most :data:`MAX_ANCHORS` classes (any number with
+    the model) of a single-label task with at most `MAX_ANCHORS` classes (any number with
     ``anchors_per_batch``), and the body is trained (not with zero-shot ``prototypes``).
     """
     labels = model.labels or []
@@ -87,7 +87,7 @@ def label_anchor_texts(args: TrainingArguments, model: Any, ids: np.ndarray, pro
 
 def fold_label_prior(args: TrainingArguments, model: Any, head: Any, embeddings: np.ndarray) -> None:
     """With label anchors and ``label_prior_temperature``, fold the label texts into the fitted ``head`` (fitted
-    on ``embeddings``) as a prior (:func:`~setfit_lite.training.head_fit.add_label_prior`)."""
+    on ``embeddings``) as a prior (`add_label_prior`)."""
     info = model.training_info.get("label_anchors") or {}
     if not info.get("used") or args.label_prior_temperature is None:
         return

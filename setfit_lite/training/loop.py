@@ -1,6 +1,6 @@
 """THE training loop, one run per phase; every device decision in it is asked of the session's backend.
 
-A :class:`Phase` says what is trained and which of the loop's features apply to it: the body's contrastive (or
+A `Phase` says what is trained and which of the loop's features apply to it: the body's contrastive (or
 distillation) phase checkpoints, resumes and evaluates; the end-to-end head phase does neither.
 """
 
@@ -30,7 +30,7 @@ class Phase:
 
     ``batch_labels(rows)`` gives the loss's ``labels`` for the rows of a batch. ``max_steps`` caps the phase
     (-1: no cap); ``checkpoints`` turns on ``save_strategy`` and ``resume_from_checkpoint``; ``evaluate``, when
-    given, is called at the points of ``eval_strategy`` (see :mod:`.interim_eval`). ``stage`` is what callbacks
+    given, is called at the points of ``eval_strategy`` (see `interim_eval`). ``stage`` is what callbacks
     read in ``state.phase`` ("body" or "head"); ``keep`` is the module whose best weights are kept and restored
     with ``load_best_model_at_end`` (default: the body).
     """

@@ -50,7 +50,7 @@ def input_embeddings(body: torch.nn.Module) -> torch.nn.Module | None:
 def freeze_word_embeddings(body: torch.nn.Module, freeze: bool | None) -> None:
     """Freeze (or unfreeze) the body's word-embedding matrix; ``None`` freezes it only for large vocabularies.
 
-    With more than :data:`LARGE_VOCABULARY` rows (XLM-R-style multilingual bodies: 250k x 384 for
+    With more than `LARGE_VOCABULARY` rows (XLM-R-style multilingual bodies: 250k x 384 for
     multilingual-e5-small, 96M of its 118M parameters) the matrix dominates the optimizer's time, and a few
     steps on a few sentences barely move it: on 8-shot English tweets, e5 English-only training scored the same
     in every language frozen or not (benchmarks/README.md) and trained ~1.8x as fast frozen.

@@ -1,5 +1,5 @@
-"""Where the loop stands (:class:`Progress`), saved to a checkpoint and resumed from one (the checkpoint folder's
-files: :mod:`setfit_lite.training.checkpoints`)."""
+"""Where the loop stands (`Progress`), saved to a checkpoint and resumed from one (the checkpoint folder's
+files: `setfit_lite.training.checkpoints`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ labelled texts plus those pseudo-labelled ones (and, with ``self_training_body``
 as the labelled set alone gave it). Each round relabels the whole pool with the model of the round before.
 
 Whether the pool is used at all is decided per task when ``self_training="auto"`` (the default):
-:func:`decide_pool` cross-validates on the labelled texts only. Each of ``self_training_folds`` stratified folds
+`decide_pool` cross-validates on the labelled texts only. Each of ``self_training_folds`` stratified folds
 is held out in turn; a model is trained from the untrained body on the other folds, scored on the held-out texts,
 self-trained on (a seeded subset of) the pool exactly as the real run would be, and scored again. The pool is kept
 when the held-out accuracy with it beats the accuracy without it by more than ``self_training_margin``; otherwise
@@ -20,10 +20,10 @@ Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text o
 (calibrated) head predicts, then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
 Heyer 2024); ``"confidence"`` is the head's confidence alone.
 
-The pool is validated like the other inputs (:func:`read_unlabeled`); texts equal to a labelled text (or to another
+The pool is validated like the other inputs (`read_unlabeled`); texts equal to a labelled text (or to another
 pool text) are dropped so that no text counts twice, and a pool that shares texts with the eval dataset is refused
-(:func:`check_disjoint`): the pool must never be the data a model is scored on. "Equal" is one rule everywhere:
-the same :func:`~setfit_lite.data.checks.text_key` (NFKC, case-folded, whitespace collapsed), so a text with an
+(`check_disjoint`): the pool must never be the data a model is scored on. "Equal" is one rule everywhere:
+the same `text_key` (NFKC, case-folded, whitespace collapsed), so a text with an
 added space or in other case is the same text. A pool left empty by that is refused before training starts.
 """
 
@@ -86,7 +86,7 @@ def check_disjoint(pool: Sequence[str], texts: Sequence[str], what: str) -> None
 
 def pool_without(pool: Sequence[str], labelled: Sequence[str]) -> list[str]:
     """The pool's distinct texts (first occurrence order) that are not labelled texts, compared by
-    :func:`~setfit_lite.data.checks.text_key`: none is counted twice. ValueError when none is left (the trainer
+    `text_key`: none is counted twice. ValueError when none is left (the trainer
     calls this before any training)."""
     seen = {text_key(text) for text in labelled}
     out = []
@@ -172,7 +172,7 @@ POOL_CHUNK = 10_000
 
 
 def tokenize_pool(model: Any, pool: Sequence[str]) -> list[list[int]]:
-    """``model.tokenize`` of the unlabeled ``pool`` in chunks of :data:`POOL_CHUNK` texts: a large pool shows a
+    """``model.tokenize`` of the unlabeled ``pool`` in chunks of `POOL_CHUNK` texts: a large pool shows a
     progress bar (where stderr is a terminal) and logs each chunk at INFO, so hours of silence never happen."""
     from tqdm.auto import tqdm
 
@@ -248,7 +248,7 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     """Cross-validate self-training on the labelled texts only: for each of ``args.self_training_folds``
     stratified folds (at most the smallest class's count), a model with ``model``'s settings, its body a copy of
     ``initial_body`` (the body before training), is trained by ``trainer_class`` with ``args`` on the other folds
-    (no evaluation, checkpoints or reporting), scored on the fold, self-trained on at most :data:`CV_POOL` texts of
+    (no evaluation, checkpoints or reporting), scored on the fold, self-trained on at most `CV_POOL` texts of
     ``pool`` (a subset drawn with ``args.seed``) as the real run is, and scored again. Nothing but ``texts``,
     ``labels`` and ``pool`` is read. Returns the decision (``gain > args.self_training_margin``: use the pool)."""
     import copy

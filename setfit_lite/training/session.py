@@ -21,8 +21,8 @@ class Session:
 
     ``resume_from`` is the checkpoint the first resumable phase restores (None: start afresh); ``prototypes``
     whether the head is the zero-shot prototypes and the body is not trained, ``anchor_texts`` the label texts
-    the embedding phase anchors the classes to (:mod:`setfit_lite.training.label_policy`); ``initial_body`` and
-    ``cross_fit`` serve ``calibration="temperature"`` with a trained body (:meth:`setfit_lite.Trainer.calibrate`).
+    the embedding phase anchors the classes to (`setfit_lite.training.label_policy`); ``initial_body`` and
+    ``cross_fit`` serve ``calibration="temperature"`` with a trained body (`setfit_lite.Trainer.calibrate`).
     """
 
     args: TrainingArguments

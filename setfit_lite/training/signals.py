@@ -1,4 +1,4 @@
-"""SIGTERM/SIGINT during training: finish the step, checkpoint, stop with :class:`TrainingInterrupted`."""
+"""SIGTERM/SIGINT during training: finish the step, checkpoint, stop with `TrainingInterrupted`."""
 
 from __future__ import annotations
 
