@@ -3,7 +3,7 @@
 >>> from trainers import get_backend
 >>> backend = get_backend("auto", precision="bf16")     # doctest: +SKIP
 
-Importing ``trainers`` (or :mod:`trainers.names`, the names of backends and precisions) imports no torch: each
+Importing ``trainers`` (or `trainers.names`, the names of backends and precisions) imports no torch: each
 name below loads its module when first used. Device SDKs (habana_frameworks, poptorch,
 intel_extension_for_pytorch, oneccl_bindings_for_pytorch) are imported only by the backend that needs them, when
 it is built. ``GaudiTrainer`` and ``IPUTrainer`` are Trainers: ``from setfit_lite import GaudiTrainer, IPUTrainer``.

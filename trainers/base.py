@@ -53,7 +53,7 @@ class DeviceConfig:
 
     @classmethod
     def load(cls, source: Self | Mapping[str, Any] | str | os.PathLike | None) -> Self:
-        """From a dict, a JSON file, or a folder holding :attr:`filename`; ``None`` gives the defaults, a config is
+        """From a dict, a JSON file, or a folder holding `filename`; ``None`` gives the defaults, a config is
         returned as is. Other keys are logged and dropped."""
         if source is None:
             return cls()
@@ -156,9 +156,9 @@ class Backend:
         return _DTYPES[self.precision]
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """Mixed-precision context of the training forward pass (:meth:`training_step`); prediction does not use
+        """Mixed-precision context of the training forward pass (`training_step`); prediction does not use
         it: embeddings for the head and for ``predict`` are computed in the model's ``inference_precision`` (see
-        :func:`trainers.registry.prediction_precision` and ``setfit_lite.training.head_fit``)."""
+        `trainers.registry.prediction_precision` and ``setfit_lite.training.head_fit``)."""
         dtype = self.autocast_dtype
         if dtype is None:
             return contextlib.nullcontext()
@@ -224,7 +224,7 @@ class Backend:
     def make_optimizer(self, groups: list[dict[str, Any]], weight_decay: float) -> torch.optim.Optimizer:
         """The loop's optimizer: AdamW over parameter groups (dicts with ``params`` and ``lr``).
 
-        torch's fused kernel where :attr:`fused_adamw` says the device has it: on CPU the default per-tensor AdamW
+        torch's fused kernel where `fused_adamw` says the device has it: on CPU the default per-tensor AdamW
         takes ~0.3 s a step for MiniLM (its 30k x 384 word embeddings), as long as the forward pass; the fused
         kernel ~0.06 s. Backends with an optimizer of their own (hpu FusedAdamW, ipu poptorch) override this.
         """
@@ -307,7 +307,7 @@ class Backend:
         return {}
 
     def set_rng_state(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`rng_state` returned (keys it does not know are ignored)."""
+        """Restore what `rng_state` returned (keys it does not know are ignored)."""
 
     def iter_shard(self, items: Sequence[Any]) -> Iterator[Any]:
         """This rank's share of ``items`` (every ``world_size``-th item from ``rank``)."""

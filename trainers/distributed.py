@@ -1,7 +1,7 @@
 """torch.distributed plumbing shared by every backend.
 
 torchrun environment detection, process-group creation (gloo / nccl / hccl / ccl), DDP wrapping
-and object collectives. Backends get all of it through :class:`DistributedMixin`; in a single
+and object collectives. Backends get all of it through `DistributedMixin`; in a single
 process (no ``WORLD_SIZE`` > 1) every collective is a no-op. A process group that a launcher has already
 initialised (Ray Train's ``TorchTrainer`` workers, a user's script) is joined as it is: its rank and size are
 taken from it, and it is left for its creator to destroy.
@@ -52,7 +52,7 @@ def _int_var(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 def detect_env(environ: Mapping[str, str] | None = None) -> DistEnv:
-    """This process's coordinates from torchrun's variables (:data:`trainers.names.TORCHRUN_VARS`) in ``environ``
+    """This process's coordinates from torchrun's variables (`trainers.names.TORCHRUN_VARS`) in ``environ``
     (default: ``os.environ``); none set means one process."""
     env = os.environ if environ is None else environ
     world_size = _int_var(env, "WORLD_SIZE", 1)
@@ -231,9 +231,9 @@ class DistOptions(TypedDict, total=False):
 
 
 class DistributedMixin:
-    """torchrun support for a :class:`~trainers.base.Backend`: put it first in the bases.
+    """torchrun support for a `Backend`: put it first in the bases.
 
-    Call :meth:`_init_distributed` with the backend's :class:`DistOptions` from ``__init__``; ``setup`` joins the
+    Call `_init_distributed` with the backend's `DistOptions` from ``__init__``; ``setup`` joins the
     process group when ``WORLD_SIZE`` > 1, ``prepare`` wraps in DDP, ``teardown`` destroys the group we created.
     """
 

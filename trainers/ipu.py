@@ -105,7 +105,7 @@ def find_layer_list(module: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
 class IpuBackend(DistributedMixin, Backend):
     """Train on Graphcore IPUs with PopTorch (one host process; data parallelism via replication_factor).
 
-    Options: ``ipu_config`` (dict, JSON path or folder with ipu_config.json, or :class:`IpuConfig`).
+    Options: ``ipu_config`` (dict, JSON path or folder with ipu_config.json, or `IpuConfig`).
     Precisions: fp32, fp16 (the model is cast to half); bf16 is not available on IPUs.
     """
 

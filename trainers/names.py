@@ -6,7 +6,7 @@ backend is built, and the backends use the same names.
 
 from __future__ import annotations
 
-#: backend name -> what it runs on (:mod:`trainers.registry` maps each name to its class)
+#: backend name -> what it runs on (`trainers.registry` maps each name to its class)
 BACKENDS: dict[str, str] = {"cpu": "CPU", "cuda": "NVIDIA/AMD GPU", "hpu": "Intel Gaudi", "ipu": "Graphcore IPU"}
 #: what ``backend=`` accepts: ``"auto"`` (hpu, else cuda, else cpu) or a backend name
 NAMES = ("auto", *BACKENDS)

@@ -1,4 +1,4 @@
-"""Pick and build a :class:`~trainers.base.Backend` by name ("auto", "cpu", "cuda", "hpu", "ipu")."""
+"""Pick and build a `Backend` by name ("auto", "cpu", "cuda", "hpu", "ipu")."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def backend_class(name: str) -> type[Backend]:
 
 def backend_options(cls: type[Backend]) -> list[str]:
     """The option names ``cls`` takes besides precision and compile: its keyword arguments, and the
-    :class:`~trainers.distributed.DistOptions` of the backends that run under torchrun."""
+    `DistOptions` of the backends that run under torchrun."""
     names = []
     for name, param in inspect.signature(cls).parameters.items():
         if param.kind is param.VAR_KEYWORD:
@@ -122,7 +122,7 @@ def prediction_precision(device: str | torch.device = "cpu", precision: str = "a
     """The precision prediction runs in on ``device``: ``"fp32"`` or ``"bf16"``.
 
     ``precision="auto"`` is the training rule, asked of the backend of that device type
-    (:meth:`~trainers.base.Backend.auto_precision`): bf16 on CPUs that compute it natively (AMX, AVX512-BF16; never
+    (`auto_precision`): bf16 on CPUs that compute it natively (AMX, AVX512-BF16; never
     where it would run emulated) and on GPUs with bf16, fp32 elsewhere (other device types included). ``"fp32"`` is
     always fp32; ``"bf16"`` is checked by that backend as for training (a CPU without native bf16 warns that it
     runs emulated; a GPU without bf16 is a ``ValueError``).
