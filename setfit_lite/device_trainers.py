@@ -1,7 +1,7 @@
 """``GaudiTrainer(..., gaudi_config=...)`` and ``IPUTrainer(..., ipu_config=...)``: setfit_lite's one Trainer under
 the names optimum-habana and optimum-graphcore users know.
 
-Each is :class:`setfit_lite.Trainer` with ``backend`` set to its device and the config passed as the backend
+Each is `setfit_lite.Trainer` with ``backend`` set to its device and the config passed as the backend
 option (``TrainingArguments(backend="hpu", backend_options={"gaudi_config": ...})``): nothing else differs.
 ``from setfit_lite import GaudiTrainer, IPUTrainer``.
 """
@@ -19,7 +19,7 @@ __all__ = ["GaudiTrainer", "IPUTrainer"]
 
 
 class _DeviceTrainer(Trainer):
-    """A :class:`Trainer` fixed to the backend :attr:`backend_name`, its config given as :attr:`config_option`."""
+    """A `Trainer` fixed to the backend `backend_name`, its config given as `config_option`."""
 
     backend_name: str
     config_option: str
@@ -43,15 +43,15 @@ class _DeviceTrainer(Trainer):
         return args.update({"backend": self.backend_name, "backend_options": options or None})
 
     def train(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
-        """:meth:`Trainer.train`; ``args``, when given, runs on this trainer's backend too."""
+        """`Trainer.train`; ``args``, when given, runs on this trainer's backend too."""
         super().train(self.on_device(args) if args is not None else None, trial, **kwargs)
 
 
 class GaudiTrainer(_DeviceTrainer):
-    """:class:`setfit_lite.Trainer` on Intel Gaudi (backend ``"hpu"``).
+    """`setfit_lite.Trainer` on Intel Gaudi (backend ``"hpu"``).
 
     ``gaudi_config``: a dict, a ``gaudi_config.json`` path or a folder holding one, or a
-    :class:`trainers.GaudiConfig` (see docs/backends.md); every other argument is :class:`Trainer`'s.
+    `trainers.GaudiConfig` (see docs/backends.md); every other argument is `Trainer`'s.
     """
 
     backend_name, config_option = "hpu", "gaudi_config"
@@ -62,10 +62,10 @@ class GaudiTrainer(_DeviceTrainer):
 
 
 class IPUTrainer(_DeviceTrainer):
-    """:class:`setfit_lite.Trainer` on Graphcore IPUs (backend ``"ipu"``).
+    """`setfit_lite.Trainer` on Graphcore IPUs (backend ``"ipu"``).
 
-    ``ipu_config``: a dict, an ``ipu_config.json`` path or a folder holding one, or a :class:`trainers.IpuConfig`
-    (see docs/backends.md); every other argument is :class:`Trainer`'s.
+    ``ipu_config``: a dict, an ``ipu_config.json`` path or a folder holding one, or a `trainers.IpuConfig`
+    (see docs/backends.md); every other argument is `Trainer`'s.
     """
 
     backend_name, config_option = "ipu", "ipu_config"

@@ -32,7 +32,7 @@ def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] =
     keeps every other layer), ``"first"`` the lowest ``num_layers``, or explicit 0-based layer indices (increasing).
     The copy shares no parameters with ``model``; it has no head and keeps every setting of ``model``
     (``SetFitModel.settings``: labels, prompt, head settings, long-text reading), ready for
-    :class:`DistillationTrainer` with ``model`` as the teacher.
+    `DistillationTrainer` with ``model`` as the teacher.
     """
     body = copy.deepcopy(model.model_body)
     transformer = body[0].auto_model
@@ -70,7 +70,7 @@ def _layer_indices(total: int, num_layers: int, keep: str | Sequence[int]) -> li
 
 
 class DistillationTrainer(Trainer):
-    """Distil ``teacher_model`` (a trained :class:`SetFitModel`) into ``student_model``, like setfit's.
+    """Distil ``teacher_model`` (a trained `SetFitModel`) into ``student_model``, like setfit's.
 
     ``train_dataset`` holds texts; any labels in it are ignored (the teacher labels them). ``eval_dataset``, when
     given, must be labelled and is scored with the student. ``args.loss`` is not used: the objective is the

@@ -8,7 +8,7 @@ handler).
 
 This is setfit_lite's one verbosity API. At ``INFO`` or below (``set_verbosity_info()``, the command line's
 ``--verbose``) dependencies speak too: transformers' and the hub's progress bars, Optuna's line per trial
-(:mod:`setfit_lite.verbosity` keeps them quiet otherwise). ``disable_progress_bar()`` turns off every progress bar,
+(`setfit_lite.verbosity` keeps them quiet otherwise). ``disable_progress_bar()`` turns off every progress bar,
 including those a caller asks for; otherwise a requested bar is drawn when stderr is a terminal (tqdm's own rule,
 ``tqdm(disable=None)``).
 """
@@ -154,7 +154,7 @@ def is_verbose() -> bool:
 
 
 def is_progress_bar_enabled() -> bool:
-    """Whether progress bars may be drawn (not after :func:`disable_progress_bar`)."""
+    """Whether progress bars may be drawn (not after `disable_progress_bar`)."""
     return _progress_bars
 
 

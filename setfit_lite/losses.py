@@ -101,7 +101,7 @@ class PairMatrixLoss(torch.nn.Module):
                 + 0.5 * self._loss(embeddings, pair_index[negative], target[negative]))
 
     def _loss(self, embeddings: torch.Tensor, pair_index: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """sentence-transformers' loss on the pairs ``pair_index`` (rows gathered with :func:`rows`)."""
+        """sentence-transformers' loss on the pairs ``pair_index`` (rows gathered with `rows`)."""
         pairs = [rows(embeddings, pair_index[:, 0]), rows(embeddings, pair_index[:, 1])]
         return self.inner.compute_loss_from_embeddings(pairs, target)
 

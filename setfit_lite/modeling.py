@@ -223,7 +223,7 @@ class SetFitModel(Predictor):
         return cached[1]
 
     def _bf16_body(self) -> Any:
-        """The body with bf16 weights that bf16 prediction runs (:func:`bf16_copy`, kept until the body changes;
+        """The body with bf16 weights that bf16 prediction runs (`bf16_copy`, kept until the body changes;
         it holds half the body's memory again)."""
         with _BF16_LOCK:
             self._bf16_cache = bf16_copy(self.model_body, getattr(self, "_bf16_cache", None))
@@ -294,8 +294,8 @@ class SetFitModel(Predictor):
 
     def settings(self) -> dict[str, Any]:
         """The settings a model keeps whatever its body: labels, head settings, prompt, long-text reading, source.
-        ``save_pretrained`` records them (:meth:`config`), ``from_pretrained`` restores them, and a model with
-        another body (:meth:`with_body`, ``distillation.shrink_body``) is built with them."""
+        ``save_pretrained`` records them (`config`), ``from_pretrained`` restores them, and a model with
+        another body (`with_body`, ``distillation.shrink_body``) is built with them."""
         return {"labels": self.labels, "multi_target_strategy": self.multi_target_strategy,
                 "use_differentiable_head": self.use_differentiable_head, "head_params": dict(self.head_params),
                 "normalize_embeddings": self.normalize_embeddings, "prompt": self.prompt,
@@ -347,7 +347,7 @@ class SetFitModel(Predictor):
 
     def embed_tokens(self, token_ids: Sequence[list[int]], batch_size: int = 32, show_progress_bar: bool | None = None
                      ) -> np.ndarray:
-        """Embeddings of pre-tokenised texts (an fp32 array; computed in :meth:`embedding_precision`), batched by
+        """Embeddings of pre-tokenised texts (an fp32 array; computed in `embedding_precision`), batched by
         length, returned in input order: the one path used by head fitting, evaluation and prediction. A text
         longer than the body's max length is embedded as its windows, pooled (``long_text="chunk"``). Reads the
         body only (a body in training mode is first switched to eval, see the class's note on threads)."""

@@ -1,5 +1,5 @@
 """The module paths of earlier releases, still importable: ``import setfit_lite.export``, ``from setfit_lite.params
-import check_param`` and the like give the modules that hold those names now (:data:`MOVED`).
+import check_param`` and the like give the modules that hold those names now (`MOVED`).
 
 A finder on ``sys.meta_path`` (installed by ``import setfit_lite``) answers for the old names only, and only when
 one is imported: nothing is loaded in advance, so the old paths cost nothing to code that does not use them. An old
@@ -71,7 +71,7 @@ def _split_module(name: str, targets: tuple[str, ...]) -> ModuleType:
 
 
 class MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds the old module paths of :data:`MOVED` (and nothing else) and loads them as their new modules."""
+    """Finds the old module paths of `MOVED` (and nothing else) and loads them as their new modules."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         return importlib.machinery.ModuleSpec(fullname, self) if fullname in MOVED else None

@@ -2,7 +2,7 @@
 setfit_lite's training loop.
 
 transformers' integration callbacks (``transformers.integrations``) read a transformers ``TrainingArguments`` and a
-``PreTrainedModel``; :class:`IntegrationCallback` gives them those views of setfit_lite's arguments and model (the
+``PreTrainedModel``; `IntegrationCallback` gives them those views of setfit_lite's arguments and model (the
 body's transformers model, whose config they log), and otherwise receives the events the loop dispatches: the
 losses and learning rate every ``logging_steps``, the ``eval_*`` metrics of each evaluation during training, and at
 the end ``train_runtime`` with the final model's ``final_eval_*`` metrics on the eval dataset.
@@ -47,7 +47,7 @@ def check_report_to(names: Sequence[str]) -> list[str]:
 
 
 def reporting_callbacks(args: Any) -> list[IntegrationCallback]:
-    """One :class:`IntegrationCallback` per integration ``args.report_to`` asks for (none for ``["none"]``)."""
+    """One `IntegrationCallback` per integration ``args.report_to`` asks for (none for ``["none"]``)."""
     if args.report_to == ["none"]:
         return []
     from transformers.integrations import get_reporting_integration_callbacks

@@ -3,7 +3,7 @@
 setfit builds every pair of the data as a dict before training; here the pairs are kept as two int32 index
 arrays (8 bytes a pair) and turned into ``{"sentence_1", "sentence_2", "label"}`` dicts as they are read.
 setfit_lite's own trainer does not use this class (it samples pairs in O(n) memory, see
-:mod:`setfit_lite.training.batch_samplers`); it is here for code written against ``setfit.sampler``.
+`setfit_lite.training.batch_samplers`); it is here for code written against ``setfit.sampler``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Trainer: setfit's training API over THE training loop (:mod:`setfit_lite.training`).
+"""Trainer: setfit's training API over THE training loop (`setfit_lite.training`).
 
 Every device decision is asked of a ``trainers`` backend object; the loop, checkpoints, signal handling, the
-evaluation during training and head fitting live in :mod:`setfit_lite.training`, one concern per module.
+evaluation during training and head fitting live in `setfit_lite.training`, one concern per module.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ _REQUIRED_COLUMNS = ("label", "text")
 
 
 class Trainer:
-    """Trains a :class:`SetFitModel` in two phases: contrastive body training, then the head.
+    """Trains a `SetFitModel` in two phases: contrastive body training, then the head.
 
     Same arguments, errors and messages as ``setfit.Trainer``. ``metric`` is a name ("accuracy", "f1", ... computed
     locally with scikit-learn; any other name through ``evaluate.load``, as setfit) or a callable
@@ -67,7 +67,7 @@ class Trainer:
     tensor and the true labels as a list (string labels: both as class ids).
 
     ``unlabeled_dataset`` (texts: a list of str, or a table with a ``text`` column) turns on self-training after
-    the labelled training (:mod:`setfit_lite.training.self_training`, ``TrainingArguments.self_training_*``). Draw
+    the labelled training (`setfit_lite.training.self_training`, ``TrainingArguments.self_training_*``). Draw
     it from the training data, never from the test data: a pool sharing texts with ``eval_dataset`` is refused.
     """
 
@@ -137,7 +137,7 @@ class Trainer:
                                  f"dataset had the columns {sorted(columns)}.")
 
     def _apply_column_mapping(self, dataset: Any, column_mapping: dict[str, str]) -> Any:
-        """setfit's helper, by the rule training applies (:func:`~setfit_lite.data.readers.column_renames`). A
+        """setfit's helper, by the rule training applies (`column_renames`). A
         ``datasets.Dataset`` gives a ``Dataset``, other tables a dict of lists."""
         if is_dataset(dataset):
             renames = column_renames(dataset.column_names, column_mapping)
@@ -147,7 +147,7 @@ class Trainer:
 
     def call_model_init(self, params: dict[str, Any] | None = None) -> SetFitModel:
         """A fresh model from ``model_init``: ``params`` as its one argument (setfit's convention), or as keyword
-        arguments where it declares them (see :func:`setfit_lite.search.routing.call_model_init`)."""
+        arguments where it declares them (see `setfit_lite.search.routing.call_model_init`)."""
         if self.model_init is None:
             raise ValueError("call_model_init needs the Trainer's model_init")
         return routing.call_model_init(self.model_init, params)
@@ -315,7 +315,7 @@ class Trainer:
 
     def self_train(self, args: TrainingArguments, data: LabeledData, ids: np.ndarray) -> None:
         """After the labelled training: with ``self_training="auto"``, decide by cross-validation on the labelled
-        texts whether the pool helps (:func:`~setfit_lite.training.self_training.decide_pool`), and self-train on
+        texts whether the pool helps (`decide_pool`), and self-train on
         it when it does (always with ``self_training=True``). Recorded in ``model.training_info["self_training"]``
         and logged to the callbacks."""
         session, model = self.session, self.model
@@ -486,7 +486,7 @@ class Trainer:
 
     def _fit_head(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> Any:
         """Fit the head on the training embeddings, its epochs (torch) or its fit (scikit-learn) reported to the
-        callbacks (:mod:`setfit_lite.training.head_phase`); returns the class weight it was fitted with."""
+        callbacks (`setfit_lite.training.head_phase`); returns the class weight it was fitted with."""
         assert self.session is not None
         if not isinstance(head, torch.nn.Module):
             class_weight = fit_head(head, embeddings, ids, args)
@@ -500,9 +500,9 @@ class Trainer:
 
     def calibrate(self, args: TrainingArguments, head: Any, embeddings: np.ndarray, ids: np.ndarray) -> None:
         """With ``calibration="temperature"``, set ``head.calibration_temperature`` from out-of-fold predictions:
-        of whole models trained without each fold when the body is trained (:mod:`setfit_lite.training.cross_fit`),
+        of whole models trained without each fold when the body is trained (`setfit_lite.training.cross_fit`),
         else of heads refitted on folds of the training embeddings
-        (:func:`setfit_lite.heads.calibration.cv_temperature`).
+        (`setfit_lite.heads.calibration.cv_temperature`).
         Recorded in ``model.training_info["calibration"]`` with the reason when none is fitted."""
         temperature, how = None, "calibration='none'"
         session = self.session
@@ -548,7 +548,7 @@ class Trainer:
     def hyperparameter_search(self, hp_space: Any = None, compute_objective: Callable | None = None,
                               n_trials: int = 10, direction: str = "maximize", backend: str = "optuna",
                               hp_name: Callable | None = None, **kwargs: Any) -> Any:
-        """Search hyperparameters with Optuna (see :mod:`setfit_lite.search`)."""
+        """Search hyperparameters with Optuna (see `setfit_lite.search`)."""
         return run_hyperparameter_search(self, hp_space=hp_space, compute_objective=compute_objective,
                                          n_trials=n_trials, direction=direction, backend=backend,
                                          hp_name=hp_name, **kwargs)

@@ -3,7 +3,7 @@
 transformers' and the hub's progress bars ("Loading weights", "Writing model shards"), onnxruntime's quantisation
 advice and Optuna's line per trial are not actionable for a user of setfit_lite: they are silenced where setfit_lite
 calls those libraries. ``setfit_lite.logging.set_verbosity_info()`` (the command line's ``--verbose``) lets them
-through. The verbosity itself is set and read with :mod:`setfit_lite.logging`.
+through. The verbosity itself is set and read with `setfit_lite.logging`.
 """
 
 from __future__ import annotations
