@@ -64,35 +64,57 @@ _BF16_LOCK = threading.Lock()  # threads predicting at once build one bf16 copy 
 
 
 class SetFitModel(Predictor):
-    """A few-shot text classifier: ``model_body`` (SentenceTransformer) then ``model_head``.
+    """A few-shot text classifier: a Sentence Transformer body, then a head on its embeddings.
 
-    ``labels`` are the user-facing classes: ``predict`` returns them and ``predict_proba`` columns follow
-    their order. ``predict`` and ``predict_proba`` return what setfit's do: a list of labels when the labels are
-    names (strings), otherwise a tensor of label values or class ids (a numpy array with ``as_numpy=True``).
-    The head is built at training time, once the number of classes is known, from ``head`` (None: logistic
-    regression; or any scikit-learn classifier instance) or, with ``use_differentiable_head=True``, a torch head.
+    Build one with [`from_pretrained`][setfit_lite.modeling.SetFitModel.from_pretrained] and train it with a
+    [`Trainer`][setfit_lite.trainer.Trainer]. `predict` and `predict_proba` return what setfit's do: a list of
+    labels when the labels are names (strings), otherwise a tensor of label values or class ids (a numpy array with
+    `as_numpy=True`).
 
-    Threads: the model is in eval mode whenever it is not being trained (constructed, loaded, after
-    ``Trainer.train`` returns or raises), and prediction only reads it, so threads may share one model and call
-    ``predict``/``predict_proba`` concurrently, each getting the sequential result bit for bit. A body or head a
-    user switched to training mode (``.train()``) is switched back to eval by the next prediction (as
-    sentence-transformers' ``encode`` does), never to training mode: predict under eval semantics only.
+    Threads: the model is in eval mode whenever it is not being trained, and prediction only reads it, so threads
+    may share one model and call `predict` or `predict_proba` at once, each getting the sequential result bit for
+    bit. A body or head switched to training mode (`.train()`) is switched back to eval by the next prediction.
 
-    Long texts (``setfit_lite.runtime.chunking``): ``long_text="chunk"`` splits a text longer than the body's max length
-    into windows sharing ``chunk_overlap`` tokens and pools their embeddings (``chunk_pooling``: "mean", "max",
-    "weighted"), wherever the model embeds texts (head fitting, evaluation, ``encode``, prediction, the ONNX
-    export); ``long_text="truncate"`` reads the first window only. The body's contrastive training reads each
-    text's first window. None: the defaults (``setfit_lite.runtime.chunking.DEFAULT_CHUNKING``).
+    Args:
+        model_body: The Sentence Transformer that embeds the texts.
+        model_head: A fitted head, or what to build at training time, once the number of classes is known: None
+            (a logistic regression) or a scikit-learn classifier instance.
+        labels: The classes, as `predict` returns them; `predict_proba`'s columns follow their order. None takes
+            them from the training data.
+        multi_target_strategy: For multi-label data with a scikit-learn head: `"one-vs-rest"`,
+            `"multi-output"` or `"classifier-chain"` (scikit-learn's wrappers).
+        use_differentiable_head: Whether to build a torch head
+            ([`SetFitHead`][setfit_lite.heads.torch_head.SetFitHead]) instead of a scikit-learn one.
+        head_params: Keyword arguments of the head built at training time (the estimator's or `SetFitHead`'s).
+        normalize_embeddings: Whether embeddings are L2-normalised before the head.
+        prompt: A text put before every text the body encodes; None for the body's default prompt, if any.
+        source: Where the body came from (a hub name or folder), recorded in the model card.
+        long_text: How a text longer than the body's window is read: `"chunk"` splits it into windows sharing
+            `chunk_overlap` tokens and pools their embeddings with `chunk_pooling` wherever the model embeds texts
+            (head fitting, evaluation, `encode`, prediction, export); `"truncate"` reads the first window. The
+            body's contrastive training reads each text's first window. None for the default (see
+            [Long texts](long-text.md)).
+        chunk_overlap: The tokens consecutive windows share with `long_text="chunk"`; None for the default.
+        chunk_pooling: How window embeddings are pooled: `"mean"`, `"max"` or `"weighted"`; None for the default.
+        inference_precision: The precision the body embeds texts in for prediction and for the head's features:
+            `"auto"` (bf16 where the device computes bf16 natively: CPUs with AMX or AVX512-BF16, GPUs with bf16;
+            fp32 elsewhere), `"fp32"` or `"bf16"`. The head runs in fp32. Saved with the model; the environment
+            variable `SETFIT_LITE_INFERENCE_PRECISION=fp32` makes `"auto"` mean fp32 in a process.
 
-    Precision: ``inference_precision="auto"`` (default) runs the body in bf16 where the device computes bf16
-    natively (CPUs with AMX or AVX512-BF16, GPUs with bf16: the rule of training's ``precision="auto"``,
-    ``trainers.registry.prediction_precision``) and in fp32 elsewhere, never emulated; ``"fp32"`` forces fp32,
-    ``"bf16"`` forces bf16. It applies wherever the model embeds texts (``encode``, prediction, and the embeddings
-    a head is fitted and evaluated on), so a head always sees features of the precision it is applied to; the
-    head itself runs in fp32 and embeddings are returned as fp32 arrays. It is saved with the model and may be
-    set on a loaded one (``model.inference_precision = "fp32"``); the environment variable
-    ``SETFIT_LITE_INFERENCE_PRECISION=fp32`` makes "auto" mean fp32 in a process (the test suite sets it, so that
-    its figures do not depend on the CPU that runs it).
+    Raises:
+        TypeError: `labels` that are not a list of str or int names.
+        ValueError: `labels` with duplicates, or an unknown precision or long-text setting.
+
+    Example:
+        ```python
+        from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+        model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+        train = {"text": ["a great film", "loved it", "dull and long", "a waste of time"],
+                 "label": ["positive", "positive", "negative", "negative"]}
+        Trainer(model=model, args=TrainingArguments(num_epochs=1), train_dataset=train).train()
+        print(model.predict(["what a wonderful story"]))   # ['positive']
+        ```
     """
 
     setfit_return_types = True
@@ -129,17 +151,52 @@ class SetFitModel(Predictor):
                         prompt: str | None = None, max_length: int | None = None, long_text: str | None = None,
                         chunk_overlap: int | None = None, chunk_pooling: str | None = None,
                         inference_precision: str | None = None, **kwargs: Any) -> SetFitModel:
-        """A body by hub name or local folder, or a saved model: setfit_lite's, or setfit's (needs ``allow_pickle``).
+        """Load a body to train, or a saved model: setfit_lite's, or setfit's (its pickled head needs `allow_pickle`).
 
-        For a saved model, ``multi_target_strategy``, ``use_differentiable_head``, ``head_params`` and
-        ``normalize_embeddings`` default to the saved values; a different value is refused when the model has a
-        fitted head (it could not apply to it) and replaces the saved value otherwise. ``labels`` must match
-        saved labels. A setfit folder (``model_head.pkl``, ``config_setfit.json``) loads completely, its
-        head converted to a pickle-free one, so ``save_pretrained`` then writes setfit_lite's format.
-        Never executes code from the folder unless ``trust_remote_code=True``; pickled files are refused
-        unless ``allow_pickle=True``. ``long_text``, ``chunk_overlap`` and ``chunk_pooling`` (see the class) default
-        to the saved values (a saved model that records none, or a setfit folder: truncation) and may be changed;
-        so does ``inference_precision`` (see the class; none saved: "auto").
+        For a saved model, the head settings (`multi_target_strategy`, `use_differentiable_head`, `head_params`,
+        `normalize_embeddings`) default to the saved values; a different value is refused when the model has a
+        fitted head (it could not apply to it) and replaces the saved value otherwise. A setfit folder
+        (`model_head.pkl`, `config_setfit.json`) loads completely, its head converted to a pickle-free one, so
+        `save_pretrained` then writes setfit_lite's format. Nothing is downloaded: a hub name must be in the local
+        cache or one of the models known offline ([models without the Hub](../offline-models.md)).
+
+        Args:
+            pretrained_model_name_or_path: A Sentence Transformers hub name or a local folder: a body, a saved
+                setfit_lite model or a setfit model.
+            labels: The classes (see the class); for a saved model they must equal the saved ones.
+            multi_target_strategy: As in the class; None for the saved value.
+            use_differentiable_head: As in the class; None for the saved value (False for a body).
+            head_params: As in the class; None for the saved value.
+            normalize_embeddings: As in the class; None for the saved value (False for a body).
+            device: The device the body is loaded on (`"cpu"`, `"cuda"`, ...); None for the CPU.
+            trust_remote_code: Whether code from the folder may run (a body with custom modules); never otherwise.
+            allow_pickle: Whether pickled files (a setfit head's `model_head.pkl`) may be read; they are refused
+                otherwise, before anything is loaded.
+            prompt: As in the class; None for the saved value or the body's default.
+            max_length: The most tokens of a text, at most the body's own limit; None for the body's.
+            long_text: As in the class; None for the saved value (a saved model that records none, or a setfit
+                folder: truncation).
+            chunk_overlap: As in the class; None for the saved value.
+            chunk_pooling: As in the class; None for the saved value.
+            inference_precision: As in the class; None for the saved value (`"auto"` when none is saved).
+            **kwargs: Refused: an unknown argument is a `TypeError`.
+
+        Returns:
+            The model, in eval mode; `source_folder` records the folder it was read from.
+
+        Raises:
+            TypeError: An unknown argument, or an argument of the wrong type.
+            ValueError: `labels` that differ from the saved ones, a head setting that contradicts the saved head,
+                a pickled file without `allow_pickle=True`, or a folder whose files disagree with each other.
+            OSError: The name is neither a folder nor a model available offline (`ModelNotFoundError`).
+
+        Example:
+            ```python
+            from setfit_lite import SetFitModel
+
+            model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
+                                                labels=["negative", "positive"])
+            ```
         """
         from sentence_transformers import SentenceTransformer
 
@@ -200,7 +257,7 @@ class SetFitModel(Predictor):
 
     @property
     def inference_precision(self) -> str:
-        """"auto", "fp32" or "bf16": the precision the body embeds texts in (see the class)."""
+        """The precision the body embeds texts in: `"auto"`, `"fp32"` or `"bf16"` (see the class); settable."""
         return self._inference_precision
 
     @inference_precision.setter
@@ -242,6 +299,7 @@ class SetFitModel(Predictor):
 
     @property
     def multi_label(self) -> bool:
+        """Whether the fitted head is multi-label (False before training)."""
         return bool(self.model_head is not None and self.model_head.multi_label)
 
     @property
@@ -251,14 +309,29 @@ class SetFitModel(Predictor):
         return float(getattr(self.model_head, "calibration_temperature", 1.0))
 
     def freeze(self, component: Literal["body", "head"] | None = None) -> None:
-        """setfit's: stop training the body and/or a differentiable head (``requires_grad=False``); both without
-        ``component``. The trainer's own switch is ``body_learning_rate=0`` (see TrainingArguments)."""
+        """setfit's: stop training the body or a differentiable head (`requires_grad=False`).
+
+        The trainer's own switch is `TrainingArguments(body_learning_rate=0)`.
+
+        Args:
+            component: `"body"`, `"head"`, or None for both.
+
+        Raises:
+            ValueError: Another `component`.
+        """
         self._set_trainable(component, False)
 
     def unfreeze(self, component: Literal["body", "head"] | None = None,
                  keep_body_frozen: bool | None = None) -> None:
-        """setfit's: train the body and/or a differentiable head again; both without ``component``.
-        ``keep_body_frozen`` is setfit's deprecated form of ``component="head"``."""
+        """setfit's: train the body or a differentiable head again.
+
+        Args:
+            component: `"body"`, `"head"`, or None for both.
+            keep_body_frozen: setfit's deprecated form of `component="head"` (a `DeprecationWarning`).
+
+        Raises:
+            ValueError: Another `component`.
+        """
         if keep_body_frozen is not None:
             import warnings
 
@@ -385,7 +458,19 @@ class SetFitModel(Predictor):
         return out
 
     def encode(self, inputs: Sequence[str], batch_size: int = 32, show_progress_bar: bool | None = None) -> np.ndarray:
-        """Sentence embeddings (n, dim) as the head sees them."""
+        """The sentence embeddings of texts, as the head sees them (prompt, precision, long-text pooling).
+
+        Args:
+            inputs: The texts.
+            batch_size: The texts encoded at once.
+            show_progress_bar: Whether to show a progress bar; None follows the library's setting.
+
+        Returns:
+            A float32 array `(n, embedding_dim)`.
+
+        Raises:
+            TypeError: The inputs are not texts.
+        """
         texts = validate_texts(inputs)
         return self.embed_tokens(self.tokenize(texts), batch_size=batch_size, show_progress_bar=show_progress_bar)
 
@@ -397,11 +482,24 @@ class SetFitModel(Predictor):
 
     def predict_proba(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
                       show_progress_bar: bool | None = None) -> np.ndarray | torch.Tensor:
-        """Class probabilities, columns in ``labels`` order (as ``predict`` uses them), as setfit returns them: a
-        tensor, or a numpy array with ``as_numpy``; one text gives one row. With
-        ``multi_target_strategy="multi-output"`` each label has its two columns ``[P(0), P(1)]``, shape (n, L, 2),
-        as scikit-learn's ``MultiOutputClassifier`` gives them (other multi-label heads: (n, L)).
-        ``class_proba`` gives the (n, L) numpy form for every head."""
+        """The class probabilities of texts, columns in `labels` order, as setfit returns them.
+
+        Args:
+            inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
+            batch_size: The texts encoded at once.
+            as_numpy: Whether to return a numpy array rather than setfit's tensor.
+            show_progress_bar: Whether to show a progress bar; None follows the library's setting.
+
+        Returns:
+            A tensor (numpy with `as_numpy`) `(n, len(labels))`, one row for one text. With
+            `multi_target_strategy="multi-output"` each label has its two columns `[P(0), P(1)]`, shape
+            `(n, L, 2)`, as scikit-learn's `MultiOutputClassifier` gives them; `class_proba` gives the `(n, L)`
+            numpy form for every head.
+
+        Raises:
+            TypeError: The inputs are not texts.
+            ValueError: The model has no fitted head.
+        """
         proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
         if self.multi_label and self.multi_target_strategy == "multi-output":
             proba = np.stack([1.0 - proba, proba], axis=-1)
@@ -417,15 +515,35 @@ class SetFitModel(Predictor):
     # ---- ONNX ---------------------------------------------------------------------------------
     def export_onnx(self, path: str | os.PathLike, quantize: str | None = None, opset: int = 17,
                     calibration_texts: Sequence[str] | None = None) -> Path:
-        """Export to one ONNX graph (token ids to probabilities) plus tokenizer; see ``setfit_lite.runtime.onnx``
-        (``quantize``: None, "int8", or "int8-static" calibrated on ``calibration_texts``)."""
+        """Export the model to one ONNX graph (token ids to probabilities) and its tokenizer, for prediction without
+        torch; see [`export_onnx`][setfit_lite.exporting.onnx.export_onnx].
+
+        Args:
+            path: The folder to write (a new one, or one setfit_lite exported to).
+            quantize: None (fp32), `"int8"` (dynamic quantisation) or `"int8-static"` (calibrated on
+                `calibration_texts`).
+            opset: The ONNX opset.
+            calibration_texts: The texts `"int8-static"` calibrates on.
+
+        Returns:
+            The folder written; load it with [`from_onnx`][setfit_lite.modeling.SetFitModel.from_onnx].
+        """
         from .exporting.onnx import export_onnx
 
         return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
     @staticmethod
     def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime") -> Any:
-        """Load a folder written by ``export_onnx`` as an ``OnnxSetFitModel`` (onnxruntime or OpenVINO, no torch)."""
+        """Load a folder written by `export_onnx` (onnxruntime or OpenVINO; no torch).
+
+        Args:
+            path: The exported folder.
+            num_threads: The threads a prediction uses; None for the CPUs this process may use.
+            runtime: `"onnxruntime"` or `"openvino"`.
+
+        Returns:
+            An [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel].
+        """
         from .runtime.onnx import OnnxSetFitModel
 
         return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime)
@@ -433,36 +551,63 @@ class SetFitModel(Predictor):
     # ---- static tier --------------------------------------------------------------------------
     def export_static(self, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
                       unlabeled_texts: Sequence[str] = (), **options: Any) -> Path:
-        """Distil the body into static token embeddings (model2vec's format) with a head refitted on ``texts``
-        (``labels``, or this model's predictions) and ``unlabeled_texts`` (this model's predictions); see
-        ``setfit_lite.exporting.static.export_static``."""
+        """Distil the body into static token embeddings (model2vec's format) with a head refitted on them.
+
+        Args:
+            path: The folder to write.
+            texts: The texts the head is refitted on.
+            labels: Their labels; None for this model's predictions.
+            unlabeled_texts: More texts, labelled by this model's predictions.
+            **options: The options of [`export_static`][setfit_lite.exporting.static.export_static].
+
+        Returns:
+            The folder written; load it with [`from_static`][setfit_lite.modeling.SetFitModel.from_static].
+        """
         from .exporting.static import export_static
 
         return export_static(self, path, texts, labels=labels, unlabeled_texts=unlabeled_texts, **options)
 
     @staticmethod
     def from_static(path: str | os.PathLike, num_threads: int | None = None) -> Any:
-        """Load a folder written by ``export_static`` as a ``StaticSetFitModel`` (numpy and tokenizers, no torch;
-        ``num_threads``: threads a prediction uses, default the CPUs this process may use)."""
+        """Load a folder written by `export_static` (numpy and tokenizers; no torch).
+
+        Args:
+            path: The exported folder.
+            num_threads: The threads a prediction uses; None for the CPUs this process may use.
+
+        Returns:
+            A [`StaticSetFitModel`][setfit_lite.runtime.static.StaticSetFitModel].
+        """
         from .runtime.static import StaticSetFitModel
 
         return StaticSetFitModel.load(path, num_threads=num_threads)
 
     # ---- saving -------------------------------------------------------------------------------
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
-        """Body in sentence-transformers format, head as safetensors + JSON, config JSON, model card, manifest.
+        """Save the model: the body in sentence-transformers' format, the head as safetensors and JSON (no pickle),
+        a config, a model card and a manifest.
 
         A new folder appears complete or not at all. In an existing folder only the model's own files are
         written: same-named files are replaced and the files of a model saved there before (those its
-        ``manifest.json`` lists) that this model does not write are removed; anything else is left alone. A
-        process killed mid-save leaves the previous model or the new one, never a mix. A path that is not a
-        folder raises FileExistsError.
+        `manifest.json` lists) that this model does not write are removed; anything else is left alone. A process
+        killed mid-save leaves the previous model or the new one, never a mix.
 
-        A folder that is, contains or lies inside the one this model was loaded from (``source_folder``) is refused
-        with ValueError, before anything is written, with one exception: the folder of a model setfit_lite saved
-        (its ``config_setfit_lite.json`` and ``manifest.json``), into which saving again replaces only the files
-        of that model, as setfit's ``from_pretrained(path)`` then ``save_pretrained(path)`` does. A body or a
-        setfit folder (whose files setfit_lite did not write) is never saved over.
+        Args:
+            save_directory: The folder to write.
+            model_card: The model card's Markdown; None for one generated from the model and its training.
+
+        Raises:
+            FileExistsError: The path exists and is not a folder.
+            ValueError: The folder is, contains or lies inside the one this model was loaded from
+                (`source_folder`), checked before anything is written; saving again into the folder of a model
+                setfit_lite saved is allowed (only that model's files are replaced). A body or a setfit folder is
+                never saved over.
+
+        Example:
+            ```python
+            model.save_pretrained("my-model")
+            model = SetFitModel.from_pretrained("my-model")
+            ```
         """
         from .model_card import render_model_card
 
@@ -492,6 +637,14 @@ class SetFitModel(Predictor):
         }
 
     def to(self, device: str | torch.device) -> SetFitModel:
+        """Move the body and a torch head to a device.
+
+        Args:
+            device: The device, such as `"cpu"` or `"cuda"`.
+
+        Returns:
+            This model.
+        """
         import torch
 
         self.model_body.to(device)
@@ -501,6 +654,7 @@ class SetFitModel(Predictor):
 
     @property
     def device(self) -> torch.device:
+        """The body's device."""
         return self.model_body.device
 
 
@@ -537,8 +691,17 @@ def _is_saved_model(folder: Path) -> bool:
 
 
 def load_model_folder(model_dir: str | os.PathLike, runtime: str = "onnxruntime") -> Any:
-    """A saved SetFitModel, or, without importing torch, an ``OnnxSetFitModel`` or ``StaticSetFitModel`` for a
-    folder written by ``export_onnx`` / ``export_static`` (``setfit-lite export``)."""
+    """Load any model folder: a saved `SetFitModel`, or, without importing torch, an exported one.
+
+    Args:
+        model_dir: A folder written by `save_pretrained`, `export_onnx` or `export_static` (or `setfit-lite export`).
+        runtime: The runtime of an ONNX folder: `"onnxruntime"` or `"openvino"`.
+
+    Returns:
+        A [`SetFitModel`][setfit_lite.modeling.SetFitModel],
+        [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel] or
+        [`StaticSetFitModel`][setfit_lite.runtime.static.StaticSetFitModel]; each predicts with the same methods.
+    """
     kind = exported_format(model_dir)
     if kind == "onnx":
         return SetFitModel.from_onnx(model_dir, runtime=runtime)
@@ -548,8 +711,14 @@ def load_model_folder(model_dir: str | os.PathLike, runtime: str = "onnxruntime"
 
 
 def exported_format(folder: str | os.PathLike) -> Literal["onnx", "static"] | None:
-    """``"onnx"`` or ``"static"`` for a folder written by ``export_onnx`` or ``export_static`` (read from its config
-    file's name: nothing heavy is imported), else None."""
+    """Which exported format a folder holds, read from its config file's name (nothing heavy is imported).
+
+    Args:
+        folder: The folder.
+
+    Returns:
+        `"onnx"` or `"static"` for a folder written by `export_onnx` or `export_static`, else None.
+    """
     from .runtime.onnx import ONNX_CONFIG_NAME
     from .runtime.static import STATIC_CONFIG_NAME
 

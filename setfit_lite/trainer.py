@@ -59,16 +59,48 @@ _REQUIRED_COLUMNS = ("label", "text")
 
 
 class Trainer:
-    """Trains a `SetFitModel` in two phases: contrastive body training, then the head.
+    """Trains a [`SetFitModel`][setfit_lite.modeling.SetFitModel] in two phases: contrastive body training, then
+    the head.
 
-    Same arguments, errors and messages as ``setfit.Trainer``. ``metric`` is a name ("accuracy", "f1", ... computed
-    locally with scikit-learn; any other name through ``evaluate.load``, as setfit) or a callable
-    ``metric(y_pred, y_true, **metric_kwargs)``, which receives what setfit gives it: the predictions as a CPU
-    tensor and the true labels as a list (string labels: both as class ids).
+    The same arguments, errors and messages as `setfit.Trainer`. The datasets are checked when the trainer is
+    built, before any training.
 
-    ``unlabeled_dataset`` (texts: a list of str, or a table with a ``text`` column) turns on self-training after
-    the labelled training (`setfit_lite.training.self_training`, ``TrainingArguments.self_training_*``). Draw
-    it from the training data, never from the test data: a pool sharing texts with ``eval_dataset`` is refused.
+    Args:
+        model: The model to train; give it or `model_init`, not both.
+        args: The training arguments; None for the defaults of
+            [`TrainingArguments`][setfit_lite.training_args.TrainingArguments].
+        train_dataset: The labelled texts: a `datasets.Dataset`, a dict of lists, a pandas DataFrame or a list of
+            dicts, with `text` and `label` columns (or those `column_mapping` names).
+        eval_dataset: Texts to score during and after training, in the same form.
+        model_init: A function returning a fresh model, called with no argument or with a trial's hyperparameters
+            (needed by [`hyperparameter_search`][setfit_lite.trainer.Trainer.hyperparameter_search]).
+        metric: A name (`"accuracy"`, `"f1"`, ... computed with scikit-learn; any other name through
+            `evaluate.load`, as setfit) or a callable `metric(y_pred, y_true, **metric_kwargs)`, which receives
+            what setfit gives it: the predictions as a CPU tensor and the true labels as a list (with string
+            labels, both as class ids).
+        metric_kwargs: Keyword arguments of the metric (such as `{"average": "macro"}` for `"f1"`).
+        callbacks: transformers `TrainerCallback`s (instances or classes), called during training.
+        column_mapping: Renames columns to `text` and `label`, such as `{"sentence": "text", "sentiment": "label"}`.
+        unlabeled_dataset: Unlabelled texts (a list of str, or a table with a `text` column) to self-train on after
+            the labelled training (see [Self-training](self-training.md)). Draw them from the training data, never
+            from the test data: a pool sharing texts with `eval_dataset` is refused.
+
+    Raises:
+        ValueError: `args` that is not a `TrainingArguments`, a dataset without its columns, a bad
+            `column_mapping` or `metric`, or an unlabelled pool sharing texts with `eval_dataset`.
+        RuntimeError: Neither or both of `model` and `model_init`.
+
+    Example:
+        ```python
+        from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+        train = {"text": ["a great film", "loved it", "dull and long", "a waste of time"],
+                 "label": ["positive", "positive", "negative", "negative"]}
+        trainer = Trainer(model=SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2"),
+                          args=TrainingArguments(num_epochs=1), train_dataset=train, eval_dataset=train)
+        trainer.train()
+        print(trainer.evaluate())   # {'accuracy': ...}
+        ```
     """
 
     def __init__(self, model: SetFitModel | None = None, args: TrainingArguments | None = None,
@@ -153,18 +185,33 @@ class Trainer:
         return routing.call_model_init(self.model_init, params)
 
     def add_callback(self, callback: Any) -> None:
-        """Add a transformers ``TrainerCallback`` (an instance, or a class to instantiate)."""
+        """Add a callback for the next `train()` calls.
+
+        Args:
+            callback: A transformers `TrainerCallback` instance, or a class to instantiate.
+        """
         self._callbacks.append(callback() if isinstance(callback, type) else callback)
 
     def pop_callback(self, callback: Any) -> Any:
-        """Remove and return the callback (an instance, or the first of a class); None when there is none."""
+        """Remove a callback and return it.
+
+        Args:
+            callback: The instance, or a class (its first instance is removed).
+
+        Returns:
+            The callback removed, or None when there is none.
+        """
         for index, cb in enumerate(self._callbacks):
             if cb is callback or (isinstance(callback, type) and type(cb) is callback):
                 return self._callbacks.pop(index)
         return None
 
     def remove_callback(self, callback: Any) -> None:
-        """Remove the callback (an instance, or the first of a class)."""
+        """Remove a callback, if it is there.
+
+        Args:
+            callback: The instance, or a class (its first instance is removed).
+        """
         self.pop_callback(callback)
 
     @property
@@ -173,14 +220,23 @@ class Trainer:
         return list(self._callbacks)
 
     def freeze(self, component: Literal["body", "head"] | None = None) -> None:
-        """Deprecated in setfit: ``SetFitModel.freeze``."""
+        """Deprecated in setfit (a `DeprecationWarning`): use `SetFitModel.freeze`.
+
+        Args:
+            component: `"body"`, `"head"`, or None for both.
+        """
         warnings.warn(f"`{type(self).__name__}.freeze` is deprecated and will be removed in v2.0.0 of SetFit. "
                       "Please use `SetFitModel.freeze` directly instead.", DeprecationWarning, stacklevel=2)
         self.model.freeze(component)
 
     def unfreeze(self, component: Literal["body", "head"] | None = None,
                  keep_body_frozen: bool | None = None) -> None:
-        """Deprecated in setfit: ``SetFitModel.unfreeze``."""
+        """Deprecated in setfit (a `DeprecationWarning`): use `SetFitModel.unfreeze`.
+
+        Args:
+            component: `"body"`, `"head"`, or None for both.
+            keep_body_frozen: setfit's deprecated form of `component="head"`.
+        """
         warnings.warn(f"`{type(self).__name__}.unfreeze` is deprecated and will be removed in v2.0.0 of SetFit. "
                       "Please use `SetFitModel.unfreeze` directly instead.", DeprecationWarning, stacklevel=2)
         self.model.unfreeze(component, keep_body_frozen=keep_body_frozen)
@@ -188,17 +244,28 @@ class Trainer:
     # ---- training -----------------------------------------------------------------------------
     def train(self, args: TrainingArguments | None = None, trial: Any = None,
               resume_from_checkpoint: Any = None, **kwargs: Any) -> None:
-        """Validate the data, train the body contrastively, then fit the head. The model is left in eval mode
-        (dropout off), also when training raises.
+        """Train the model: check the data, train the body contrastively, then fit the head.
 
-        ``args`` replaces the training arguments for this call only. ``trial`` (setfit's keyword: a dict of
-        hyperparameters, or an Optuna trial such as ``best.study.best_trial``) first applies its parameters as a
-        search trial does, for this and later calls: ``apply_hyperparameters(params, final_model=True)``
-        (training arguments, head parameters, and a fresh model from ``model_init`` when there is one). A trial
-        that sets training arguments cannot be combined with ``args``.
+        The model is left in eval mode (dropout off), also when training raises. With checkpoints on
+        (`save_strategy`), SIGTERM or Ctrl-C stops training after a checkpoint
+        ([`TrainingInterrupted`][setfit_lite.trainer.TrainingInterrupted]).
 
-        Keyword arguments (setfit 0.x's ``train(num_epochs=...)``) give setfit's DeprecationWarning; setfit then
-        ignores them, here those that are ``TrainingArguments`` names apply to this call (others: TypeError).
+        Args:
+            args: Training arguments for this call only; None for the trainer's.
+            trial: setfit's keyword: a dict of hyperparameters, or an Optuna trial such as
+                `best.study.best_trial`, applied first for this and later calls as
+                `apply_hyperparameters(params, final_model=True)` does. A trial that sets training arguments cannot
+                be combined with `args`.
+            resume_from_checkpoint: A checkpoint folder to resume from, or True for the latest one in
+                `args.output_dir`; training continues where it stopped, on the same data.
+            **kwargs: setfit 0.x's `train(num_epochs=...)`: setfit's `DeprecationWarning`; those that are
+                `TrainingArguments` names apply to this call (setfit ignores them).
+
+        Raises:
+            ValueError: No `train_dataset`, labels the model cannot train on (a single class, labels absent from
+                `model.labels`), a checkpoint of other data, or `args` and a `trial` that both set arguments.
+            TypeError: A keyword argument that is not a `TrainingArguments` name.
+            TrainingInterrupted: SIGTERM or SIGINT stopped training after a checkpoint.
         """
         if kwargs:
             name = type(self).__name__
@@ -380,7 +447,14 @@ class Trainer:
         return current_env().rank == 0  # the process group already initialised (Ray Train), else torchrun's RANK
 
     def save_model(self, output_dir: str | os.PathLike) -> bool:
-        """Save the model on rank 0 only (other ranks hold the same model); returns whether this process saved."""
+        """Save the model, on the main process only (the other processes hold the same model).
+
+        Args:
+            output_dir: The folder, as in `SetFitModel.save_pretrained`.
+
+        Returns:
+            Whether this process saved.
+        """
         if not self.is_world_process_zero():
             return False
         self.model.save_pretrained(output_dir)
@@ -533,7 +607,21 @@ class Trainer:
     # ---- evaluation ---------------------------------------------------------------------------
     def evaluate(self, dataset: Any = None, metric_key_prefix: str = "test", group_by: str | None = None
                  ) -> dict[str, Any]:
-        """The metric on ``dataset`` (default: ``eval_dataset``); with ``group_by``, also per value of that column."""
+        """Score the model with the trainer's metric.
+
+        Args:
+            dataset: The texts and labels to score, in any form `train_dataset` takes; None for `eval_dataset`.
+            metric_key_prefix: The key the result is recorded under in `model.training_info["eval_results"]`
+                (and in the model card).
+            group_by: A column of `dataset`: the metric is also given per value of that column.
+
+        Returns:
+            The metric by name, such as `{"accuracy": 0.9}`, with per-group results under `group_by`.
+
+        Raises:
+            ValueError: No dataset given here nor to the trainer, labels the model does not know, or a dataset
+                sharing texts with the unlabelled pool.
+        """
         data = self._load(dataset) if dataset is not None else self._eval_data
         if data is None:
             raise ValueError("No evaluation dataset provided to `Trainer.evaluate` nor the `Trainer` initialization.")
@@ -548,13 +636,63 @@ class Trainer:
     def hyperparameter_search(self, hp_space: Any = None, compute_objective: Callable | None = None,
                               n_trials: int = 10, direction: str = "maximize", backend: str = "optuna",
                               hp_name: Callable | None = None, **kwargs: Any) -> Any:
-        """Search hyperparameters with Optuna (see `setfit_lite.search`)."""
+        """Search hyperparameters with Optuna: each trial trains a fresh model from `model_init` and scores it on
+        `eval_dataset`.
+
+        The trainer's args and model are restored afterwards; train the final model with
+        `trainer.apply_hyperparameters(best.hyperparameters, final_model=True)` then `trainer.train()` (or
+        `trainer.train(trial=best.hyperparameters)`). The guide: [Hyperparameter search](../search.md).
+
+        Args:
+            hp_space: The search space: a function of an Optuna trial returning a dict, a SigOpt parameter list or
+                experiment dict (its metric's `objective` sets the direction, its `observation_budget` replaces
+                `n_trials`, its metric `name` picks the metric), a dict of Optuna distributions, or None for
+                [`default_hp_space`][setfit_lite.search.default_hp_space].
+            compute_objective: Scores `evaluate()`'s metrics; None for
+                [`default_compute_objective`][setfit_lite.search.default_compute_objective].
+            n_trials: The trials this call runs at most; None for no cap (with `max_trials` or `timeout`).
+            direction: `"maximize"` or `"minimize"`.
+            backend: `"optuna"`; `"sigopt"` runs a SigOpt experiment's space on Optuna.
+            hp_name: setfit's trial-naming function (accepted; Optuna names trials by number).
+            **kwargs: Optuna's `sampler`, `pruner`, `storage` (a URL, a `.db` or `.log`/`.jsonl` path, or a storage
+                object), `study_name`, `load_if_exists`, `timeout`, `n_jobs` (1 only: trials share the trainer),
+                `gc_after_trial`, `callbacks`, `catch`, `show_progress_bar`; and, for several workers sharing one
+                study through a database, `max_trials` (stop once the study holds that many complete trials) and
+                `heartbeat_interval`, `grace_period`, `max_retry` (re-run a dead worker's trials; see
+                [`create_study`][setfit_lite.search.create_study]).
+
+        Returns:
+            The best run: its trial number, objective, hyperparameters and the Optuna study
+            ([`BestRun`][setfit_lite.search.BestRun]).
+
+        Raises:
+            ValueError: No `model_init` or no `eval_dataset`, a bad `direction` or search space.
+            TypeError: An unknown keyword argument.
+            NoCompletedTrialError: No trial completed.
+
+        Example:
+            ```python
+            best = trainer.hyperparameter_search(n_trials=5)
+            trainer.train(trial=best.hyperparameters)
+            ```
+        """
         return run_hyperparameter_search(self, hp_space=hp_space, compute_objective=compute_objective,
                                          n_trials=n_trials, direction=direction, backend=backend,
                                          hp_name=hp_name, **kwargs)
 
     def apply_hyperparameters(self, params: dict[str, Any], final_model: bool = False) -> None:
-        """Use ``params`` (training arguments, head and ``model_init`` parameters) for the next ``train()``."""
+        """Use hyperparameters for the next `train()`: training arguments, head parameters and `model_init`'s.
+
+        Args:
+            params: The hyperparameters by name; a name is routed to the training arguments, the head's
+                parameters or `model_init`'s, whichever takes it.
+            final_model: Whether to build a fresh model from `model_init` now (for the final training after a
+                search).
+
+        Raises:
+            TypeError: A name nothing takes.
+            ValueError: A value a training argument refuses.
+        """
         routing.apply_hyperparameters(self, params, final_model=final_model)
 
     def _metric_inputs(self) -> MetricInputs:
@@ -572,6 +710,12 @@ class Trainer:
         return convert
 
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
+        """setfit's upload to the Hugging Face Hub: not available here (`RuntimeError`); save the model with
+        `model.save_pretrained(path)` and upload the folder.
+
+        Raises:
+            RuntimeError: Always.
+        """
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
                            "Use model.save_pretrained(path) and upload the folder yourself.")
 
