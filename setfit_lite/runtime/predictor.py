@@ -199,21 +199,23 @@ def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as
 
 
 class Predictor:
-    """``predict``, ``predict_proba``, ``label_ids`` and calling for a model that gives a chunk's probabilities.
+    """The prediction methods every tier shares: `predict`, `predict_proba`, streaming, and calling the model.
 
-    `class_proba` is the one numpy form every caller inside setfit_lite uses (evaluation, the CLI);
-    ``predict_proba``/``predict`` present it. With ``setfit_return_types`` (``SetFitModel``) ``predict`` returns
-    what setfit's does: labels only when they have names, else the label values or class ids as the array
-    `_array_output` makes (a tensor there).
+    [`SetFitModel`][setfit_lite.modeling.SetFitModel] (torch),
+    [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel] and
+    [`StaticSetFitModel`][setfit_lite.runtime.static.StaticSetFitModel] predict through these methods. `class_proba`
+    is the one numpy form; `predict_proba` and `predict` present it. With `setfit_return_types` (`SetFitModel`)
+    `predict` returns what setfit's does: labels only when they have names, else the label values or class ids as
+    a tensor.
 
-    Subclasses set ``labels`` (the classes, in ``predict_proba``'s column order) and ``multi_label``, and implement
-    `_proba_chunk`; they may override `_check_fitted`.
+    Inputs, one rule for every method and tier: a `str` is one text (`predict` and `predict_proba` give one label or
+    row; the streaming `predict_iter` and `iter_proba` refuse a bare `str`: pass `[text]`); a file is passed as an
+    `os.PathLike` such as `pathlib.Path("corpus.txt")` (one text per non-blank line, UTF-8); any other iterable of
+    `str` (list, tuple, array, generator) gives the texts. A dict, bytes, a non-iterable or a text that is not a
+    `str` raises `TypeError` saying what to pass.
 
-    Inputs, one rule for every entry point and model: a ``str`` is one text (``predict``/``predict_proba`` give one
-    label/row; where texts are streamed, ``predict_iter``/``iter_proba``, a bare ``str`` is refused: pass
-    ``[text]``); a file is passed as an ``os.PathLike`` such as ``pathlib.Path("corpus.txt")`` (one text per
-    non-blank line, UTF-8); any other iterable of ``str`` (list, tuple, array, generator) gives the texts. A dict,
-    bytes, a non-iterable or a text that is not a ``str`` raises TypeError saying what to pass.
+    A subclass sets `labels` (the classes, in `predict_proba`'s column order) and `multi_label`, and implements
+    `_proba_chunk`; it may override `_check_fitted`.
     """
 
     labels: list | None
@@ -232,15 +234,41 @@ class Predictor:
 
     def predict_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
                       show_progress_bar: bool | None = None) -> np.ndarray:
-        """Class probabilities, columns in ``labels`` order; one text (a ``str``) gives one row, an iterable or a
-        file (``os.PathLike``) one row per text. Iterables are streamed. ``as_numpy`` is accepted on every tier
-        (the torch tier's ``SetFitModel`` returns a tensor without it); these tiers always return numpy."""
+        """The class probabilities of texts, columns in `labels` order.
+
+        Args:
+            inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
+            batch_size: The texts encoded at once.
+            as_numpy: Accepted on every tier; the exported tiers always return numpy (the torch `SetFitModel`
+                returns a tensor without it).
+            show_progress_bar: Whether to show a progress bar; None follows the library's setting.
+
+        Returns:
+            An array of shape `(len(labels),)` for one text, `(n, len(labels))` for n texts.
+
+        Raises:
+            TypeError: The inputs are not texts (see the class).
+            ValueError: The model has no fitted head.
+        """
         return self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
     def class_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32,
                     show_progress_bar: bool | None = None) -> np.ndarray:
-        """Class probabilities as a numpy array (n, len(labels)), columns in ``labels`` order (multi-label: each
-        label's probability); one text (a ``str``) gives one row. Iterables and files are streamed."""
+        """The class probabilities of texts as a numpy array, the same on every tier and for every head.
+
+        Args:
+            inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
+            batch_size: The texts encoded at once.
+            show_progress_bar: Whether to show a progress bar; None follows the library's setting.
+
+        Returns:
+            An array `(n, len(labels))`, columns in `labels` order (multi-label: each label's probability); one
+            row for one text.
+
+        Raises:
+            TypeError: The inputs are not texts.
+            ValueError: The model has no fitted head.
+        """
         self._check_fitted()
         assert self.labels is not None
         single = isinstance(inputs, str)
@@ -250,10 +278,22 @@ class Predictor:
 
     def iter_proba(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
                    show_progress_bar: bool | None = None) -> Iterator[tuple[list[str], np.ndarray]]:
-        """``(texts, probabilities)`` for consecutive chunks of at most `STREAM_CHUNK` texts, computed as they
-        are consumed: memory stays bounded for an iterable or a text file (an ``os.PathLike``: one text per
-        non-blank line) of any size. A bare ``str`` raises TypeError (pass ``[text]`` or ``pathlib.Path(...)``),
-        as do the inputs `text_stream` refuses: at the call, before anything is read."""
+        """The probabilities of a stream of texts, chunk by chunk, computed as they are consumed.
+
+        Memory stays bounded for an iterable or a text file of any size.
+
+        Args:
+            inputs: An iterable of texts or a text file (`os.PathLike`: one text per non-blank line).
+            batch_size: The texts encoded at once.
+            show_progress_bar: Whether to show a progress bar; None follows the library's setting.
+
+        Returns:
+            An iterator of `(texts, probabilities)` for consecutive chunks of at most `STREAM_CHUNK` texts.
+
+        Raises:
+            TypeError: A bare `str` (pass `[text]` or `pathlib.Path(...)`) or other inputs that are not texts: at
+                the call, before anything is read.
+        """
         self._check_fitted()
         batch_size = check_param("batch_size", batch_size)
         return self._iter_proba(text_stream(inputs), batch_size, show_progress_bar)
@@ -268,11 +308,22 @@ class Predictor:
     def predict_iter(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
                      use_labels: bool = True, abstain_below: float | None = None,
                      abstain_label: Any = None) -> Iterator[Any]:
-        """``predict``'s label of each text as a Python value (multi-label: a multi-hot numpy row), one at a time,
-        streamed over an iterable or a text file (an ``os.PathLike``: one text per non-blank line) of any size with
-        bounded memory (a chunk of `STREAM_CHUNK` texts at once). A bare ``str`` raises TypeError at the
-        call: pass ``[text]`` for one text, ``pathlib.Path(...)`` for a file. ``abstain_below``/``abstain_label``
-        as in `predict`."""
+        """`predict`'s label of each text, one at a time, over a stream of any size with bounded memory.
+
+        Args:
+            inputs: An iterable of texts or a text file (`os.PathLike`: one text per non-blank line).
+            batch_size: The texts encoded at once.
+            use_labels: Whether to give the label names (False: class ids), as in `predict`.
+            abstain_below: As in `predict`.
+            abstain_label: As in `predict`.
+
+        Returns:
+            An iterator of one Python value a text (multi-label: a multi-hot numpy row).
+
+        Raises:
+            TypeError: A bare `str` (pass `[text]`, or `pathlib.Path(...)` for a file): at the call.
+            ValueError: `abstain_below` is not a probability, or the model is multi-label.
+        """
         self._check_abstain(abstain_below)
         return self._predict_iter(self.iter_proba(inputs, batch_size), use_labels, abstain_below, abstain_label)
 
@@ -297,14 +348,38 @@ class Predictor:
     def predict(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
                 use_labels: bool = True, show_progress_bar: bool | None = None, abstain_below: float | None = None,
                 abstain_label: Any = None) -> Any:
-        """Predicted labels (multi-label: a multi-hot array in ``labels`` order): one label for one text (a
-        ``str``), a list for an iterable of texts or a file (``os.PathLike``). Generators and files are streamed.
-        ``use_labels`` (setfit's) applies with ``setfit_return_types``: False gives class ids.
+        """The predicted label of each text.
 
-        ``abstain_below`` (single-label): a text whose highest (calibrated) probability is below it gets
-        ``abstain_label`` (default None) instead of a label; the labels (or ids) then come as a list of Python
-        values (an object array with ``as_numpy``). ``setfit_lite.metrics.coverage_accuracy`` tells how many texts
-        a threshold keeps and how accurate they are."""
+        Args:
+            inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
+            batch_size: The texts encoded at once.
+            as_numpy: Whether label values or ids come as a numpy array rather than setfit's tensor.
+            use_labels: setfit's: with False a model whose labels are names gives class ids.
+            show_progress_bar: Whether to show a progress bar; None follows the library's setting.
+            abstain_below: Single-label only: a text whose highest (calibrated) probability is below it gets
+                `abstain_label` instead of a label; the labels then come as a list of Python values (an object
+                array with `as_numpy`). [`coverage_accuracy`][setfit_lite.metrics.coverage_accuracy] tells how many
+                texts a threshold keeps and how accurate they are.
+            abstain_label: What an abstained text gets.
+
+        Returns:
+            One label for one text; for several, a list of label names, or label values or ids as a tensor (numpy
+            with `as_numpy`); multi-label: a multi-hot array in `labels` order.
+
+        Raises:
+            TypeError: The inputs are not texts.
+            ValueError: The model has no fitted head, or `abstain_below` is not a probability or is given to a
+                multi-label model.
+
+        Example:
+            ```python
+            from setfit_lite import SetFitModel
+
+            model = SetFitModel.from_pretrained("path/to/trained-model")
+            print(model.predict(["a great film", "dull and long"]))   # ['positive', 'negative']
+            print(model.predict("a great film", abstain_below=0.9))     # 'positive', or None when unsure
+            ```
+        """
         self._check_abstain(abstain_below)
         proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
         if abstain_below is None:
