@@ -14,9 +14,15 @@ logger = logging.getLogger(__name__)
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Training stopped by SIGTERM/SIGINT after saving a checkpoint; the message says where.
+    """Training stopped by SIGTERM or SIGINT after saving a checkpoint; the message says where.
 
-    ``signum`` is the signal's number and ``checkpoint`` the folder written.
+    A `KeyboardInterrupt`: `train()` raises it once the checkpoint is written, and
+    `train(resume_from_checkpoint=True)` continues from it.
+
+    Args:
+        message: What happened and where the checkpoint is.
+        signum: The signal's number.
+        checkpoint: The checkpoint folder written.
     """
 
     def __init__(self, message: str, signum: int | None = None, checkpoint: Path | None = None) -> None:
