@@ -30,15 +30,32 @@ def _at_most(subset: pd.DataFrame, sample_size: int, seed: int) -> pd.DataFrame:
 
 
 def create_samples(df: pd.DataFrame, sample_size: int, seed: int) -> pd.DataFrame:
-    """Up to ``sample_size`` rows of each value of ``df["label"]`` (all rows of a smaller class), labels in order
-    of first appearance."""
+    """setfit's benchmark helper: up to `sample_size` random rows of each label.
+
+    Args:
+        df: A DataFrame with a `label` column.
+        sample_size: The rows per label at most (a smaller class keeps all its rows).
+        seed: The random seed.
+
+    Returns:
+        The rows, labels in order of first appearance.
+    """
     import pandas as pd
 
     return pd.concat([_at_most(df[df["label"] == label], sample_size, seed) for label in df["label"].unique()])
 
 
 def create_samples_multilabel(df: pd.DataFrame, sample_size: int, seed: int) -> pd.DataFrame:
-    """Up to ``sample_size`` rows where each label column (every column but ``text``) is 1, without duplicates."""
+    """setfit's benchmark helper for multi-label data: up to `sample_size` rows where each label is 1.
+
+    Args:
+        df: A DataFrame with a `text` column and one 0/1 column per label.
+        sample_size: The rows per label at most.
+        seed: The random seed.
+
+    Returns:
+        The rows, without duplicates.
+    """
     import pandas as pd
 
     labels = [column for column in df.columns if column != "text"]
@@ -47,10 +64,20 @@ def create_samples_multilabel(df: pd.DataFrame, sample_size: int, seed: int) -> 
 
 def create_fewshot_splits(dataset: datasets.Dataset, sample_sizes: Sequence[int], add_data_augmentation: bool = False,
                           dataset_name: str | None = None) -> datasets.DatasetDict:
-    """``train-{sample_size}-{i}`` splits: `create_samples` for every size and each of the 10 `SEEDS`.
+    """setfit's benchmark splits: `create_samples` for every size and each of the 10 seeds of `SEEDS`.
 
-    With ``add_data_augmentation`` each split also gets ``sample_size`` templated examples per label of
-    ``dataset_name`` (`get_templated_dataset`), shuffled in with the split's seed.
+    Args:
+        dataset: A dataset with `text` and `label` columns.
+        sample_sizes: The rows per label of the splits.
+        add_data_augmentation: Whether each split also gets `sample_size` templated examples per label of
+            `dataset_name` (`get_templated_dataset`), shuffled in with the split's seed.
+        dataset_name: The dataset whose label names the templates use (needed with `add_data_augmentation`).
+
+    Returns:
+        A `DatasetDict` of splits named `train-{sample_size}-{i}`.
+
+    Raises:
+        ValueError: `add_data_augmentation` without `dataset_name`.
     """
     import pandas as pd
     from datasets import Dataset, DatasetDict
@@ -72,7 +99,15 @@ def create_fewshot_splits(dataset: datasets.Dataset, sample_sizes: Sequence[int]
 
 def create_fewshot_splits_multilabel(dataset: datasets.Dataset, sample_sizes: Sequence[int]
                                      ) -> datasets.DatasetDict:
-    """`create_fewshot_splits` for a dataset with a ``text`` column and one 0/1 column per label."""
+    """`create_fewshot_splits` for multi-label data.
+
+    Args:
+        dataset: A dataset with a `text` column and one 0/1 column per label.
+        sample_sizes: The rows per label of the splits.
+
+    Returns:
+        A `DatasetDict` of splits named `train-{sample_size}-{i}`.
+    """
     from datasets import Dataset, DatasetDict
 
     df = dataset.to_pandas()
@@ -87,7 +122,21 @@ def create_fewshot_splits_multilabel(dataset: datasets.Dataset, sample_sizes: Se
 def add_templated_examples(dataset: Any, candidate_labels: Sequence[str], template: str = "This sentence is {}",
                            sample_size: int = 2, text_column: str = "text", label_column: str = "label",
                            multi_label: bool = False) -> datasets.Dataset:
-    """setfit 0.x's name and signature of `get_templated_dataset` (deprecated in 0.6, removed in 1.0)."""
+    """setfit 0.x's name of [`get_templated_dataset`][setfit_lite.data.get_templated_dataset] (a
+    `DeprecationWarning`).
+
+    Args:
+        dataset: As in `get_templated_dataset`.
+        candidate_labels: As in `get_templated_dataset`.
+        template: As in `get_templated_dataset`.
+        sample_size: As in `get_templated_dataset`.
+        text_column: As in `get_templated_dataset`.
+        label_column: As in `get_templated_dataset`.
+        multi_label: As in `get_templated_dataset`.
+
+    Returns:
+        What `get_templated_dataset` returns.
+    """
     warnings.warn("`add_templated_examples` is deprecated, use `get_templated_dataset` (same arguments by name)",
                   DeprecationWarning, stacklevel=2)
     return get_templated_dataset(dataset, candidate_labels=candidate_labels, template=template,

@@ -34,14 +34,30 @@ SAMPLES = {
 def load_sample(name: str, split: str | None = None) -> datasets.Dataset:
     """A small sample of a real dataset shipped with setfit_lite, so examples run without any download.
 
-    - ``"sst2"``: 400 SST-2 movie-review sentences (200 negative, 200 positive), all from the SST-2 test split;
-      columns ``text``, ``label`` (0/1), ``label_text``.
-    - ``"tweet_sentiment_multilingual"``: 864 tweets in 8 languages (ar, de, en, es, fr, hi, it, pt), 3 labels
+    - `"sst2"`: 400 SST-2 movie-review sentences (200 negative, 200 positive), all from the SST-2 test split;
+      columns `text`, `label` (0/1), `label_text`.
+    - `"tweet_sentiment_multilingual"`: 864 tweets in 8 languages (ar, de, en, es, fr, hi, it, pt), 3 labels
       (0 negative, 1 neutral, 2 positive); per language and label 16 from the train split and 20 from the test
-      split; columns ``text``, ``label``, ``label_text``, ``lang``, ``split``.
+      split; columns `text`, `label`, `label_text`, `lang`, `split`.
 
-    ``split`` ("train" or "test") keeps that split's rows and drops the ``split`` column; it needs a sample that
-    has one. Sources and licences: see the module docstring. Raises ValueError for an unknown name or split.
+    Args:
+        name: `"sst2"` or `"tweet_sentiment_multilingual"`.
+        split: `"train"` or `"test"` keeps that split's rows and drops the `split` column (a sample that has
+            one); None keeps every row.
+
+    Returns:
+        The sample as a `datasets.Dataset`.
+
+    Raises:
+        ValueError: An unknown name or split.
+
+    Example:
+        ```python
+        from setfit_lite import load_sample
+
+        sst2 = load_sample("sst2")
+        print(len(sst2), sst2.column_names)   # 400 ['text', 'label', 'label_text']
+        ```
     """
     from datasets import Dataset
 

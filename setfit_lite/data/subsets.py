@@ -55,13 +55,32 @@ def _counts_per_label(num_samples: int | Mapping[Any, int], labels: list) -> dic
 
 def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int | Mapping[Any, int] = 8,
                    seed: int = 42) -> Any:
-    """Take up to ``num_samples`` random rows per label, like ``setfit.sample_dataset``.
+    """Take up to `num_samples` random rows per label, like `setfit.sample_dataset`.
 
-    Returns the input's type: ``datasets.Dataset`` (same rows as setfit picks for the same seed), pandas
-    DataFrame, list of dicts, or dict of lists. Classes with fewer rows keep all of them. Deterministic for a
-    ``seed``. ``num_samples`` may be a mapping ``{label: count}`` (every label of the data) to draw a skewed
-    few-shot set, e.g. ``{0: 32, 1: 8, 2: 2}``; each label's rows are those a uniform ``num_samples`` of that
-    count draws for it.
+    Args:
+        dataset: A `datasets.Dataset` (the same rows as setfit picks for the same seed), a pandas DataFrame, a list
+            of dicts or a dict of lists.
+        label_column: The column holding the labels.
+        num_samples: The rows per label (a class with fewer keeps all of them), or a mapping `{label: count}` for
+            every label of the data, to draw a skewed few-shot set such as `{0: 32, 1: 8, 2: 2}` (each label's rows
+            are those a uniform `num_samples` of that count draws for it).
+        seed: The random seed; the same seed gives the same rows.
+
+    Returns:
+        The rows, of the input's type.
+
+    Raises:
+        ValueError: No `label_column`, a `DatasetDict` (pick a split), or a mapping that does not cover the
+            labels.
+        TypeError: An input of another type.
+
+    Example:
+        ```python
+        from setfit_lite import load_sample, sample_dataset
+
+        train = sample_dataset(load_sample("sst2"), num_samples=8, seed=0)
+        print(len(train))   # 16
+        ```
     """
     if not isinstance(num_samples, Mapping):
         num_samples = check_param("num_samples", num_samples)

@@ -71,14 +71,42 @@ def get_templated_dataset(
     multi_label: bool = False,
     label_names_column: str = "label_text",
 ) -> datasets.Dataset:
-    """Synthetic training examples from label names (zero-shot), like ``setfit.get_templated_dataset``.
+    """Synthetic training examples from label names (zero-shot), like `setfit.get_templated_dataset`.
 
-    Each of ``candidate_labels`` (or the label names of ``reference_dataset``: a ``datasets.Dataset``, or a name
-    or folder ``datasets.load_dataset`` reads, as in setfit; exactly one of the two) gives ``sample_size`` copies
-    of ``template.format(name)``, labelled with the name's index (a one-hot list when ``multi_label``). They are
-    appended to ``dataset`` (any input ``to_labeled_data`` reads; an empty one counts as none) so that few real
-    examples can be mixed in.
-    Pass ``labels=candidate_labels`` to ``SetFitModel.from_pretrained`` to get names back from ``predict``.
+    Each label name gives `sample_size` copies of `template.format(name)`, labelled with the name's index (a
+    one-hot list when `multi_label`). Pass `labels=candidate_labels` to `SetFitModel.from_pretrained` to get names
+    back from `predict`; training on such a set alone uses the zero-shot prototypes
+    (`TrainingArguments.zero_shot`).
+
+    Args:
+        dataset: Real examples the templated ones are appended to (any table `Trainer` reads; an empty one counts as
+            none), their labels ids into `candidate_labels` or the names themselves; None for none.
+        candidate_labels: The label names; give this or `reference_dataset`.
+        reference_dataset: A dataset whose label names are used: a `datasets.Dataset`, or a name or folder
+            `datasets.load_dataset` reads, as in setfit.
+        template: The text, with `{}` where the name goes.
+        sample_size: The copies of each label's text.
+        text_column: The text column of `dataset` and of the result.
+        label_column: The label column of `dataset` and of the result.
+        multi_label: Whether labels are one-hot lists (multi-label data).
+        label_names_column: The column of `reference_dataset` that holds the label names, when its labels are not a
+            `ClassLabel`.
+
+    Returns:
+        A `datasets.Dataset`: `dataset`'s rows, then the templated ones.
+
+    Raises:
+        ValueError: Both or neither of `candidate_labels` and `reference_dataset`, repeated or no names, a
+            template without `{}`, or labels of `dataset` that do not fit `candidate_labels`.
+        TypeError: Names that are not non-empty strings.
+
+    Example:
+        ```python
+        from setfit_lite import get_templated_dataset
+
+        train = get_templated_dataset(candidate_labels=["sports", "politics"], sample_size=8)
+        print(len(train), train[0]["text"])   # 16 This sentence is sports
+        ```
     """
     from datasets import Dataset, concatenate_datasets, load_dataset
 

@@ -12,9 +12,20 @@ __all__ = ["SetFitDataset"]
 
 
 class SetFitDataset(Dataset):
-    """Texts ``x`` tokenised to ``max_length`` (padded and truncated) with their labels ``y`` (ids, or multi-hot
-    rows); ``collate_fn`` batches them as ``(features, labels)`` with exactly the tokenizer's
-    ``model_input_names`` as feature keys (int32) and labels as int64, or float for multi-hot rows."""
+    """setfit's torch dataset of tokenised texts and their labels, for training a differentiable head by hand.
+
+    `collate_fn` batches its items as `(features, labels)` with exactly the tokenizer's `model_input_names` as
+    feature keys (int32) and labels as int64, or float for multi-hot rows.
+
+    Args:
+        x: The texts.
+        y: Their labels: class ids, or multi-hot rows.
+        tokenizer: A transformers tokenizer (the body's `model_body.tokenizer`).
+        max_length: The tokens each text is padded or truncated to.
+
+    Raises:
+        ValueError: `x` and `y` of different lengths.
+    """
 
     def __init__(self, x: Sequence[str], y: Sequence[Any], tokenizer: Any, max_length: int = 32) -> None:
         if len(x) != len(y):
@@ -33,6 +44,14 @@ class SetFitDataset(Dataset):
 
     def collate_fn(self, batch: Sequence[tuple[dict[str, list[int]], Any]]) -> tuple[dict[str, torch.Tensor],
                                                                                      torch.Tensor]:
+        """Batch items of this dataset, for a `torch.utils.data.DataLoader`'s `collate_fn`.
+
+        Args:
+            batch: `(features, label)` items.
+
+        Returns:
+            `(features, labels)`: int32 tensors by input name, and the labels (int64, or float for multi-hot rows).
+        """
         features = {name: torch.tensor([f[name] for f, _ in batch], dtype=torch.int32) for name in batch[0][0]}
         labels = torch.tensor([label for _, label in batch])
         return features, labels.long() if labels.dim() == 1 else labels.float()
