@@ -39,7 +39,19 @@ def default_logistic_params(num_classes: int | None, multi_label: bool) -> dict[
 def load_head(
     folder: str | Path, *, trusted_types: Sequence[str] = (), device: str | torch.device | None = None
 ) -> SklearnHead | TorchHead:
-    """Load whichever head ``folder/head_config.json`` describes."""
+    """Load a saved head, whichever kind `folder/head_config.json` describes (no pickle is ever read).
+
+    Args:
+        folder: The head's folder (a saved model's `head/`).
+        trusted_types: The types a `head.skops` file may hold beyond skops' own trusted ones.
+        device: The device a torch head is loaded on; None for the CPU.
+
+    Returns:
+        A [`SklearnHead`][setfit_lite.heads.sklearn_head.SklearnHead] or a torch head.
+
+    Raises:
+        ValueError: A config of an unknown head type, or files that disagree with it.
+    """
     config_path = Path(folder) / HEAD_CONFIG_NAME
     cfg = load_json(config_path, what="head config")
     kind = cfg.get("type") if isinstance(cfg, dict) else None
@@ -59,16 +71,28 @@ def build_head(
     use_differentiable_head: bool = False,
     **head_kwargs: Any,
 ) -> SklearnHead | TorchHead:
-    """Construct a head.
+    """Build an unfitted head; every call returns a fresh, independent one (instances are copied, estimators with
+    `sklearn.base.clone`).
 
-    ``head`` may be None (LogisticRegression, or a TorchHead if ``use_differentiable_head``), a name
-    ("logistic_regression"/"sklearn" or "differentiable"/"torch"), an sklearn estimator instance (wrapped in
-    ``SklearnHead``), or an unfitted ``SklearnHead``/``TorchHead`` (checked against the data). Instances are
-    copied (estimators via ``sklearn.base.clone``), so every call returns a fresh, independent head.
-    ``head_kwargs`` go to ``TorchHead`` (hidden_size, dropout, and setfit's ``SetFitHead`` names: ``out_features``
-    and ``multitarget``, checked against the data, ``temperature``, ``bias``, ``device``, ``eps``) or
-    ``LogisticRegression``.
-    A TorchHead ignores ``multi_target_strategy`` (multi-label always means independent sigmoids).
+    Args:
+        head: None (a logistic regression, or a torch head with `use_differentiable_head`), a name
+            (`"logistic_regression"`/`"sklearn"` or `"differentiable"`/`"torch"`), a scikit-learn estimator
+            instance, or an unfitted head (checked against the data).
+        num_classes: The classes K.
+        multi_label: Whether labels are multi-hot rows.
+        multi_target_strategy: A scikit-learn head's multi-label wrapper (see `SklearnHead`); a torch head
+            ignores it (multi-label always means independent sigmoids).
+        in_features: The embedding dimension (needed by a torch head).
+        use_differentiable_head: Whether `head=None` builds a torch head.
+        **head_kwargs: The torch head's arguments (see [`SetFitHead`][setfit_lite.heads.torch_head.SetFitHead])
+            or the `LogisticRegression`'s.
+
+    Returns:
+        A [`SklearnHead`][setfit_lite.heads.sklearn_head.SklearnHead] or a torch head.
+
+    Raises:
+        ValueError: An unknown name, or a head or arguments that disagree with the data.
+        TypeError: Arguments the head does not take.
     """
     check_head_param("num_classes", num_classes)
     if isinstance(head, (SklearnHead, TorchHead)):

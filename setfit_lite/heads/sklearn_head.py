@@ -33,14 +33,24 @@ from .validation import as_features, check_head_param, check_labels
 
 
 class SklearnHead:
-    """A scikit-learn classifier on embeddings (default: ``LogisticRegression(max_iter=1000)``, as in setfit).
+    """A scikit-learn classifier on embeddings (by default `LogisticRegression(max_iter=1000)`, as in setfit).
 
-    Multi-label heads wrap the estimator per ``multi_target_strategy`` ("one-vs-rest", "multi-output",
-    "classifier-chain"); with ``multi_label=True`` and no strategy, "one-vs-rest" is used unless the
-    estimator already is one of those wrappers. A given estimator instance is used as is (not cloned).
-    ``num_classes=None`` infers K at ``fit`` (max id + 1, or the multi-hot width).
-    ``calibration_temperature`` (saved with the head) is applied by the model's ``predict_proba``, not here:
-    ``predict_proba`` gives the estimator's probabilities.
+    The estimator's attributes (`coef_`, `classes_`, `get_params`, ...) are readable on the head, as on setfit's
+    `model.model_head`. Its `calibration_temperature` (saved with the head) is applied by the model's
+    `predict_proba`, not here: `predict_proba` gives the estimator's probabilities.
+
+    Args:
+        estimator: A scikit-learn classifier instance, used as is (not cloned); None for a logistic regression.
+        num_classes: The classes K; None infers K at `fit` (the largest id + 1, or the multi-hot width).
+        multi_label: Whether labels are multi-hot rows.
+        multi_target_strategy: How a multi-label head wraps the estimator: `"one-vs-rest"` (the default with
+            `multi_label=True`, unless the estimator already is a wrapper), `"multi-output"` or
+            `"classifier-chain"`.
+
+    Raises:
+        TypeError: An estimator that is not a scikit-learn classifier.
+        ValueError: An unknown strategy, a strategy that conflicts with the estimator, or a multi-label strategy
+            without `multi_label=True`.
     """
 
     def __init__(
@@ -110,7 +120,18 @@ class SklearnHead:
             raise NotFittedError("this SklearnHead is not fitted yet: call fit(X, y) (or train the model) first")
 
     def fit(self, X: Any, y: Any) -> SklearnHead:
-        """Fit on embeddings ``X`` (n, d) and class ids (n,) or multi-hot (n, K)."""
+        """Fit the estimator on embeddings.
+
+        Args:
+            X: Embeddings `(n, d)`.
+            y: Class ids `(n,)`, or multi-hot rows `(n, K)`.
+
+        Returns:
+            This head, fitted.
+
+        Raises:
+            ValueError: Labels that do not fit the head, or a single class for a logistic regression.
+        """
         X = as_features(X)
         y = check_labels(y, self.num_classes, self.multi_label, X.shape[0])
         if self.num_classes is None:
@@ -123,7 +144,17 @@ class SklearnHead:
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Probabilities (n, K), columns in class-id order (absent classes: zeros)."""
+        """The class probabilities of embeddings.
+
+        Args:
+            X: Embeddings `(n, d)`.
+
+        Returns:
+            An array `(n, K)`, columns in class-id order (a class absent from the training data: zeros).
+
+        Raises:
+            NotFittedError: The head is not fitted.
+        """
         self._check_fitted()
         X = as_features(X)
         if not hasattr(self.estimator, "predict_proba"):
@@ -149,7 +180,17 @@ class SklearnHead:
         return out
 
     def predict(self, X: Any) -> np.ndarray:
-        """Class ids (n,) or multi-hot (n, K) (threshold 0.5), int64."""
+        """The predicted classes of embeddings.
+
+        Args:
+            X: Embeddings `(n, d)`.
+
+        Returns:
+            Class ids `(n,)`, or multi-hot rows `(n, K)` (threshold 0.5), int64.
+
+        Raises:
+            NotFittedError: The head is not fitted.
+        """
         self._check_fitted()
         if hasattr(self.estimator, "predict_proba"):
             return predict_ids(self.predict_proba(X), self.multi_label)

@@ -57,20 +57,34 @@ class EpochHook(Protocol):
 
 
 class SetFitHead(nn.Module):
-    """Differentiable head: optional hidden layer (ReLU) then a linear layer with ``num_classes`` logits.
+    """A differentiable head: an optional hidden layer (ReLU), then a linear layer with one logit per class.
 
-    Single-label uses softmax over K outputs (K=2 for binary, so columns always match labels);
-    multi-label uses independent sigmoids.
+    Single-label heads take a softmax over K outputs (K=2 for binary, so columns always match labels); multi-label
+    heads independent sigmoids. Differences from setfit's `SetFitHead`: `in_features` is required (no lazy
+    layer); called on a tensor it returns the logits (setfit: `(logits, probs)`; on a dict both add `"logits"` and
+    `"probs"`); `predict` and `predict_proba` return numpy arrays. `SetFitModel(use_differentiable_head=True)`
+    builds one at training time with `head_params` as its arguments.
 
-    setfit's ``SetFitHead`` arguments are accepted by name: ``out_features`` (= ``num_classes``, default 2; 1 becomes
-    2 as in setfit), ``multitarget`` (= ``multi_label``), ``temperature`` (logits are divided by it), ``bias``,
-    ``device``; ``eps`` is accepted and unused (``temperature`` must be > 0). ``class_weight`` (single-label) weighs
-    each example's cross-entropy by its class, as scikit-learn's: None, ``"balanced"`` (``n / (K * count)``, from
-    the labels it is trained on), one weight per class or a ``{class id: weight}`` dict; it is saved in the config
-    and only changes training. Differences from setfit's:
-    ``in_features`` is required (no lazy layer); called on a tensor it returns the logits (setfit: ``(logits,
-    probs)``; on a dict both add ``"logits"`` and ``"probs"``); ``predict``/``predict_proba`` return numpy arrays;
-    it is created on the CPU unless ``device`` is given.
+    Args:
+        in_features: The embedding dimension.
+        num_classes: The classes K; None for setfit's `out_features`, else 2.
+        multi_label: Whether labels are multi-hot (independent sigmoids); None for setfit's `multitarget`, else
+            False.
+        hidden_size: The width of a hidden layer; None for none.
+        dropout: The dropout before the (hidden and) linear layer.
+        out_features: setfit's name of `num_classes` (1 becomes 2, as in setfit).
+        multitarget: setfit's name of `multi_label`.
+        temperature: Logits are divided by it (> 0).
+        eps: setfit's; accepted and unused.
+        bias: Whether the layers have biases.
+        device: The device the head is created on; None for the CPU.
+        class_weight: Single-label only: weighs each example's cross-entropy by its class, as scikit-learn's:
+            None, `"balanced"` (`n / (K * count)`, from the labels it is trained on), one weight per class or a
+            `{class id: weight}` dict. Saved in the config; it only changes training.
+
+    Raises:
+        ValueError: `num_classes` and `out_features` (or `multi_label` and `multitarget`) that disagree, values out
+            of range, or `class_weight` on a multi-label head.
     """
 
     def __init__(
@@ -201,8 +215,14 @@ class SetFitHead(nn.Module):
         self._loss_weight = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)
 
     def predict_proba(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
-        """Softmax (or sigmoid for multi-label) probabilities as a numpy array (n, K), in eval mode (a head in
-        training mode is switched to eval, see `settle_eval`)."""
+        """The class probabilities of embeddings, in eval mode.
+
+        Args:
+            X: Embeddings `(n, in_features)`, a numpy array or a tensor.
+
+        Returns:
+            Softmax (multi-label: sigmoid) probabilities as a numpy array `(n, K)`.
+        """
         settle_eval(self)
         with torch.inference_mode():
             logits = self(self._as_input(X))
@@ -212,7 +232,14 @@ class SetFitHead(nn.Module):
         return probs.cpu().numpy()
 
     def predict(self, X: np.ndarray | torch.Tensor) -> np.ndarray:
-        """Class ids (n,) or multi-hot (n, K) (threshold 0.5), int64."""
+        """The predicted classes of embeddings.
+
+        Args:
+            X: Embeddings `(n, in_features)`, a numpy array or a tensor.
+
+        Returns:
+            Class ids `(n,)`, or multi-hot rows `(n, K)` (threshold 0.5), int64.
+        """
         return predict_ids(self.predict_proba(X), self.multi_label)
 
     def fit(
@@ -226,9 +253,26 @@ class SetFitHead(nn.Module):
         seed: int | None = None,
         hook: EpochHook | None = None,
     ) -> SetFitHead:
-        """Train on fixed embeddings with AdamW (defaults follow setfit's head epochs/batch size/lr/l2_weight); the
-        head is left in eval mode, also when fitting raises. ``hook`` is told of each epoch's beginning and end
-        (with its mean loss) and may stop the fit after an epoch; it may predict in between."""
+        """Train on fixed embeddings with AdamW; the head is left in eval mode, also when fitting raises.
+
+        The defaults follow setfit's head phase (epochs, batch size, learning rate, `l2_weight`).
+
+        Args:
+            X: Embeddings `(n, in_features)`.
+            y: Class ids `(n,)`, or multi-hot rows `(n, K)`.
+            epochs: The passes over the data.
+            lr: The learning rate.
+            batch_size: The rows of a step.
+            weight_decay: AdamW's weight decay.
+            seed: The seed of the shuffling; None for the global generator.
+            hook: Told of each epoch's beginning and end (with its mean loss); it may stop the fit after an epoch.
+
+        Returns:
+            This head, fitted.
+
+        Raises:
+            ValueError: Negative `epochs`, `batch_size` below 1, no rows, or labels that do not fit the head.
+        """
         if epochs < 0 or batch_size < 1:
             raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs} and {batch_size}")
         X_t = self._as_input(X)
