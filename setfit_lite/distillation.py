@@ -26,13 +26,31 @@ LAYER_CHOICES = ("spread", "first")
 
 
 def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] = "spread") -> SetFitModel:
-    """A new, unfitted SetFitModel whose body is a copy of ``model``'s keeping ``num_layers`` transformer layers.
+    """A smaller student: a new, unfitted model whose body is a copy of `model`'s with fewer transformer layers.
 
-    ``keep`` picks the layers: ``"spread"`` evenly spaced from the first to the last (DistilBERT's initialisation
-    keeps every other layer), ``"first"`` the lowest ``num_layers``, or explicit 0-based layer indices (increasing).
-    The copy shares no parameters with ``model``; it has no head and keeps every setting of ``model``
-    (``SetFitModel.settings``: labels, prompt, head settings, long-text reading), ready for
-    `DistillationTrainer` with ``model`` as the teacher.
+    The copy shares no parameters with `model`; it has no head and keeps every setting of `model` (labels, prompt,
+    head settings, long-text reading), ready for
+    [`DistillationTrainer`][setfit_lite.distillation.DistillationTrainer] with `model` as the teacher.
+
+    Args:
+        model: The model whose body is copied.
+        num_layers: The transformer layers to keep, from 1 to the body's.
+        keep: Which layers: `"spread"` evenly spaced from the first to the last (DistilBERT's initialisation
+            keeps every other layer), `"first"` the lowest `num_layers`, or increasing 0-based layer indices.
+
+    Returns:
+        The student [`SetFitModel`][setfit_lite.modeling.SetFitModel].
+
+    Raises:
+        ValueError: A `num_layers` or `keep` out of range, or a body whose layers cannot be found.
+
+    Example:
+        ```python
+        from setfit_lite import SetFitModel
+        from setfit_lite.distillation import shrink_body
+
+        student = shrink_body(SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2"), num_layers=3)
+        ```
     """
     body = copy.deepcopy(model.model_body)
     transformer = body[0].auto_model
@@ -70,11 +88,37 @@ def _layer_indices(total: int, num_layers: int, keep: str | Sequence[int]) -> li
 
 
 class DistillationTrainer(Trainer):
-    """Distil ``teacher_model`` (a trained `SetFitModel`) into ``student_model``, like setfit's.
+    """Distil a trained teacher into a (smaller) student, like setfit's `DistillationTrainer`.
 
-    ``train_dataset`` holds texts; any labels in it are ignored (the teacher labels them). ``eval_dataset``, when
-    given, must be labelled and is scored with the student. ``args.loss`` is not used: the objective is the
-    regression of the student's in-batch cosine similarities onto the teacher's.
+    The teacher labels the texts; the student's body learns to reproduce the teacher's in-batch cosine similarities
+    (`args.loss` is not used), then the student's head is fitted on the teacher's labels.
+
+    Args:
+        teacher_model: A trained [`SetFitModel`][setfit_lite.modeling.SetFitModel].
+        student_model: The model to train (such as [`shrink_body`][setfit_lite.distillation.shrink_body]'s or a
+            smaller body); give it or `model_init`.
+        args: As in [`Trainer`][setfit_lite.trainer.Trainer].
+        train_dataset: Texts, in any form `Trainer` takes (a list of dicts, a dict of lists, ...); labels in it are
+            ignored.
+        eval_dataset: Labelled texts, scored with the student.
+        model_init: As in `Trainer`.
+        metric: As in `Trainer`.
+        metric_kwargs: As in `Trainer`.
+        callbacks: As in `Trainer`.
+        column_mapping: As in `Trainer`.
+
+    Raises:
+        TypeError: A teacher that is not a `SetFitModel`.
+        ValueError: A teacher without a fitted head.
+
+    Example:
+        ```python
+        from setfit_lite import DistillationTrainer
+
+        texts = {"text": ["an unlabelled review", "another one", "and a third"]}
+        trainer = DistillationTrainer(teacher_model=teacher, student_model=student, train_dataset=texts)
+        trainer.train()
+        ```
     """
 
     def __init__(self, teacher_model: SetFitModel, student_model: SetFitModel | None = None,
@@ -95,7 +139,16 @@ class DistillationTrainer(Trainer):
         self._teacher_embeddings: np.ndarray | None = None
 
     def train(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
-        """Label the texts with the teacher, distil its similarities into the student body, fit the student head."""
+        """Label the texts with the teacher, distil its similarities into the student body, fit the student head.
+
+        Args:
+            args: As in `Trainer.train`.
+            trial: As in `Trainer.train`.
+            **kwargs: As in `Trainer.train`.
+
+        Raises:
+            ValueError: No `train_dataset`.
+        """
         if self._unlabelled is None:
             raise ValueError("DistillationTrainer.train needs a train_dataset of texts")
         teacher = self.teacher_model

@@ -58,7 +58,14 @@ def get_log_levels_dict() -> dict[str, int]:
 
 
 def get_logger(name: str | None = None) -> logging.Logger:
-    """A logger under the library's (``name`` defaults to ``"setfit_lite"``)."""
+    """A logger under the library's, configured with its handler.
+
+    Args:
+        name: The logger's name; None for `"setfit_lite"`.
+
+    Returns:
+        The `logging.Logger`.
+    """
     _configure()
     return logging.getLogger(name or _LIBRARY)
 
@@ -70,24 +77,40 @@ def get_verbosity() -> int:
 
 
 def set_verbosity(verbosity_level: int) -> None:
-    """Set the level of setfit_lite's logger (``setfit_lite.logging.INFO``, ...)."""
+    """Set the level of setfit_lite's logger; at `INFO` or below, dependencies' progress bars and log lines are let
+    through too.
+
+    Args:
+        verbosity_level: A `logging` level, such as `setfit_lite.logging.INFO`.
+
+    Example:
+        ```python
+        from setfit_lite import logging
+
+        logging.set_verbosity(logging.ERROR)   # warnings off
+        ```
+    """
     _configure()
     _root().setLevel(verbosity_level)
 
 
 def set_verbosity_info() -> None:
+    """`set_verbosity(INFO)`: progress and decisions, and dependencies' output."""
     set_verbosity(INFO)
 
 
 def set_verbosity_warning() -> None:
+    """`set_verbosity(WARNING)`, the default: warnings and errors only."""
     set_verbosity(WARNING)
 
 
 def set_verbosity_debug() -> None:
+    """`set_verbosity(DEBUG)`: everything."""
     set_verbosity(DEBUG)
 
 
 def set_verbosity_error() -> None:
+    """`set_verbosity(ERROR)`: errors only."""
     set_verbosity(ERROR)
 
 
@@ -106,6 +129,14 @@ def enable_default_handler() -> None:
 
 
 def add_handler(handler: logging.Handler) -> None:
+    """Add a handler to setfit_lite's logger.
+
+    Args:
+        handler: A `logging.Handler`.
+
+    Raises:
+        ValueError: None.
+    """
     _configure()
     if handler is None:
         raise ValueError("add_handler needs a logging.Handler, got None")
@@ -113,6 +144,14 @@ def add_handler(handler: logging.Handler) -> None:
 
 
 def remove_handler(handler: logging.Handler) -> None:
+    """Remove a handler from setfit_lite's logger.
+
+    Args:
+        handler: A handler of the logger.
+
+    Raises:
+        ValueError: A handler the logger does not have.
+    """
     _configure()
     if handler is None or handler not in _root().handlers:
         raise ValueError(f"{handler!r} is not a handler of the {_LIBRARY!r} logger")

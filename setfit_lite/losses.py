@@ -59,6 +59,16 @@ class PairMatrixLoss(torch.nn.Module):
     of setfit's oversampling): the loss is 0.5 * the loss on the positive pairs + 0.5 * the loss on the negative
     pairs (sentence-transformers' Cosine and Contrastive losses are means, so this is the balanced mean). The
     ranking losses compare each positive with each negative, so they are balanced by construction.
+
+    Args:
+        name: The loss: one of `PAIR_LOSSES`.
+        margin: The margin of the contrastive losses.
+        balance: Whether positive and negative pairs count equally.
+        distance_metric: The contrastive losses' distance (a sentence-transformers distance function); None for
+            cosine distance.
+
+    Raises:
+        ValueError: A name that is not a pair loss.
     """
 
     def __init__(self, name: str = "CosineSimilarityLoss", margin: float = 0.25, balance: bool = True,
@@ -118,7 +128,17 @@ class PairMatrixLoss(torch.nn.Module):
 
 
 class TripletLoss(torch.nn.Module):
-    """sentence-transformers' batch triplet losses applied to a batch of embeddings and class ids."""
+    """sentence-transformers' batch triplet losses applied to a batch of embeddings and class ids.
+
+    Args:
+        name: The loss: one of `TRIPLET_LOSSES` (`BatchAllTripletLoss`, `BatchHardTripletLoss`,
+            `BatchSemiHardTripletLoss`, `BatchHardSoftMarginTripletLoss`).
+        margin: The triplet margin (the soft-margin loss has none).
+        distance_metric: A sentence-transformers distance function; None for the loss's default.
+
+    Raises:
+        ValueError: A name that is not a triplet loss.
+    """
 
     def __init__(self, name: str, margin: float = 0.25, distance_metric: Callable | None = None) -> None:
         super().__init__()
@@ -156,6 +176,15 @@ class SupConLoss(torch.nn.Module):
     the batch are left out (setfit divides by their zero positives, which gives NaN). ``model`` is accepted for
     setfit's signature and not used (the loop computes the embeddings); with one view per sentence
     ``contrast_mode`` "all" and "one" are the same.
+
+    Args:
+        model: setfit's argument; accepted and unused.
+        temperature: The softmax temperature (> 0).
+        contrast_mode: `"all"` or `"one"` (the same with one view per sentence).
+        base_temperature: The loss is scaled by `temperature / base_temperature` (> 0).
+
+    Raises:
+        ValueError: An unknown mode, or a temperature that is not positive.
     """
 
     def __init__(self, model: Any = None, temperature: float = 0.07, contrast_mode: str = "all",
@@ -191,6 +220,9 @@ class InBatchNegativesLoss(torch.nn.Module):
     Each sentence is a query whose positive is the next sentence of its class in the batch (cyclically); the
     other positives of the batch are its negatives, as in the loss's usual (anchor, positive) use. Sentences
     alone in their class in the batch are left out.
+
+    Args:
+        scale: The similarities' scale (the inverse of a softmax temperature).
     """
 
     def __init__(self, scale: float = 20.0) -> None:
@@ -224,10 +256,21 @@ def _next_of_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def build_loss(loss: object, margin: float = 0.25, distance_metric: Callable | None = None,
                balance: bool = True) -> torch.nn.Module:
-    """A batch loss from a name or a sentence-transformers loss class.
+    """The batch loss `TrainingArguments(loss=...)` trains with, from a name or a sentence-transformers loss class.
 
-    ``margin`` and ``distance_metric`` go to the losses that take them (the contrastive and triplet losses; the
-    cosine and ranking losses have neither); ``None`` keeps the loss's default distance.
+    Args:
+        loss: A name of `LOSSES` or the sentence-transformers class (or setfit's `SupConLoss`).
+        margin: The margin of the contrastive and triplet losses (the cosine and ranking losses have none).
+        distance_metric: Their distance function; None for the loss's default.
+        balance: Whether a pair loss counts positive and negative pairs equally.
+
+    Returns:
+        A [`PairMatrixLoss`][setfit_lite.losses.PairMatrixLoss],
+        [`TripletLoss`][setfit_lite.losses.TripletLoss], [`SupConLoss`][setfit_lite.losses.SupConLoss] or
+        [`InBatchNegativesLoss`][setfit_lite.losses.InBatchNegativesLoss].
+
+    Raises:
+        ValueError: An unknown loss.
     """
     name = loss_name(loss)
     if name in PAIR_LOSSES:
@@ -246,6 +289,9 @@ class SimilarityDistillationLoss(torch.nn.Module):
 
     The teacher's embeddings of all training texts are computed once and held here (normalised); the batch's
     ``labels`` are the row indices of its texts in that matrix. Cost grows with the texts, not with pairs.
+
+    Args:
+        teacher_embeddings: The teacher's embeddings of every training text `(n, dim)`.
     """
 
     def __init__(self, teacher_embeddings: torch.Tensor) -> None:
@@ -277,6 +323,16 @@ class LabelAnchorLoss(torch.nn.Module):
       ``cos(sentence, anchor) / temperature`` over the anchors;
     - ``"pairs"`` (AncSetFit, Pauli et al. 2023): the balanced cosine-similarity loss on every (sentence, anchor)
       pair, target 1 for its own class and 0 otherwise.
+
+    Args:
+        inner: The loss on the sentences (such as `build_loss`'s).
+        num_anchors: The anchor rows at the end of every batch.
+        weight: The anchor term's weight.
+        mode: `"softmax"` or `"pairs"`.
+        temperature: The softmax temperature of `"softmax"`.
+
+    Raises:
+        ValueError: An unknown mode.
     """
 
     def __init__(self, inner: torch.nn.Module, num_anchors: int, weight: float = 1.0, mode: str = "softmax",

@@ -26,8 +26,15 @@ SKEW_RATIO = 2.0  # labels are skewed when the largest class has at least this m
 
 
 def is_skewed(y: np.ndarray, ratio: float = SKEW_RATIO) -> bool:
-    """Whether single-label class ids ``y`` are skewed: the largest class has ``ratio`` times the rows of the
-    smallest present one (multi-label rows: never)."""
+    """Whether single-label class ids are skewed, the rule of `TrainingArguments(head_class_weight="auto")`.
+
+    Args:
+        y: Class ids `(n,)` (multi-hot rows are never skewed).
+        ratio: How many times the smallest present class's rows the largest class must have.
+
+    Returns:
+        Whether the largest class has at least `ratio` times the rows of the smallest.
+    """
     y = np.asarray(y)
     if y.ndim != 1 or y.size == 0:
         return False
@@ -123,9 +130,22 @@ def _checked_proba(proba: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def expected_calibration_error(proba: Any, labels: Any, n_bins: int = 15) -> float:
-    """Expected calibration error of single-label probabilities ``proba`` (n, K) against class ids ``labels``:
-    rows binned by their max probability into ``n_bins`` equal-width bins ``(i/n_bins, (i+1)/n_bins]``, the mean
-    over bins, weighted by their share of rows, of ``|accuracy - mean confidence|`` (Guo et al., 2017)."""
+    """The expected calibration error of single-label probabilities (Guo et al., 2017).
+
+    Rows are binned by their largest probability into `n_bins` equal-width bins `(i/n_bins, (i+1)/n_bins]`; the
+    error is the mean over bins, weighted by their share of rows, of `|accuracy - mean confidence|`.
+
+    Args:
+        proba: Probabilities `(n, K)`, such as `model.predict_proba(texts, as_numpy=True)`.
+        labels: The true class ids `(n,)` (`model.label_ids(labels)` converts label names).
+        n_bins: The bins.
+
+    Returns:
+        The error, from 0 (calibrated) to 1; 0 for no rows.
+
+    Raises:
+        ValueError: Shapes that do not match, or class ids out of range.
+    """
     proba, labels = _checked_proba(proba, labels)
     if not len(labels):
         return 0.0
@@ -136,8 +156,20 @@ def expected_calibration_error(proba: Any, labels: Any, n_bins: int = 15) -> flo
 
 
 def brier_score(proba: Any, labels: Any) -> float:
-    """Multi-class Brier score: the mean over rows of ``sum_k (proba_k - onehot_k)^2`` (0 is perfect, 2 the
-    worst); for two classes twice scikit-learn's binary ``brier_score_loss``."""
+    """The multi-class Brier score: the mean over rows of `sum_k (proba_k - onehot_k)^2`.
+
+    For two classes it is twice scikit-learn's binary `brier_score_loss`.
+
+    Args:
+        proba: Probabilities `(n, K)`.
+        labels: The true class ids `(n,)`.
+
+    Returns:
+        The score, from 0 (perfect) to 2 (the worst); 0 for no rows.
+
+    Raises:
+        ValueError: Shapes that do not match, or class ids out of range.
+    """
     proba, labels = _checked_proba(proba, labels)
     if not len(labels):
         return 0.0
@@ -147,15 +179,60 @@ def brier_score(proba: Any, labels: Any) -> float:
 
 
 def calibration_metrics(proba: Any, labels: Any) -> dict[str, float]:
-    """``{"expected_calibration_error", "brier_score"}`` of single-label probabilities against class ids."""
+    """The calibration metrics `Trainer.evaluate` reports under `"calibration"`.
+
+    Args:
+        proba: Single-label probabilities `(n, K)`.
+        labels: The true class ids `(n,)`.
+
+    Returns:
+        `{"expected_calibration_error": ..., "brier_score": ...}`.
+
+    Raises:
+        ValueError: Shapes that do not match, or class ids out of range.
+
+    Example:
+        ```python
+        import numpy as np
+
+        from setfit_lite.metrics import calibration_metrics
+
+        proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+        print(calibration_metrics(proba, np.array([0, 1, 1])))
+        ```
+    """
     return {"expected_calibration_error": expected_calibration_error(proba, labels),
             "brier_score": brier_score(proba, labels)}
 
 
 def coverage_accuracy(proba: Any, labels: Any, thresholds: Sequence[float]) -> list[dict[str, float]]:
-    """For each threshold ``t``, what abstaining below ``t`` gives (``predict(..., abstain_below=t)``): the
-    ``coverage`` (share of rows whose max probability is ``>= t``) and the ``accuracy`` on those rows (NaN when
-    none is left). One dict per threshold, in the order given: ``{"threshold", "coverage", "accuracy"}``."""
+    """What abstaining below each threshold gives (`predict(..., abstain_below=t)`): how many texts are kept and
+    how accurate they are.
+
+    Args:
+        proba: Single-label probabilities `(n, K)`.
+        labels: The true class ids `(n,)`.
+        thresholds: The probabilities to try.
+
+    Returns:
+        One dict per threshold, in the order given: `{"threshold", "coverage", "accuracy"}`, where `coverage` is
+        the share of rows whose largest probability is at least the threshold and `accuracy` the accuracy on
+        those rows (NaN when none is left).
+
+    Raises:
+        ValueError: A threshold that is not a probability, shapes that do not match, or class ids out of range.
+
+    Example:
+        ```python
+        import numpy as np
+
+        from setfit_lite.metrics import coverage_accuracy
+
+        proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+        for row in coverage_accuracy(proba, np.array([0, 1, 1]), [0.5, 0.75]):
+            print(row)   # threshold 0.5: coverage 1.0, accuracy 0.67; 0.75: coverage 0.67, accuracy 1.0
+        ```
+    """
     from .config.params import check_param
 
     thresholds = [check_param("threshold", threshold) for threshold in thresholds]
