@@ -114,7 +114,15 @@ class SpanSetFitModel(SetFitModel):
 
 
 class AspectModel(SpanSetFitModel):
-    """Tells aspects (label ``"aspect"``) from other candidate spans (``"no aspect"``); ``span_context`` 0."""
+    """Tells aspects (label `"aspect"`) from other candidate spans (`"no aspect"`); `span_context` 0.
+
+    Args:
+        model_body: The Sentence Transformer.
+        *args: The other arguments of [`SetFitModel`][setfit_lite.modeling.SetFitModel].
+        spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
+        span_context: Words either side of the span put before the sentence; None for 0.
+        **kwargs: Keyword arguments of `SetFitModel`.
+    """
 
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[slice]]:  # type: ignore[override]
         """The spans of ``aspects_list`` the model calls aspects."""
@@ -124,8 +132,16 @@ class AspectModel(SpanSetFitModel):
 
 
 class PolarityModel(SpanSetFitModel):
-    """The polarity (the training data's labels, e.g. positive / negative / neutral) of an aspect; ``span_context``
-    3."""
+    """The polarity of an aspect (the training data's labels, such as positive, negative, neutral);
+    `span_context` 3.
+
+    Args:
+        model_body: The Sentence Transformer.
+        *args: The other arguments of [`SetFitModel`][setfit_lite.modeling.SetFitModel].
+        spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
+        span_context: Words either side of the span put before the sentence; None for 3.
+        **kwargs: Keyword arguments of `SetFitModel`.
+    """
 
     default_span_context: ClassVar[int] = 3
 
@@ -248,8 +264,15 @@ class AbsaModel:
         return outputs[0] if single else outputs
 
     def predict_dataset(self, inputs: Any) -> Any:
-        """The polarities of the gold aspects of ``inputs`` (columns ``text``, ``span``, optionally ``ordinal``) as a
-        new ``pred_polarity`` column, in row order (see `predict`)."""
+        """The polarities of given (gold) aspects, as a new `pred_polarity` column (see `predict`).
+
+        Args:
+            inputs: A table (`datasets.Dataset`, DataFrame or dict of lists) with columns `text`, `span` and
+                optionally `ordinal` (which occurrence of the span).
+
+        Returns:
+            The table with a `pred_polarity` column, in row order.
+        """
         columns = list(inputs.column_names if is_dataset(inputs) else inputs.columns if is_dataframe(inputs)
                        else inputs)
         if not set(PREDICT_COLUMNS) <= set(columns):
@@ -287,7 +310,14 @@ class AbsaModel:
         return self.aspect_model.device
 
     def to(self, device: str | torch.device) -> AbsaModel:
-        """Move both models to ``device``; returns the model."""
+        """Move both models to a device.
+
+        Args:
+            device: The device, such as `"cpu"` or `"cuda"`.
+
+        Returns:
+            This model.
+        """
         self.aspect_model.to(device)
         self.polarity_model.to(device)
         return self
@@ -331,7 +361,16 @@ class AbsaModel:
         self.polarity_model.save_pretrained(polarity_save_directory, **kwargs)
 
     def push_to_hub(self, repo_id: str, polarity_repo_id: str | None = None, **kwargs: Any) -> None:
-        """setfit's upload of both models: not available (no hub access); save and upload the two folders."""
+        """setfit's upload of both models to the Hub: not available here; save them and upload the two folders.
+
+        Args:
+            repo_id: setfit's: the aspect model's repository.
+            polarity_repo_id: setfit's: the polarity model's repository.
+            **kwargs: setfit's upload options.
+
+        Raises:
+            RuntimeError: Always.
+        """
         raise RuntimeError("push_to_hub is not available: this environment has no hub access. Use "
                            "model.save_pretrained(path) (it writes path-aspect and path-polarity) and upload the "
                            "folders yourself.")

@@ -147,7 +147,11 @@ class AbsaTrainer:
         self.polarity_trainer.train(args=args, trial=trial, **kwargs)
 
     def evaluate(self, dataset: Any = None) -> dict[str, dict[str, float]]:
-        """Both models' metric on ``dataset`` (an ABSA table; default: ``eval_dataset``).
+        """Both models' metric on an ABSA table.
+
+        Args:
+            dataset: A table with `text`, `span`, `label` (and optionally `ordinal`) columns; None for
+                `eval_dataset`.
 
         Returns:
             ``{"aspect": {metric: value}, "polarity": {metric: value}}``.
@@ -169,23 +173,47 @@ class AbsaTrainer:
         return {"aspect": self.aspect_trainer.evaluate(aspect), "polarity": self.polarity_trainer.evaluate(polarity)}
 
     def add_callback(self, callback: Any) -> None:
-        """Add a transformers ``TrainerCallback`` (an instance, or a class) to both trainers."""
+        """Add a callback to both trainers.
+
+        Args:
+            callback: A transformers `TrainerCallback` instance, or a class to instantiate.
+        """
         if isinstance(callback, type):
             callback = callback()
         self.aspect_trainer.add_callback(callback)
         self.polarity_trainer.add_callback(callback)
 
     def pop_callback(self, callback: Any) -> tuple[Any, Any]:
-        """Remove and return the callback from both trainers (None where absent)."""
+        """Remove a callback from both trainers and return it.
+
+        Args:
+            callback: The instance, or a class (its first instance is removed).
+
+        Returns:
+            `(aspect trainer's, polarity trainer's)` callback, None where absent.
+        """
         return self.aspect_trainer.pop_callback(callback), self.polarity_trainer.pop_callback(callback)
 
     def remove_callback(self, callback: Any) -> None:
-        """Remove the callback from both trainers."""
+        """Remove a callback from both trainers.
+
+        Args:
+            callback: The instance, or a class (its first instance is removed).
+        """
         self.aspect_trainer.remove_callback(callback)
         self.polarity_trainer.remove_callback(callback)
 
     def push_to_hub(self, repo_id: str, polarity_repo_id: str | None = None, **kwargs: Any) -> None:
-        """setfit's upload: not available here (see `AbsaModel.push_to_hub`)."""
+        """setfit's upload to the Hub: not available here (see `AbsaModel.push_to_hub`).
+
+        Args:
+            repo_id: setfit's: the aspect model's repository.
+            polarity_repo_id: setfit's: the polarity model's repository.
+            **kwargs: setfit's upload options.
+
+        Raises:
+            RuntimeError: Always.
+        """
         self.model.push_to_hub(repo_id, polarity_repo_id, **kwargs)
 
 
