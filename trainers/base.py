@@ -86,6 +86,15 @@ class Backend:
     The default implementation runs on ``self.device`` with optional autocast and no process
     group; subclasses override only what differs. The training loop (``setfit_lite.training``)
     never branches on the device: it calls these methods.
+
+    Args:
+        precision: `"fp32"`, `"bf16"`, `"fp16"`, or `"auto"` (the backend's `auto_precision`).
+        compile: Whether modules are compiled with `torch.compile`.
+        device: The device; None for the CPU.
+        compile_options: Keyword arguments of `torch.compile`.
+
+    Raises:
+        ValueError: A precision the backend does not support.
     """
 
     name: str = "base"

@@ -89,12 +89,20 @@ def detect_cpu_features(cpuinfo: str | None = None) -> CpuFeatures:
 
 
 class CpuBackend(DistributedMixin, Backend):
-    """Train on the CPU.
+    """Train on the CPU, alone or in several processes under torchrun.
 
-    Options: ``num_threads`` (torch.set_num_threads at ``setup``), ``use_ipex`` (Intel Extension
-    for PyTorch ``ipex.optimize``, only when installed), ``dist_backend`` ("gloo", or "ccl" with
-    oneccl_bind_pt), ``find_unused_parameters`` / ``ddp_options`` for DDP, ``compile_options``
-    for torch.compile, ``cpuinfo`` (text to parse instead of /proc/cpuinfo, for tests).
+    Args:
+        precision: `"fp32"`, `"bf16"` or `"auto"` (bf16 where the CPU computes it natively: AMX or AVX512-BF16).
+        compile: Whether modules are compiled with `torch.compile`.
+        num_threads: The threads `torch.set_num_threads` sets at `setup`; None leaves torch's.
+        use_ipex: Whether to apply Intel Extension for PyTorch's `ipex.optimize` (when installed).
+        compile_options: Keyword arguments of `torch.compile`.
+        cpuinfo: Text to parse instead of `/proc/cpuinfo` (for tests).
+        **dist_options: The process-group options: `dist_backend` (`"gloo"`, or `"ccl"` with oneccl_bind_pt),
+            `find_unused_parameters`, `ddp_options`, `dist_timeout` (seconds).
+
+    Raises:
+        ValueError: A precision the CPU cannot do, or an unknown process-group backend.
     """
 
     name = "cpu"

@@ -20,8 +20,16 @@ logger = logging.getLogger(__name__)
 class CudaBackend(DistributedMixin, Backend):
     """Train on one NVIDIA (or ROCm) GPU per process.
 
-    Options: ``dist_backend`` ("nccl", or "gloo"), ``find_unused_parameters`` / ``ddp_options``,
-    ``dist_timeout`` (seconds), ``compile_options`` for torch.compile.
+    Args:
+        precision: `"fp32"`, `"bf16"`, `"fp16"` or `"auto"` (bf16 where the GPU has it).
+        compile: Whether modules are compiled with `torch.compile`.
+        compile_options: Keyword arguments of `torch.compile`.
+        **dist_options: The process-group options: `dist_backend` (`"nccl"`, or `"gloo"`),
+            `find_unused_parameters`, `ddp_options`, `dist_timeout` (seconds).
+
+    Raises:
+        RuntimeError: No CUDA GPU, or a CPU build of torch.
+        ValueError: A precision the GPU cannot do.
     """
 
     name = "cuda"

@@ -46,8 +46,20 @@ SDK_HINT = (
 
 @dataclass
 class GaudiConfig(DeviceConfig):
-    """The ``gaudi_config.json`` keys this backend understands (others are ignored); ``GaudiConfig.load(source)``
-    reads a dict, a JSON file or a folder holding one."""
+    """The `gaudi_config.json` keys the Gaudi backend understands (others are logged and ignored).
+
+    `GaudiConfig.load(source)` reads a dict, a JSON file or a folder holding one.
+
+    Args:
+        use_torch_autocast: Whether to train with bf16 autocast (with `precision` fp32 or auto).
+        autocast_bf16_ops: The ops autocast runs in bf16; None for the SDK's list.
+        autocast_fp32_ops: The ops autocast keeps in fp32; None for the SDK's list.
+        use_fused_adam: Whether to use Habana's fused AdamW.
+        use_fused_clip_norm: Whether to use Habana's fused gradient clipping.
+
+    Raises:
+        ValueError: Op lists that are not lists of names.
+    """
 
     filename, kind = GAUDI_CONFIG_NAME, "Gaudi config"
     unsupported = {"use_habana_mixed_precision": "gaudi_config: use_habana_mixed_precision (HMP) is not supported; "
@@ -136,11 +148,21 @@ def lazy_mode_enabled() -> bool:
 
 
 class GaudiBackend(DistributedMixin, Backend):
-    """Train on Intel Gaudi cards (device ``hpu``), one card per process under torchrun.
+    """Train on Intel Gaudi cards (device `hpu`), one card per process under torchrun.
 
-    Options: ``gaudi_config`` (dict, JSON path or folder with gaudi_config.json), ``dist_backend``
-    ("hccl"), ``find_unused_parameters`` / ``ddp_options``, ``dist_timeout``, ``compile_options``
-    (default backend "hpu_backend"; compile needs eager mode, ``PT_HPU_LAZY_MODE=0``).
+    Args:
+        precision: `"fp32"`, `"bf16"` or `"auto"`.
+        compile: Whether modules are compiled with `torch.compile` (backend `"hpu_backend"`; needs eager mode,
+            `PT_HPU_LAZY_MODE=0`).
+        gaudi_config: A [`GaudiConfig`][trainers.gaudi.GaudiConfig], a dict, a JSON path or a folder holding
+            `gaudi_config.json`; None for the defaults.
+        compile_options: Keyword arguments of `torch.compile`.
+        **dist_options: The process-group options: `dist_backend` (`"hccl"`), `find_unused_parameters`,
+            `ddp_options`, `dist_timeout` (seconds).
+
+    Raises:
+        ImportError: The Gaudi SDK (`habana_frameworks`) is not installed.
+        RuntimeError: No Gaudi device.
     """
 
     name = "hpu"

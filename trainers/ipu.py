@@ -45,8 +45,24 @@ _TORCH_IMPL_KEYS = ("foreach", "maximize", "capturable", "differentiable", "fuse
 
 @dataclass
 class IpuConfig(DeviceConfig):
-    """The ``ipu_config.json`` keys this backend understands (others are ignored); ``IpuConfig.load(source)``
-    reads a dict, a JSON file or a folder holding one."""
+    """The `ipu_config.json` keys the IPU backend understands (others are logged and ignored).
+
+    `IpuConfig.load(source)` reads a dict, a JSON file or a folder holding one.
+
+    Args:
+        layers_per_ipu: The transformer layers on each IPU of a replica (-1: the rest); one IPU per entry.
+        replication_factor: The replicas (data parallelism).
+        gradient_accumulation_steps: The micro-batches accumulated per optimizer step.
+        device_iterations: The steps run on the device per host call.
+        enable_half_partials: Whether matmul partials are fp16.
+        executable_cache_dir: A folder caching compiled executables; None for none.
+        max_grad_norm: Gradient clipping on the device (the training argument is ignored on IPUs); None for none.
+        loss_scaling: The fp16 loss scale; None for PopTorch's.
+        random_seed: PopTorch's seed; None leaves PopTorch's.
+
+    Raises:
+        ValueError: `layers_per_ipu` or a count out of range.
+    """
 
     filename, kind = IPU_CONFIG_NAME, "IPU config"
 
@@ -103,10 +119,17 @@ def find_layer_list(module: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
 
 
 class IpuBackend(DistributedMixin, Backend):
-    """Train on Graphcore IPUs with PopTorch (one host process; data parallelism via replication_factor).
+    """Train on Graphcore IPUs with PopTorch (one host process; data parallelism through `replication_factor`).
 
-    Options: ``ipu_config`` (dict, JSON path or folder with ipu_config.json, or `IpuConfig`).
-    Precisions: fp32, fp16 (the model is cast to half); bf16 is not available on IPUs.
+    Args:
+        precision: `"fp32"` or `"fp16"` (the model is cast to half); bf16 is not available on IPUs.
+        compile: Refused: PopTorch compiles the whole graph itself.
+        ipu_config: An [`IpuConfig`][trainers.ipu.IpuConfig], a dict, a JSON path or a folder holding
+            `ipu_config.json`; None for the defaults.
+
+    Raises:
+        ValueError: bf16, or `compile=True`.
+        ImportError: PopTorch is not installed.
     """
 
     name = "ipu"

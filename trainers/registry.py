@@ -26,7 +26,17 @@ _CLASSES: dict[str, tuple[str, str]] = {  # name of trainers.names.BACKENDS: (mo
 
 
 def backend_class(name: str) -> type[Backend]:
-    """The Backend class registered under ``name`` (imports no device SDK)."""
+    """The backend class registered under a name, without importing any device SDK.
+
+    Args:
+        name: `"cpu"`, `"cuda"`, `"hpu"` or `"ipu"`.
+
+    Returns:
+        The [`Backend`][trainers.base.Backend] subclass.
+
+    Raises:
+        KeyError: An unknown name.
+    """
     module, cls = _CLASSES[name]
     return getattr(importlib.import_module(module), cls)
 
@@ -53,7 +63,14 @@ def _module_present(name: str) -> bool:
 
 
 def resolve_auto(**options: Any) -> tuple[str, str]:
-    """``(name, reason)`` for ``backend="auto"``: hpu, else cuda, else cpu (ipu only when asked by name)."""
+    """What `backend="auto"` chooses: hpu, else cuda, else cpu (ipu only when asked by name).
+
+    Args:
+        **options: The backend options (a `gaudi_config` is applied before the Gaudi SDK is imported).
+
+    Returns:
+        `(name, reason)`: the backend's name and why it was chosen.
+    """
     notes = []
     if _module_present("habana_frameworks"):
         from .gaudi import GaudiConfig, declare_autocast_ops, hpu_available
@@ -73,13 +90,33 @@ def resolve_auto(**options: Any) -> tuple[str, str]:
 def get_backend(
     name: str | Backend = "auto", precision: str = "fp32", compile: bool = False, **options: Any
 ) -> Backend:
-    """Build the backend ``name`` with ``precision`` ("fp32" | "bf16" | "fp16") and backend ``options``.
+    """Build a training backend; it fails before any work, never falling back silently.
 
-    Fails before any work: unknown name (ValueError), an option the backend does not take (TypeError listing its
-    options), missing SDK (ImportError naming the package),
-    no device (RuntimeError), precision the device cannot do (ValueError; never a silent fallback).
-    The returned backend's ``reason`` says why it was chosen; ``describe()`` what it detected.
-    A Backend instance is returned as is.
+    The returned backend's `reason` says why it was chosen; `describe()` what it detected.
+
+    Args:
+        name: `"auto"`, `"cpu"`, `"cuda"`, `"hpu"` or `"ipu"`, or a [`Backend`][trainers.base.Backend] instance
+            (returned as is).
+        precision: `"fp32"`, `"bf16"`, `"fp16"` or `"auto"` (each backend's choice).
+        compile: Whether modules are compiled with `torch.compile`.
+        **options: The backend's options (see [Backends and devices](../backends.md)), such as `num_threads`.
+
+    Returns:
+        The [`Backend`][trainers.base.Backend].
+
+    Raises:
+        ValueError: An unknown name, a precision the device cannot do, or options with a `Backend` instance.
+        TypeError: An option the backend does not take (the message lists its options).
+        ImportError: The device's SDK is not installed (the message names the package).
+        RuntimeError: No device.
+
+    Example:
+        ```python
+        from trainers import get_backend
+
+        backend = get_backend("cpu", precision="fp32")
+        print(backend.describe())
+        ```
     """
     if isinstance(name, Backend):
         if options:
@@ -105,7 +142,11 @@ def get_backend(
 
 
 def available_backends() -> dict[str, bool]:
-    """Which backends could be built here, without importing SDKs (a quick, approximate check)."""
+    """Which backends could be built here, without importing SDKs (a quick, approximate check).
+
+    Returns:
+        `{"cpu": True, "cuda": ..., "hpu": ..., "ipu": ...}`.
+    """
     return {
         "cpu": True,
         "cuda": torch.cuda.is_available(),
