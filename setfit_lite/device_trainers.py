@@ -48,10 +48,29 @@ class _DeviceTrainer(Trainer):
 
 
 class GaudiTrainer(_DeviceTrainer):
-    """`setfit_lite.Trainer` on Intel Gaudi (backend ``"hpu"``).
+    """[`Trainer`][setfit_lite.trainer.Trainer] on Intel Gaudi (backend `"hpu"`), under optimum-habana's name.
 
-    ``gaudi_config``: a dict, a ``gaudi_config.json`` path or a folder holding one, or a
-    `trainers.GaudiConfig` (see docs/backends.md); every other argument is `Trainer`'s.
+    The same as `Trainer(..., args=TrainingArguments(backend="hpu", backend_options={"gaudi_config": ...}))`;
+    `train(args)` runs on Gaudi too.
+
+    Args:
+        *args: `Trainer`'s arguments.
+        gaudi_config: A dict, a `gaudi_config.json` path or a folder holding one, or a
+            [`GaudiConfig`][trainers.gaudi.GaudiConfig]; None for the defaults. See
+            [Backends and devices](../backends.md).
+        **kwargs: `Trainer`'s keyword arguments.
+
+    Raises:
+        ValueError: Training arguments that ask for another backend, or a `gaudi_config` given twice.
+
+    Example:
+        ```python
+        from setfit_lite import GaudiTrainer, SetFitModel
+
+        trainer = GaudiTrainer(model=SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2"),
+                               train_dataset=train, gaudi_config={"use_fused_adam": True})
+        trainer.train()
+        ```
     """
 
     backend_name, config_option = "hpu", "gaudi_config"
@@ -62,10 +81,30 @@ class GaudiTrainer(_DeviceTrainer):
 
 
 class IPUTrainer(_DeviceTrainer):
-    """`setfit_lite.Trainer` on Graphcore IPUs (backend ``"ipu"``).
+    """[`Trainer`][setfit_lite.trainer.Trainer] on Graphcore IPUs (backend `"ipu"`), under optimum-graphcore's
+    name.
 
-    ``ipu_config``: a dict, an ``ipu_config.json`` path or a folder holding one, or a `trainers.IpuConfig`
-    (see docs/backends.md); every other argument is `Trainer`'s.
+    The same as `Trainer(..., args=TrainingArguments(backend="ipu", backend_options={"ipu_config": ...}))`;
+    `train(args)` runs on IPUs too.
+
+    Args:
+        *args: `Trainer`'s arguments.
+        ipu_config: A dict, an `ipu_config.json` path or a folder holding one, or an
+            [`IpuConfig`][trainers.ipu.IpuConfig]; None for the defaults. See
+            [Backends and devices](../backends.md).
+        **kwargs: `Trainer`'s keyword arguments.
+
+    Raises:
+        ValueError: Training arguments that ask for another backend, or an `ipu_config` given twice.
+
+    Example:
+        ```python
+        from setfit_lite import IPUTrainer, SetFitModel
+
+        trainer = IPUTrainer(model=SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2"),
+                             train_dataset=train, ipu_config={"replication_factor": 2})
+        trainer.train()
+        ```
     """
 
     backend_name, config_option = "ipu", "ipu_config"
