@@ -35,9 +35,20 @@ LEGACY = {"long_text": "truncate", "chunk_overlap": 0, "chunk_pooling": "mean"}
 
 @dataclass(frozen=True)
 class Chunking:
-    """How texts longer than the body's max length are read: ``long_text`` ("truncate" or "chunk"),
-    ``chunk_overlap`` (tokens shared by consecutive windows, >= 0) and ``chunk_pooling`` ("mean", "max",
-    "weighted"). Invalid values raise TypeError/ValueError naming the parameter."""
+    """How texts longer than the body's max length are read; saved with a model and applied by every tier.
+
+    Args:
+        long_text: `"chunk"` (default) splits a long text into windows and pools their embeddings; `"truncate"`
+            reads its first window only (what sentence-transformers and setfit do).
+        chunk_overlap: The tokens consecutive windows share (>= 0; at most half a window's text tokens, so that
+            windows always advance).
+        chunk_pooling: How window embeddings are pooled: `"mean"`, `"max"` (per dimension) or `"weighted"` (a
+            mean weighted by each window's text tokens, so a short last window counts less).
+
+    Raises:
+        TypeError: A value of the wrong type.
+        ValueError: A value out of range.
+    """
 
     # defaults chosen on bbc_news's validation split (docs/benchmarks/long_documents.md)
     long_text: str = "chunk"

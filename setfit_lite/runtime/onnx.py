@@ -292,7 +292,26 @@ def _session(model_file: str, runtime: str, num_threads: int | None) -> Any:
 
 
 class OnnxSetFitModel(Predictor):
-    """An exported SetFitModel run by onnxruntime or OpenVINO: ``predict``/``predict_proba`` as ``SetFitModel``'s."""
+    """An exported model run by onnxruntime or OpenVINO, without torch; it predicts with the
+    [`Predictor`][setfit_lite.runtime.predictor.Predictor] methods, as `SetFitModel` does (numpy outputs).
+
+    Load one with [`load`][setfit_lite.runtime.onnx.OnnxSetFitModel.load] (or `SetFitModel.from_onnx`); the
+    constructor is what `load` calls.
+
+    Args:
+        session: The graph's onnxruntime `InferenceSession` (or the OpenVINO session).
+        tokenizer: The folder's tokenizer.
+        config: The folder's `config_setfit_lite_onnx.json`.
+        num_workers: The batches run at once.
+
+    Example:
+        ```python
+        from setfit_lite.runtime.onnx import OnnxSetFitModel
+
+        model = OnnxSetFitModel.load("my-model-int8", num_threads=2)
+        print(model.predict(["a gripping, beautiful film"]))
+        ```
+    """
 
     def __init__(self, session: Any, tokenizer: Any, config: dict[str, Any], num_workers: int = 1) -> None:
         self.session, self.tokenizer, self.config = session, tokenizer, config
@@ -308,13 +327,23 @@ class OnnxSetFitModel(Predictor):
     @classmethod
     def load(cls, path: str | os.PathLike, num_threads: int | None = None,
              runtime: str = "onnxruntime") -> OnnxSetFitModel:
-        """Load a folder written by ``export_onnx``, checking its manifest and refusing pickles.
+        """Load a folder written by `export_onnx`, checking its manifest and every file against the others, and
+        refusing pickles.
 
-        ``num_threads``: threads a prediction uses (default: the CPUs this process may use). With onnxruntime,
-        that many batches run at once, each on one intra-op thread without spinning (``setfit_lite.runtime.threads``:
-        on 2 cores this gave 230 int8 texts/s where onnxruntime's own two spinning threads gave 142); OpenVINO
-        gets it as ``INFERENCE_NUM_THREADS`` and runs one batch at a time. ``runtime``: ``"onnxruntime"``, or
-        ``"openvino"`` (Intel's runtime reads the same ONNX graph; ``pip install "setfit_lite[openvino]"``).
+        Args:
+            path: The exported folder.
+            num_threads: The threads a prediction uses; None for the CPUs this process may use. With onnxruntime,
+                that many batches run at once, each on one intra-op thread that does not spin; OpenVINO gets it as
+                `INFERENCE_NUM_THREADS` (see [Export](../export.md)).
+            runtime: `"onnxruntime"`, or `"openvino"` (Intel's runtime reads the same graph;
+                `pip install "setfit_lite[openvino]"`).
+
+        Returns:
+            The model.
+
+        Raises:
+            ValueError: A bad `runtime` or `num_threads`, a pickled file, or files that disagree with each other.
+            ImportError: The runtime is not installed.
         """
         num_threads = check_param("num_threads", num_threads)
         folder = Path(path)

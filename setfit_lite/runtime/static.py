@@ -114,8 +114,20 @@ def linear_proba(spec: dict[str, Any], x: np.ndarray, block: int | None = None) 
 
 
 class StaticSetFitModel(Predictor):
-    """A static-embedding SetFit model: numpy and ``tokenizers`` only; ``predict``/``predict_proba`` as
-    ``SetFitModel``'s (numpy outputs)."""
+    """A static-embedding model (numpy and `tokenizers` only); it predicts with the
+    [`Predictor`][setfit_lite.runtime.predictor.Predictor] methods, as `SetFitModel` does (numpy outputs).
+
+    Load one with [`load`][setfit_lite.runtime.static.StaticSetFitModel.load] (or `SetFitModel.from_static`);
+    the constructor is what `load` calls.
+
+    Args:
+        embeddings: The token-embedding table `(vocabulary, dim)`.
+        tokenizer: The folder's tokenizer.
+        head: The head's arrays and kind.
+        config: The folder's `config_setfit_lite_static.json`.
+        normalize: Whether text embeddings are L2-normalised (model2vec's `normalize`).
+        num_threads: The threads a prediction uses; None for the CPUs this process may use.
+    """
 
     def __init__(self, embeddings: np.ndarray, tokenizer: TokenizerFile, head: dict[str, Any],
                  config: dict[str, Any], normalize: bool = True, num_threads: int | None = None) -> None:
@@ -130,11 +142,28 @@ class StaticSetFitModel(Predictor):
 
     @classmethod
     def load(cls, path: str | os.PathLike, num_threads: int | None = None) -> StaticSetFitModel:
-        """Load a folder written by ``export_static``, checking its manifest, refusing pickles and checking every
-        file against the others (`validate_static_folder`).
+        """Load a folder written by `export_static`, checking its manifest and every file against the others, and
+        refusing pickles.
 
-        ``num_threads``: threads a prediction uses, each on its own slice of the texts (default: the CPUs this
-        process may use; ``setfit_lite.runtime.threads``)."""
+        Args:
+            path: The exported folder.
+            num_threads: The threads a prediction uses, each on its own slice of the texts; None for the CPUs
+                this process may use.
+
+        Returns:
+            The model.
+
+        Raises:
+            ValueError: A pickled file, or files that disagree with each other.
+
+        Example:
+            ```python
+            from setfit_lite.runtime.static import StaticSetFitModel
+
+            model = StaticSetFitModel.load("my-model-static")
+            print(model.predict(["a gripping, beautiful film"]))
+            ```
+        """
         folder = Path(path)
         refuse_pickles(folder)
         verify_manifest(folder)
@@ -165,11 +194,15 @@ class StaticSetFitModel(Predictor):
         return flat, lengths
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """Static sentence embeddings (len(texts), dim), float32: the mean of the tokens' rows, L2-normalised
-        (as ``model2vec.StaticModel.encode``); a text without known tokens gives zeros.
+        """The static sentence embeddings of texts: the mean of their tokens' rows, L2-normalised (as
+        `model2vec.StaticModel.encode`); a text without known tokens gives zeros.
 
-        Rows are gathered ``batch_size`` texts at a time into one reused buffer: on SST-2, 64 texts at a time take
-        0.13 s for 7,284 texts against 1.0 s for 4,096 at a time (a large gather is page faults, not arithmetic).
+        Args:
+            texts: The texts.
+            batch_size: The texts whose token rows are gathered at once, into one reused buffer.
+
+        Returns:
+            A float32 array `(len(texts), dim)`.
         """
         batch_size = check_param("batch_size", batch_size)
         flat, lengths = self._flat_token_ids(texts)
