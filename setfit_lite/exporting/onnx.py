@@ -125,13 +125,32 @@ def _build_graph(model: Any) -> Any:
 
 def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None, opset: int = 17,
                 calibration_texts: Sequence[str] | None = None) -> Path:
-    """Write ``model`` (a fitted SetFitModel) as an ONNX folder at ``path`` (atomically); return the folder.
+    """Write a fitted model as an ONNX folder (one graph from token ids to probabilities, its tokenizer, a config
+    and a manifest), atomically; `SetFitModel.export_onnx` calls it.
 
-    ``quantize="int8"`` dynamically quantises the weights (smaller and usually faster on CPU, slightly less
-    accurate); ``"int8-static"`` also quantises the inputs of the weight matmuls with scales calibrated on
-    ``calibration_texts`` (e.g. the training texts; QDQ format, which OpenVINO runs with int8 kernels too).
-    ``model.onnx`` is then the quantised graph. Raises ValueError for heads with no graph form, and for a ``path``
-    that is, contains or lies inside the folder ``model`` was loaded from (before anything is read or written).
+    Args:
+        model: A fitted [`SetFitModel`][setfit_lite.modeling.SetFitModel].
+        path: The folder to write.
+        quantize: None (fp32); `"int8"` dynamically quantises the weights (smaller and usually faster on CPU,
+            slightly less accurate); `"int8-static"` also quantises the inputs of the weight matmuls with scales
+            calibrated on `calibration_texts` (QDQ format, which OpenVINO runs with int8 kernels too).
+        opset: The ONNX opset.
+        calibration_texts: The texts `"int8-static"` calibrates on (such as the training texts).
+
+    Returns:
+        The folder written.
+
+    Raises:
+        ValueError: A head with no graph form, an unknown `quantize`, `"int8-static"` without texts, or a `path`
+            that is, contains or lies inside the folder `model` was loaded from (checked before anything is read or
+            written).
+
+    Example:
+        ```python
+        from setfit_lite.exporting.onnx import export_onnx
+
+        export_onnx(model, "my-model-int8", quantize="int8")
+        ```
     """
     check_output_path(path, getattr(model, "source_folder", None), suffix="onnx")
     if quantize not in QUANTIZE_OPTIONS:

@@ -90,15 +90,31 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
                   unlabeled_texts: Sequence[str] = (), pca_dims: int | None = 256, sif_coefficient: float = 1e-4,
                   refine_epochs: int = 4, dtype: str = "float16", batch_size: int = 256,
                   head_params: dict[str, Any] | None = None) -> Path:
-    """Distil fitted ``model``'s body into static token embeddings and write a static model folder at ``path``.
+    """Distil a fitted model's body into static token embeddings and write a static model folder.
 
-    The table is model2vec's distillation of the fine-tuned body, then (``refine_epochs`` > 0) trained on
-    ``texts`` and ``unlabeled_texts`` to reproduce the body's embeddings of them. The LogisticRegression head is
-    refitted on the static embeddings of ``texts`` with ``labels`` (None: the labels ``model`` predicts) and of
-    ``unlabeled_texts`` with the labels ``model`` predicts. ``pca_dims``: the embedding size (None: the body's);
-    ``dtype``: "float16" (half the disk) or "float32" for the table. An existing folder keeps its other files (as
-    ``save_pretrained``); a ``path`` that is, contains or lies inside the folder ``model`` was loaded from is
-    refused before anything is read or written. Returns the folder.
+    The table is model2vec's distillation of the fine-tuned body, then (`refine_epochs` > 0) trained on `texts`
+    and `unlabeled_texts` to reproduce the body's embeddings of them. The logistic-regression head is refitted on
+    the static embeddings. An existing folder keeps its other files (as `save_pretrained`).
+
+    Args:
+        model: A fitted [`SetFitModel`][setfit_lite.modeling.SetFitModel].
+        path: The folder to write.
+        texts: The texts the head is refitted on.
+        labels: Their labels; None for the labels `model` predicts.
+        unlabeled_texts: More texts, with the labels `model` predicts.
+        pca_dims: The embedding size after PCA; None for the body's.
+        sif_coefficient: The SIF weight coefficient of the Zipf token weights, in (0, 1).
+        refine_epochs: The epochs of training the table on the texts; 0 for model2vec's table alone.
+        dtype: The table's `"float16"` (half the disk) or `"float32"`.
+        batch_size: The texts the body embeds at once.
+        head_params: Keyword arguments of the refitted `LogisticRegression`.
+
+    Returns:
+        The folder written.
+
+    Raises:
+        ValueError: An unfitted model, a value out of range, or a `path` that is, contains or lies inside the folder
+            `model` was loaded from (checked before anything is read or written).
     """
     check_output_path(path, getattr(model, "source_folder", None), suffix="static")
     model._check_fitted()
