@@ -83,8 +83,19 @@ def check_ray_address(address: str | None = None, timeout: float = RAY_PROBE_SEC
 
 
 def connect_ray(address: str | None = None, **init_args: Any) -> Any:
-    """The ``ray`` module, connected: ``ray.init(address, **init_args)`` once `check_ray_address` found the
-    address answering (nothing when Ray is already initialised)."""
+    """Connect to a Ray cluster (nothing when Ray is already initialised), checking first that the address answers.
+
+    Args:
+        address: The cluster's address; None starts a local cluster.
+        **init_args: Keyword arguments of `ray.init`.
+
+    Returns:
+        The `ray` module, connected.
+
+    Raises:
+        ImportError: Ray is not installed.
+        ConnectionError: No cluster answers at the address within a few seconds.
+    """
     ray = require_ray()
     if not ray.is_initialized():
         check_ray_address(address)
@@ -127,9 +138,19 @@ def model_tier(model_dir: str | os.PathLike) -> str:
 
 
 class BatchScorer:
-    """The callable class ``map_batches`` runs: loads the model once per actor, then maps a batch (a
-    ``pyarrow.Table`` with ``text_column`` and ``id_column``) to a table of ``id_column``, ``label`` and, with
-    ``proba``, ``proba`` (a fixed-size list of float32, columns in the model's ``labels`` order)."""
+    """The callable class `map_batches` runs in `score_dataset`: it loads the model once per actor, then maps a
+    batch (a `pyarrow.Table` with `text_column` and `id_column`) to a table of `id_column`, `label` and, with
+    `proba`, `proba` (a fixed-size list of float32, columns in the model's `labels` order). A subclass may add
+    columns.
+
+    Args:
+        model_dir: A saved or exported model folder.
+        text_column: The batch's text column.
+        id_column: The batch's id column, copied to the output.
+        proba: Whether to add the probabilities.
+        model_batch_size: The texts of one model batch.
+        runtime: The runtime of an ONNX folder: `"onnxruntime"` or `"openvino"`.
+    """
 
     def __init__(self, model_dir: str, text_column: str, id_column: str, proba: bool = False,
                  model_batch_size: int = 64, runtime: str = "onnxruntime") -> None:
@@ -157,8 +178,19 @@ class BatchScorer:
 
 
 def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], **read_args: Any) -> Any:
-    """A ``ray.data.Dataset`` of Parquet, JSONL/JSON, CSV or text files (one text per line, column ``text``),
-    read by the ``ray.data.read_*`` function their suffix names; a folder is read by the suffix of its files."""
+    """Read Parquet, JSONL/JSON, CSV or text files (one text per line, column `text`) as a `ray.data.Dataset`,
+    with the `ray.data.read_*` function their suffix names; a folder is read by the suffix of its files.
+
+    Args:
+        paths: A file or folder, or several.
+        **read_args: Keyword arguments of the `ray.data.read_*` function.
+
+    Returns:
+        The `ray.data.Dataset`.
+
+    Raises:
+        ValueError: No paths, or files of several or unknown kinds.
+    """
     ray = require_ray()
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not items:
@@ -208,22 +240,47 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
                   concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1.0,
                   max_retries: int = 3, runtime: str = "onnxruntime", verify: bool = True,
                   scorer: type[BatchScorer] = BatchScorer) -> dict[str, Any]:
-    """Score every text of ``data`` with the saved model in ``model_dir`` on the connected Ray cluster (one is
-    started locally when Ray is not initialised) and write ``output``: a folder of Parquet files with one row per
-    input row.
+    """Score every text of a corpus with a saved model on the connected Ray cluster (one is started locally when
+    Ray is not initialised) and write a folder of Parquet files with one row per input row.
 
-    ``data``: a ``ray.data.Dataset``, or paths `read_texts` reads. ``id_column``: the input's id column,
-    copied to the output; without one, ``index_column`` holds each row's position in the input. Output columns:
-    the id, ``label`` (multi-label: a multi-hot list) and, with ``proba``, ``proba`` (the model's ``labels``
-    order). ``batch_size``: rows per actor call (Ray's); ``model_batch_size``: texts per model batch inside it;
-    both default to the tier's `TIER_DEFAULTS`. ``concurrency``: actors (Ray's: a number, or ``(min, max)``
-    to autoscale; default ``(1, cluster CPUs / num_cpus)``); ``num_cpus``: CPUs per actor, the threads its model
-    uses. ``max_retries``: restarts of a dead actor, retries of its batch and of a read or write task.
-    ``scorer``: the callable class the actors run (a subclass of `BatchScorer` may add columns).
-    ``verify``: compare the output's row count (from the Parquet metadata) with the input's before publishing it
-    (with an ``id_column``, counting the input is a second read of it, free for Parquet).
+    The arguments are checked before Ray starts. Output columns: the id, `label` (multi-label: a multi-hot list)
+    and, with `proba`, `proba` (in the model's `labels` order).
 
-    Returns ``{"output", "rows", "files", "tier", "seconds"}``. ``output`` must not exist yet.
+    Args:
+        model_dir: A saved or exported model folder (the torch, ONNX or static tier).
+        data: A `ray.data.Dataset`, or paths [`read_texts`][setfit_lite.integrations.ray_data.read_texts] reads.
+        output: The folder to write; it must not exist yet.
+        text_column: The input's text column.
+        id_column: The input's id column, copied to the output; None numbers the rows in `index_column`.
+        index_column: The column holding each row's position in the input, without `id_column`.
+        proba: Whether to write the probabilities.
+        batch_size: The rows of one actor call (Ray's); None for the tier's default (`TIER_DEFAULTS`).
+        model_batch_size: The texts of one model batch inside it; None for the tier's default.
+        concurrency: The actors (Ray's: a number, or `(min, max)` to autoscale); None for
+            `(1, cluster CPUs / num_cpus)`.
+        num_cpus: The CPUs of an actor, the threads its model uses.
+        max_retries: The restarts of a dead actor, and the retries of its batch and of a read or write task.
+        runtime: The runtime of an ONNX folder: `"onnxruntime"` or `"openvino"`.
+        verify: Whether to compare the output's row count (from the Parquet metadata) with the input's before
+            publishing it (with an `id_column`, counting the input is a second read of it, free for Parquet).
+        scorer: The callable class the actors run ([`BatchScorer`][setfit_lite.integrations.ray_data.BatchScorer]
+            or a subclass adding columns).
+
+    Returns:
+        `{"output", "rows", "files", "tier", "seconds"}`.
+
+    Raises:
+        FileExistsError: `output` exists.
+        FileNotFoundError: The model folder or an input does not exist.
+        ValueError: A number out of range, or an `output` inside what is read.
+
+    Example:
+        ```python
+        from setfit_lite.integrations.ray_data import score_dataset
+
+        summary = score_dataset("my-model-static", "corpus/", "scores/", proba=True)
+        print(summary["rows"], summary["files"])
+        ```
     """
     started = time.perf_counter()
     out = Path(output)

@@ -69,10 +69,16 @@ def report_model(trainer: Trainer, metrics: Mapping[str, Any] | None = None,
                  save_to: str | Path | None = None) -> bool:
     """Report the trained model to Ray Train as the run's latest checkpoint; call it on every worker.
 
-    Rank 0 saves the model (``save_pretrained``) into ``save_to``, or a temporary folder when None, and reports that
-    folder; Ray copies it to the run's storage, where ``Result.checkpoint`` points to it
-    (``SetFitModel.from_pretrained(result.checkpoint.path)``). The other ranks report ``metrics`` only. Returns
-    whether this process saved.
+    Rank 0 saves the model and reports the folder; Ray copies it to the run's storage, where `Result.checkpoint`
+    points to it (`SetFitModel.from_pretrained(result.checkpoint.path)`). The other ranks report `metrics` only.
+
+    Args:
+        trainer: The trained [`Trainer`][setfit_lite.trainer.Trainer].
+        metrics: The numbers reported with the checkpoint.
+        save_to: The folder rank 0 saves into; None for a temporary one.
+
+    Returns:
+        Whether this process saved.
     """
     with tempfile.TemporaryDirectory(prefix="setfit-lite-ray-") as tmp:
         folder = Path(save_to) if save_to is not None else Path(tmp) / "model"
@@ -82,13 +88,21 @@ def report_model(trainer: Trainer, metrics: Mapping[str, Any] | None = None,
 
 
 def build_trainer(config: Mapping[str, Any]) -> Trainer:
-    """The Trainer that ``train_loop_per_worker`` trains, from ``train_loop_config`` (keys: `CONFIG_KEYS`).
+    """The Trainer `train_loop_per_worker` trains, built from Ray's `train_loop_config`.
 
-    ``model``: a model folder or name for ``SetFitModel.from_pretrained`` (with ``model_kwargs``);
-    ``train_dataset`` / ``eval_dataset``: anything ``Trainer`` takes (Ray ships them to every worker: a few-shot set
-    is small; or a file path every node can read); ``args``: ``TrainingArguments`` keyword arguments; ``metric``,
-    ``column_mapping``: as ``Trainer``'s; ``report_checkpoints`` (default True): report every checkpoint the
-    Trainer saves to Ray (`RayTrainReportCallback`).
+    Args:
+        config: The keys of `CONFIG_KEYS`: `model` (a folder or name for `SetFitModel.from_pretrained`, with
+            `model_kwargs`), `train_dataset` and `eval_dataset` (anything `Trainer` takes: Ray ships them to every
+            worker, a few-shot set is small; or a file path every node can read), `args` (`TrainingArguments`
+            keyword arguments), `metric` and `column_mapping` (as `Trainer`'s), `report_checkpoints` (default
+            True: report every checkpoint the Trainer saves to Ray) and `save_to`.
+
+    Returns:
+        The [`Trainer`][setfit_lite.trainer.Trainer].
+
+    Raises:
+        TypeError: An unknown key.
+        ValueError: No `model` or no `train_dataset`.
     """
     unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
@@ -106,10 +120,29 @@ def build_trainer(config: Mapping[str, Any]) -> Trainer:
 
 
 def train_loop_per_worker(config: Mapping[str, Any]) -> Trainer:
-    """A ``TorchTrainer`` training function: build the Trainer from ``config`` (`build_trainer`), train it
-    data-parallel over Ray's workers, evaluate on rank 0 when there is an ``eval_dataset``, and report the model
-    (`report_model`, into ``config["save_to"]`` when given). Returns the Trainer (every rank holds the same
-    trained model)."""
+    """Ray Train's `TorchTrainer` training function: build the Trainer, train it data-parallel over Ray's workers,
+    evaluate on rank 0 when there is an `eval_dataset`, and report the model.
+
+    Args:
+        config: Ray's `train_loop_config`, as [`build_trainer`][setfit_lite.integrations.ray_train.build_trainer]
+            reads it; the model is reported into `config["save_to"]` when given.
+
+    Returns:
+        The trainer (every rank holds the same trained model).
+
+    Example:
+        ```python
+        from ray.train import ScalingConfig
+        from ray.train.torch import TorchTrainer
+
+        from setfit_lite.integrations.ray_train import train_loop_per_worker
+
+        config = {"model": "sentence-transformers/all-MiniLM-L6-v2", "train_dataset": train,
+                  "args": {"num_epochs": 1}}
+        result = TorchTrainer(train_loop_per_worker, train_loop_config=config,
+                              scaling_config=ScalingConfig(num_workers=2)).fit()
+        ```
+    """
     trainer = build_trainer(config)
     trainer.train()
     metrics = {"global_step": trainer.state.global_step, "train_seconds": trainer.state.train_seconds}
