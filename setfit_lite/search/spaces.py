@@ -35,7 +35,14 @@ _EXPERIMENT_KEYS = ("parameters", "metrics", "observation_budget", "name", "proj
 
 
 def default_hp_space(trial: optuna.Trial) -> dict[str, Any]:
-    """setfit's default space: body learning rate, epochs, batch size and seed (`DEFAULT_HP_SPACE`)."""
+    """setfit's default search space: body learning rate, epochs, batch size and seed (`DEFAULT_HP_SPACE`).
+
+    Args:
+        trial: The Optuna trial.
+
+    Returns:
+        The sampled hyperparameters by name.
+    """
     return suggest_hyperparameters(trial, DEFAULT_HP_SPACE)
 
 
@@ -215,7 +222,18 @@ def _categorical_values(values: Any, fail: Callable[[str], ValueError]) -> tuple
 
 
 def load_space(path: str | os.PathLike) -> Any:
-    """A SigOpt-style space (parameter list or experiment dict) from a JSON file, validated."""
+    """Read a SigOpt-style search space (a parameter list or an experiment dict) from a JSON file, validated.
+
+    Args:
+        path: The JSON file.
+
+    Returns:
+        The space, for `hyperparameter_search(hp_space=...)`.
+
+    Raises:
+        ValueError: Invalid JSON, or a space that is not a valid SigOpt space.
+        OSError: The file cannot be read.
+    """
     with open(path, encoding="utf-8") as handle:
         try:
             space = json.load(handle)

@@ -104,8 +104,25 @@ def _open_database(url: str, heartbeat_interval: int | None, grace_period: int |
 
 def open_storage(storage: Any, heartbeat_interval: int | None = None, grace_period: int | None = None,
                  max_retry: int | None = 3) -> Any:
-    """The Optuna storage ``storage`` names (see `create_study`), connected: a database URL becomes an
-    ``RDBStorage`` whose tables exist, so a wrong URL, user or password fails here, before any model is built."""
+    """Connect the Optuna storage a study is kept in, so a wrong URL, user or password fails here, before any
+    model is built.
+
+    Args:
+        storage: None (in memory), a database URL (`sqlite:///...`, `postgresql://...`: an `RDBStorage` whose
+            tables exist), a `.db`/`.sqlite` path, a `.log`/`.jsonl` journal file, or an Optuna storage object.
+        heartbeat_interval: As in [`create_study`][setfit_lite.search.create_study] (database URLs only).
+        grace_period: As in `create_study`.
+        max_retry: As in `create_study`.
+
+    Returns:
+        The Optuna storage (or None).
+
+    Raises:
+        ValueError: `grace_period` without `heartbeat_interval`, or a heartbeat on a storage that is not a
+            database URL.
+        ConnectionError: A database that cannot be reached or refuses the user or password.
+        ImportError: A missing database driver (the message names the extra to install).
+    """
     check_params({"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry})
     if heartbeat_interval is None and grace_period is not None:
         raise ValueError("grace_period needs heartbeat_interval")

@@ -50,10 +50,15 @@ _NUMBER_KWARGS = ("timeout", "n_jobs", "heartbeat_interval", "grace_period", "ma
 
 @dataclass
 class BestRun:
-    """The best trial: ``run_id`` (Optuna trial number), its ``objective`` and ``hyperparameters``.
+    """The best trial of a hyperparameter search; unpacks like setfit's `BestRun` named tuple:
+    `run_id, objective, hyperparameters, backend = best`.
 
-    ``backend`` and ``study`` are the Optuna study (as in setfit), e.g. for ``optuna.visualization``.
-    Unpacks like setfit's ``BestRun`` named tuple: ``run_id, objective, hyperparameters, backend = best``.
+    Attributes:
+        run_id: The Optuna trial number.
+        objective: Its objective value.
+        hyperparameters: Its hyperparameters, for `trainer.train(trial=best.hyperparameters)`.
+        backend: The Optuna study (as in setfit).
+        study: The Optuna study, such as for `optuna.visualization`.
     """
 
     run_id: str
@@ -70,9 +75,18 @@ class BestRun:
 
 
 def default_compute_objective(metrics: Mapping[str, Any]) -> float:
-    """transformers' ``default_compute_objective`` on the numeric metrics: the loss when it is alone, else the sum of
-    the metrics (``epoch`` and speed metrics left out). ``loss`` counts as transformers' ``eval_loss``; ValueError
-    when nothing is left to optimize (e.g. only ``groups``)."""
+    """The default objective of a search: transformers' `default_compute_objective` on the numeric metrics.
+
+    Args:
+        metrics: `Trainer.evaluate()`'s metrics.
+
+    Returns:
+        The loss when it is alone (`loss` counts as transformers' `eval_loss`), else the sum of the metrics
+        (`epoch` and speed metrics left out).
+
+    Raises:
+        ValueError: Nothing is left to optimize (only `groups`, say).
+    """
     from transformers.trainer_utils import default_compute_objective as transformers_objective
 
     numeric = {("eval_loss" if k == "loss" else k): float(v) for k, v in metrics.items()
@@ -145,17 +159,33 @@ def create_study(storage: Any = None, study_name: str | None = None, direction: 
                  load_if_exists: bool = False, sampler: optuna.samplers.BaseSampler | None = None,
                  pruner: optuna.pruners.BasePruner | None = None, heartbeat_interval: int | None = None,
                  grace_period: int | None = None, max_retry: int | None = 3) -> optuna.Study:
-    """An Optuna study; ``storage`` may also be a ``.db``/``.sqlite`` path or a ``.log``/``.jsonl`` journal file.
+    """Create (or continue) an Optuna study, checking its storage before anything runs.
 
-    With ``load_if_exists`` an existing study of that name is continued (several processes may share it, also
-    when they all start at once on a fresh database); its direction must match ``direction``. A database that
-    cannot be reached, or refuses the user or password, is a ``ConnectionError`` naming the URL (password hidden)
-    before anything runs; a missing driver an ``ImportError`` naming the extra to install.
+    Args:
+        storage: As in [`open_storage`][setfit_lite.search.open_storage]: None, a database URL, a
+            `.db`/`.sqlite` path, a `.log`/`.jsonl` journal file or a storage object.
+        study_name: The study's name; None for a generated one.
+        direction: `"maximize"` or `"minimize"`.
+        load_if_exists: Whether an existing study of that name is continued (several processes may share it, also
+            when they all start at once on a fresh database); its direction must match.
+        sampler: An Optuna sampler; None for Optuna's default.
+        pruner: An Optuna pruner; None for Optuna's default.
+        heartbeat_interval: Seconds between a running trial's heartbeats (database storages). A trial whose
+            worker stopped beating for `grace_period` seconds (after `kill -9` or a lost machine, say) is marked
+            failed by the next worker that starts a trial, and queued again with the same parameters (Optuna's
+            `RetryHeartbeatStaleTrialCallback`).
+        grace_period: The seconds without a heartbeat after which a trial is failed; None for
+            `2 * heartbeat_interval`.
+        max_retry: How often a failed trial is queued again; None for always.
 
-    ``heartbeat_interval`` (seconds, database storages): each running trial records a heartbeat this often; a trial
-    whose worker stopped beating for ``grace_period`` seconds (default ``2 * heartbeat_interval``), e.g. after
-    ``kill -9`` or a lost machine, is marked failed by the next worker that starts a trial, and queued again with
-    the same parameters (Optuna's ``RetryHeartbeatStaleTrialCallback``), at most ``max_retry`` times (None: always).
+    Returns:
+        The `optuna.Study`.
+
+    Raises:
+        ValueError: A bad `direction`, or an existing study of another direction.
+        ConnectionError: A database that cannot be reached or refuses the user or password (the message names
+            the URL, password hidden).
+        ImportError: A missing database driver (the message names the extra to install).
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
@@ -206,22 +236,30 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
                               n_trials: int | None = _DEFAULT_N_TRIALS, direction: str = _DEFAULT_DIRECTION,
                               backend: str = "optuna", hp_name: Callable[[Any], str] | None = None,
                               **kwargs: Any) -> BestRun:
-    """Search hyperparameters for ``trainer`` (which needs ``model_init`` and an eval dataset).
+    """What [`Trainer.hyperparameter_search`][setfit_lite.trainer.Trainer.hyperparameter_search] runs.
 
-    ``hp_space``: a function of an Optuna trial returning a dict, a SigOpt parameter list or experiment dict
-    (its optimized metric's ``objective`` sets the direction, its ``observation_budget`` replaces the default
-    ``n_trials``, its metric ``name`` picks the metric to optimize), a dict of Optuna distributions, or None
-    (`DEFAULT_HP_SPACE`). ``compute_objective(metrics)`` scores ``trainer.evaluate()``'s metrics (default:
-    `default_compute_objective`). ``kwargs`` go to Optuna: ``sampler``, ``pruner``, ``storage`` (URL,
-    ``.db`` or ``.log``/``.jsonl`` path, or storage object), ``study_name``, ``load_if_exists``, ``timeout``,
-    ``n_jobs`` (1 only: trials share the trainer), ``gc_after_trial``, ``callbacks``, ``catch``,
-    ``show_progress_bar``. Several workers (processes or machines) share a study through a database ``storage``
-    and the same ``study_name`` with ``load_if_exists=True``: ``max_trials`` stops each worker once the study holds
-    that many complete trials, counting every worker's (``n_trials`` still caps this call; None: no cap), and
-    ``heartbeat_interval``/``grace_period``/``max_retry`` re-run the trials of a worker that died (see
-    `create_study`). The trainer's args and model are restored afterwards (each trial's pruning callback is
-    removed when the trial ends); use ``trainer.apply_hyperparameters(best.hyperparameters, final_model=True)``
-    (or ``trainer.train(trial=best.hyperparameters)``) to train the final model.
+    Several workers (processes or machines) share a study through a database `storage` and the same `study_name`
+    with `load_if_exists=True`: `max_trials` stops each worker once the study holds that many complete trials,
+    counting every worker's. The trainer's args and model are restored afterwards (each trial's pruning callback
+    is removed when the trial ends).
+
+    Args:
+        trainer: A [`Trainer`][setfit_lite.trainer.Trainer] with a `model_init` and an `eval_dataset`.
+        hp_space: As in `Trainer.hyperparameter_search`.
+        compute_objective: As in `Trainer.hyperparameter_search`.
+        n_trials: As in `Trainer.hyperparameter_search`.
+        direction: As in `Trainer.hyperparameter_search`.
+        backend: As in `Trainer.hyperparameter_search`.
+        hp_name: As in `Trainer.hyperparameter_search`.
+        **kwargs: As in `Trainer.hyperparameter_search`.
+
+    Returns:
+        The best run ([`BestRun`][setfit_lite.search.BestRun]).
+
+    Raises:
+        ValueError: No `model_init` or no `eval_dataset`, a bad `direction`, `backend` or search space.
+        TypeError: An unknown keyword argument.
+        NoCompletedTrialError: No trial completed.
     """
     backend = getattr(backend, "value", backend)
     if backend not in ("optuna", "sigopt"):
