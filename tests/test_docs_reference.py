@@ -82,13 +82,13 @@ def named_parameters(obj: object) -> list[str]:
     return names
 
 
-def args_section(doc: str) -> list[str]:
-    """The parameter names of the ``Args:`` section of a cleaned docstring."""
+def args_section(doc: str, title: str = "Args:") -> list[str]:
+    """The parameter names of the ``Args:`` (or another such) section of a cleaned docstring."""
     lines = doc.splitlines()
-    if "Args:" not in lines:
+    if title not in lines:
         return []
     body = []
-    for line in lines[lines.index("Args:") + 1:]:
+    for line in lines[lines.index(title) + 1:]:
         if line.strip() and not line.startswith(" "):
             break
         body.append(line[4:] if line.startswith("    ") else line)
@@ -138,6 +138,8 @@ def test_rendered_callables_document_every_parameter(path: str, obj: object) -> 
     if not names:
         return
     documented = args_section(doc)
+    if not documented and hasattr(function, "__dataclass_fields__"):
+        documented = args_section(doc, "Attributes:")  # a record's fields
     assert documented, f"{path} takes {names} but its docstring has no Args: section"
     assert sorted(set(names) - set(documented)) == [], f"{path}: parameters missing from Args:"
     signature = inspect.signature(function)

@@ -139,7 +139,13 @@ def select_pseudo_labels(proba: np.ndarray, counts: np.ndarray, threshold: float
 
 @dataclass
 class SelfTrainingRound:
-    """What one round pseudo-labelled: the count per class (label: count) and whether the body was trained."""
+    """What one self-training round pseudo-labelled, as logged (`self_training_round`, `pseudo_labels/<label>`).
+
+    Attributes:
+        round: The round's number, from 1.
+        counts: The pseudo-labels kept per class (label: count).
+        body: Whether the round trained the body again.
+    """
 
     round: int
     counts: dict[str, int] = field(default_factory=dict)
@@ -217,11 +223,21 @@ def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray
 
 @dataclass
 class PoolDecision:
-    """Whether the pool is used (``self_training="auto"``) and the cross-validated figures behind it.
+    """Whether the pool is used (`self_training="auto"`) and the cross-validated figures behind it, as
+    `model.training_info["self_training"]` records them.
 
-    ``without``/``with_pool``: held-out accuracy over all labelled texts (each scored by the fold model that did not
-    see it) without and with self-training on the pool; ``gain`` their difference; the pool is used when
-    ``gain > margin``. ``reason`` says why in words."""
+    Attributes:
+        used: Whether the pool was used.
+        reason: Why, in words.
+        folds: The cross-validation folds (0 when not cross-validated).
+        held_out: The labelled texts scored held out.
+        without: The held-out accuracy over all labelled texts (each scored by the fold model that did not see
+            it) without self-training.
+        with_pool: The same with self-training on the pool.
+        gain: `with_pool - without`; the pool is used when `gain > margin`.
+        margin: `TrainingArguments.self_training_margin`.
+        cv_pool: The pool texts each fold pseudo-labelled.
+    """
 
     used: bool
     reason: str
