@@ -73,7 +73,13 @@ class MicroBatcher:
         self._thread.start()
 
     def submit(self, texts: Sequence[str]) -> Future:
-        """Queue ``texts``; the future's result is their probabilities (rows in ``texts`` order).
+        """Queue texts for the next batch.
+
+        Args:
+            texts: The texts of one request.
+
+        Returns:
+            A future whose result is their probabilities (rows in `texts` order).
 
         Raises:
             BatcherClosed: `close` was called.
@@ -92,7 +98,11 @@ class MicroBatcher:
         return await asyncio.wrap_future(self.submit(texts))
 
     def close(self, timeout: float | None = None) -> None:
-        """Refuse new requests, answer the queued ones, end the thread (waiting up to ``timeout`` seconds)."""
+        """Refuse new requests, answer the queued ones and end the batching thread.
+
+        Args:
+            timeout: The seconds to wait for the thread; None waits until it ends.
+        """
         with self._lock:
             if not self._closed:
                 self._closed = True

@@ -86,6 +86,12 @@ class ServeSettings:
     def from_json(cls, payload: str) -> ServeSettings:
         """Settings from `to_json`'s output, checked again.
 
+        Args:
+            payload: The JSON object.
+
+        Returns:
+            The settings.
+
         Raises:
             ValueError: ``payload`` is not a JSON object of known settings.
         """
