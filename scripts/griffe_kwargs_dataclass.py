@@ -20,8 +20,9 @@ def _is_dataclass(cls: griffe.Class) -> bool:
 def _init_field(attribute: griffe.Attribute) -> bool:
     """Whether a class attribute is a field ``__init__`` takes (``field(init=False)`` is not)."""
     value = str(attribute.value or "")
-    return attribute.annotation is not None and "property" not in attribute.labels and "ClassVar" not in str(attribute.annotation) \
-        and not (value.startswith("field(") and "init=False" in value.replace(" ", ""))
+    if attribute.annotation is None or "property" in attribute.labels or "ClassVar" in str(attribute.annotation):
+        return False
+    return not (value.startswith("field(") and "init=False" in value.replace(" ", ""))
 
 
 class KwargsDataclassInit(griffe.Extension):

@@ -12,6 +12,7 @@ only the body is smaller); README.md's quickstart runs on the real MiniLM (an in
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import signal
@@ -177,6 +178,16 @@ def test_generated_parts_follow_the_code() -> None:
     for name in ("output_dir", "batch_size", "objective", "label_anchors", "head_class_weight"):
         assert f"| `{name}` |" in table
     assert table.count("\n") - 1 == len([f for f in TrainingArguments.__dataclass_fields__.values() if f.init])
+    # "what it does": the first sentence of the field's Args entry in TrainingArguments' docstring, the one source
+    assert table.splitlines()[0] == "| argument | default | allowed | what it does |"
+    described = hooks.docstring_args(inspect.getdoc(TrainingArguments))
+    assert list(described) == [f.name for f in TrainingArguments.__dataclass_fields__.values() if f.init]
+    rows = {line.split(" | ")[0].strip("| `"): line.rsplit(" | ", 1)[1].rstrip(" |") for line in table.splitlines()[2:]}
+    assert rows["seed"] == hooks.first_sentence(described["seed"]) != ""
+    assert all(rows[name] for name in rows), [name for name in rows if not rows[name]]
+    assert hooks.first_sentence("Does a. Then b.") == "Does a."
+    doc = "X.\n\nArgs:\n    a: One\n        more.\n    b (int): Two.\n\nReturns:\n    c: no."
+    assert hooks.docstring_args(doc) == {"a": "One more.", "b": "Two."}
     cli = hooks.render("<!-- generated: cli -->")
     for command in hooks._subcommands(build_parser()):
         assert f"## `setfit-lite {command}`" in cli
@@ -185,15 +196,99 @@ def test_generated_parts_follow_the_code() -> None:
         hooks.render("<!-- generated: nothing -->")
 
 
-def test_site_builds_strict(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site, built once with ``--strict`` for every test that reads it."""
     missing = [m for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
                if importlib.util.find_spec(m.split(".")[0]) is None
                or (m == "mkdocstrings_handlers.python" and importlib.util.find_spec(m) is None)]
     if missing:
         pytest.skip(f"the docs extra is not installed (missing {', '.join(missing)}): pip install -e '.[docs]'")
+    folder = tmp_path_factory.mktemp("site") / "site"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                             str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
+                             str(ROOT / "mkdocs.yml"), "--site-dir", str(folder)],
                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-6000:]
-    assert (tmp_path / "site" / "cli" / "index.html").exists()
+    return folder
+
+
+def test_site_builds_strict(site: Path) -> None:
+    assert (site / "cli" / "index.html").exists()
+
+
+# ------------------------------------------------------------------------------------------------ the API reference
+
+HEADING = re.compile(r'<h(\d) id="([\w.]+)" class="doc doc-heading">')
+PARAMETER_ROW = re.compile(r'<tr class="doc-section-item">\s*<td>\s*<code>(\w+)</code>')
+
+
+def reference_objects(site: Path) -> dict[str, str]:
+    """Every object the API reference renders, by id (its dotted path), with its own HTML: from its heading to the
+    next object's (a class's own part, before its members)."""
+    objects = {}
+    for page in sorted((site / "reference").rglob("index.html")):
+        html = page.read_text(encoding="utf-8")
+        headings = list(HEADING.finditer(html))
+        for heading, following in zip(headings, [*headings[1:], None]):
+            objects[heading.group(2)] = html[heading.end():following.start() if following else len(html)]
+    return objects
+
+
+def parameters_section(html: str) -> list[str]:
+    """The parameter names of an object's rendered ``Parameters:`` table (empty when it has none)."""
+    start = html.find('<span class="doc-section-title">Parameters:</span>')
+    if start < 0:
+        return []
+    end = html.find("</table>", start)
+    return PARAMETER_ROW.findall(html[start:end])
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("setfit_lite.modeling.SetFitModel.from_pretrained",
+     ["pretrained_model_name_or_path", "labels", "use_differentiable_head", "allow_pickle", "long_text"]),
+    ("setfit_lite.trainer.Trainer", ["model", "args", "train_dataset", "eval_dataset", "metric", "unlabeled_dataset"]),
+    ("setfit_lite.training_args.TrainingArguments", ["output_dir", "batch_size", "objective", "self_training_body"]),
+])
+def test_reference_renders_the_parameters(site: Path, path: str, expected: list[str]) -> None:
+    objects = reference_objects(site)
+    assert path in objects, f"{path} is on no page of the API reference"
+    rendered = parameters_section(objects[path])
+    assert [name for name in expected if name not in rendered] == [], rendered
+
+
+def test_training_arguments_render_as_a_parameter_list(site: Path) -> None:
+    """Every field is a row of its own (not one paragraph), and the signature shows each with its type."""
+    from setfit_lite.training_args import TrainingArguments
+
+    html = reference_objects(site)["setfit_lite.training_args.TrainingArguments"]
+    fields = [f.name for f in TrainingArguments.__dataclass_fields__.values() if f.init]
+    assert parameters_section(html) == fields
+    signature = html[html.index('class="doc-signature'):html.index("</code></pre>")]
+    assert re.search(r'<span class="n">output_dir</span><span class="p">:</span> <span class="n">', signature)
+    paragraphs = re.findall(r"<p>(.*?)</p>", html, re.DOTALL)
+    assert max(len(re.sub(r"<[^>]+>", "", p)) for p in paragraphs) < 1200
+
+
+def test_every_public_name_is_rendered(site: Path) -> None:
+    import setfit_lite
+
+    ids = {path.rsplit(".", 1)[-1] for path in reference_objects(site)}
+    assert [name for name in setfit_lite.__all__ if name != "__version__" and name not in ids] == []
+
+
+def test_no_internal_is_rendered(site: Path) -> None:
+    from test_docs_reference import INTERNALS
+
+    shown = [path for path in reference_objects(site) if path.rsplit(".", 1)[-1] in INTERNALS]
+    assert shown == []
+
+
+def test_reference_parsers_find_what_they_look_for() -> None:
+    html = ('<h2 id="a.B" class="doc doc-heading">B</h2><p><span class="doc-section-title">Parameters:</span></p>'
+            '<table><tr class="doc-section-item">\n<td>\n<code>x</code></td></tr></table>'
+            '<h3 id="a.B.f" class="doc doc-heading">f</h3>')
+    headings = list(HEADING.finditer(html))
+    assert [h.group(2) for h in headings] == ["a.B", "a.B.f"]
+    assert parameters_section(html[headings[0].end():headings[1].start()]) == ["x"]
+    assert parameters_section(html[headings[1].end():]) == []
