@@ -52,7 +52,7 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
         ValueError: ``k <= 0`` or more than the texts left, an index of ``exclude`` out of range, an empty pool or
             text, an unknown strategy, or one that needs a fitted head on a model without one.
 
-    Example:
+    Examples:
         >>> from setfit_lite import SetFitModel, suggest_labels
         >>> model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
         ...                                     labels=["negative", "positive"])

@@ -24,7 +24,7 @@ def uncertainty(proba: np.ndarray, multi_label: bool) -> np.ndarray:
     Returns:
         float64 scores in [0, 1].
 
-    Example:
+    Examples:
         >>> uncertainty(np.array([[0.5, 0.5], [0.9, 0.1]]), multi_label=False).round(3).tolist()
         [1.0, 0.2]
     """
