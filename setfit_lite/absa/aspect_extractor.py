@@ -47,7 +47,7 @@ def load_spacy(spacy_model: str | Path) -> Language:
         ImportError: spaCy is not installed.
         OSError: no pipeline of that name or path is installed (spaCy's E050, with the pip package to install).
 
-    Example:
+    Examples:
         >>> nlp = load_spacy("en_core_web_sm")  # doctest: +SKIP
     """
     try:

@@ -75,7 +75,7 @@ class SpanSetFitModel(SetFitModel):
         Raises:
             ValueError: ``span_context`` is not a whole number >= 0 (or what SetFitModel.from_pretrained raises).
 
-        Example:
+        Examples:
             >>> model = AspectModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
         """
         if span_context is not None:
@@ -155,7 +155,7 @@ class AbsaModel:
         aspect_model: keeps the candidates that are aspects.
         polarity_model: gives each aspect its polarity.
 
-    Example:
+    Examples:
         >>> model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
         ...                                   spacy_model="en_core_web_sm")  # doctest: +SKIP
         >>> model.predict("The food was great.")  # after AbsaTrainer(model, ...).train()  # doctest: +SKIP
@@ -204,7 +204,7 @@ class AbsaModel:
             ValueError: ``span_contexts`` is not two values, or a model id pins a revision (``@...``).
             OSError: the spaCy pipeline is not installed.
 
-        Example:
+        Examples:
             >>> model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2",
             ...                                   spacy_model="en_core_web_sm")  # doctest: +SKIP
         """
@@ -248,7 +248,7 @@ class AbsaModel:
             TypeError: ``inputs`` is none of those, or a text is not a string.
             ValueError: a text is empty, or a table lacks ``text``/``span`` or already has ``pred_polarity``.
 
-        Example:
+        Examples:
             >>> model.predict(["The food was great.", "Slow service."])  # doctest: +SKIP
             [[{'span': 'food', 'polarity': 'positive'}], [{'span': 'service', 'polarity': 'negative'}]]
         """
@@ -341,7 +341,7 @@ class AbsaModel:
             ValueError: both folders are the same path, or one is a folder a model was loaded from.
             RuntimeError: ``push_to_hub=True``.
 
-        Example:
+        Examples:
             >>> model.save_pretrained("models/absa")  # models/absa-aspect, models/absa-polarity  # doctest: +SKIP
         """
         if push_to_hub:

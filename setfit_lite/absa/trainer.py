@@ -41,7 +41,7 @@ class AbsaTrainer:
         TypeError: ``model`` is not an AbsaModel, or an argument has the wrong type.
         ValueError: a dataset lacks a column or has a bad value (named, before any work).
 
-    Example:
+    Examples:
         >>> trainer = AbsaTrainer(model, train_dataset=train)  # doctest: +SKIP
         >>> trainer.train()  # doctest: +SKIP
     """
