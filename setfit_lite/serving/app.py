@@ -145,8 +145,7 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     Raises:
         TypeError: ``settings`` is not a `ServeSettings`.
 
-    Example:
-        <!-- no-run: starts a server -->
+    Examples:
         >>> import uvicorn
         >>> uvicorn.run(create_app("my-model-onnx", ServeSettings(max_batch_size=32)), port=8000)
     """

@@ -53,7 +53,7 @@ class MicroBatcher:
         max_wait_s: How long a batch waits for more requests after its first (0: only what is queued).
         metrics: Where queue depth and batch sizes are recorded, or None.
 
-    Example:
+    Examples:
         >>> batcher = MicroBatcher(lambda texts: np.ones((len(texts), 2)), max_batch_size=8, max_wait_s=0.001)
         >>> batcher.submit(["a", "b"]).result().shape
         (2, 2)

@@ -64,8 +64,7 @@ def ray_serve_app(model_dir: str | os.PathLike, settings: ServeSettings | None =
     Raises:
         ImportError: Ray Serve is not installed.
 
-    Example:
-        <!-- no-run: needs a Ray cluster -->
+    Examples:
         >>> from ray import serve
         >>> serve.run(ray_serve_app("my-model-onnx", num_replicas=2), route_prefix="/")
     """

@@ -81,8 +81,7 @@ def serve(model: str | os.PathLike | Any, settings: ServeSettings | None = None,
         OSError: The address cannot be listened on.
         ValueError: ``workers > 1`` with a predictor object (each worker process loads the folder itself).
 
-    Example:
-        <!-- no-run: serves until stopped -->
+    Examples:
         >>> serve("my-model-onnx", ServeSettings(port=8080, max_batch_size=32))
     """
     import uvicorn

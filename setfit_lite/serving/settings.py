@@ -52,7 +52,7 @@ class ServeSettings:
         TypeError: A value of the wrong type, naming the setting.
         ValueError: A value out of range, naming the setting and what is allowed.
 
-    Example:
+    Examples:
         >>> ServeSettings(max_batch_size=32).max_wait_ms
         2.0
     """
