@@ -81,7 +81,7 @@ def integer(low: int = 1, high: float = math.inf, also: tuple[int, ...] = (), no
     """An integer (not a bool) in ``[low, high]`` or one of ``also``; what it allows is said from those bounds,
     ``note`` (what a value means) added in parentheses.
 
-    Example:
+    Examples:
         >>> integer(low=0, note="0: never").allowed
         'an integer >= 0 (0: never)'
         >>> integer(also=(-1,), note="-1: no limit").allowed
@@ -103,7 +103,7 @@ def number(low: float = 0.0, high: float = math.inf, low_open: bool = False, hig
     """A finite real (not a bool) in ``[low, high]`` (an end excluded with ``low_open``/``high_open``), as a
     float; what it allows is said from those bounds, ``note`` added in parentheses.
 
-    Example:
+    Examples:
         >>> number(low_open=True).allowed
         'a finite number > 0'
         >>> number(high=1.0, high_open=True).allowed
