@@ -8,7 +8,7 @@ setfit_lite.runtime.predictor``); an old path that was split (``setfit_lite.expo
 writer; ``setfit_lite.static``: the static runtime and the static writer) is a module that looks each name up in
 its new modules in order, so ``from setfit_lite.export import OnnxSetFitModel`` still imports no torch.
 
-Example:
+Examples:
     >>> import setfit_lite.inference, setfit_lite.runtime.predictor
     >>> setfit_lite.inference is setfit_lite.runtime.predictor
     True

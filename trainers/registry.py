@@ -178,7 +178,7 @@ def prediction_precision(device: str | torch.device = "cpu", precision: str = "a
     Raises:
         ValueError: an unknown precision, or bf16 on a device that cannot run it.
 
-    Example:
+    Examples:
         >>> prediction_precision("cpu", "fp32")
         'fp32'
     """
