@@ -163,3 +163,38 @@ def test_args_parser_reads_names_and_the_check_can_fail() -> None:
         """
 
     assert set(named_parameters(takes)) - set(args_section(inspect.getdoc(takes))) == {"k"}
+
+
+FENCED = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def example_code(doc: str) -> list[str]:
+    """The code of a cleaned docstring's examples: each fenced ```python block, and the ``>>>``/``...`` lines of a
+    doctest (prompts removed), dedented."""
+    import textwrap
+
+    blocks = [textwrap.dedent(block) for block in FENCED.findall(doc)]
+    prompts = [line.strip()[4:] for line in doc.splitlines() if line.strip().startswith((">>> ", "... "))]
+    return blocks + (["\n".join(prompts)] if prompts else [])
+
+
+@pytest.mark.parametrize(("path", "obj"), RENDERED, ids=[path for path, _ in RENDERED])
+def test_rendered_examples_are_python_and_render_as_code(path: str, obj: object) -> None:
+    """An example compiles; a doctest sits under ``Examples:`` (griffe renders it as code there; under ``Example:``
+    its ``>>>`` prompts would be Markdown quotes)."""
+    function = obj.__func__ if isinstance(obj, (classmethod, staticmethod)) else obj
+    if not callable(function) and not isinstance(function, property):
+        return  # a value: its type's docstring is not ours
+    doc = inspect.getdoc(function.fget if isinstance(function, property) else function) or ""
+    for code in example_code(doc):
+        compile(code, path, "exec")
+    if ">>> " in doc:
+        section = doc[:doc.index(">>> ")].rstrip().rsplit("\n", 1)[-1].strip()
+        assert section == "Examples:", f"{path}: a doctest under {section!r}"
+
+
+def test_example_extraction_finds_both_forms() -> None:
+    doc = "X.\n\nExample:\n    ```python\n    a = 1\n    ```\n\nExamples:\n    >>> b = [1,\n    ...      2]\n"
+    assert example_code(doc) == ["a = 1\n", "b = [1,\n     2]"]
+    with pytest.raises(SyntaxError):
+        compile(example_code("```python\nprint(\n```")[0], "x", "exec")
