@@ -167,7 +167,7 @@ def child(argv: list[str]) -> tuple[float, str]:
 
 
 def peak_rss_mb(out: str) -> float:
-    """The child's own peak RSS (VmHWM, printed by :data:`HWM`: rusage's ru_maxrss would count the fork of this
+    """The child's own peak RSS (VmHWM, printed by `HWM`: rusage's ru_maxrss would count the fork of this
     process before exec)."""
     return int(next(line for line in out.splitlines() if line.startswith("HWM "))[4:]) / 1024
 

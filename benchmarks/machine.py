@@ -1,8 +1,8 @@
 """The machine a benchmark ran on, and the settings of the benchmarks' smoke mode.
 
-:func:`cpu_info` is what every result file records as ``"cpu"``: the CPU's model name, the flags that decide
+`cpu_info` is what every result file records as ``"cpu"``: the CPU's model name, the flags that decide
 which kernels run (AVX2, AVX-512, VNNI, BF16, AMX) and the class the prediction-tier pages state figures by.
-:func:`smoke_settings` is what ``--smoke`` runs on: the offline MiniLM, a data folder of a few shipped SST-2
+`smoke_settings` is what ``--smoke`` runs on: the offline MiniLM, a data folder of a few shipped SST-2
 sentences under every task name, two training steps; it checks that a command runs, not what it measures.
 
 Example:
@@ -39,8 +39,8 @@ def cpu_class(flags: frozenset[str] | set[str]) -> str:
 
 
 def cpu_info(cpuinfo: str | None = None) -> dict:
-    """The CPU of this machine: ``model_name``, ``flags`` (those of :data:`FLAGS_OF_INTEREST` it has), ``class``
-    (:func:`cpu_class`) and ``cpus`` (the CPUs this process may use).
+    """The CPU of this machine: ``model_name``, ``flags`` (those of `FLAGS_OF_INTEREST` it has), ``class``
+    (`cpu_class`) and ``cpus`` (the CPUs this process may use).
 
     Args:
         cpuinfo: ``/proc/cpuinfo`` text to read instead of the file (tests).
@@ -95,7 +95,7 @@ def smoke_settings() -> dict:
 
 
 def write_result(out: Path, data: dict, markdown: str) -> None:
-    """Write a benchmark's ``out``.json (``data`` with ``"cpu"``: :func:`cpu_info` of this machine, unless ``data``
+    """Write a benchmark's ``out``.json (``data`` with ``"cpu"``: `cpu_info` of this machine, unless ``data``
     already records the machine it was measured on) and ``out``.md (``markdown`` and the CPU line): the one writer
     of every script's results.
 

@@ -8,8 +8,8 @@ throughput (GFLOP/s) at MiniLM-L6's matmul shapes (M = tokens in a batch, K x N 
 graph quantised as the project's int8 export quantises (``quantize_dynamic``, per-channel QInt8 weights, so each run
 also quantises its activations). Prints a markdown table and writes ``--out``.json and .md.
 
-The library side for other benchmarks: :func:`encoder_flops` counts the FLOPs a length-sorted batched run of the
-encoder executes, :func:`fraction_of_peak` turns a measured texts/s into a fraction of a measured peak.
+The library side for other benchmarks: `encoder_flops` counts the FLOPs a length-sorted batched run of the
+encoder executes, `fraction_of_peak` turns a measured texts/s into a fraction of a measured peak.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def naive_app():  # noqa: ANN201 - a FastAPI app (uvicorn factory)
 
 
 def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_ms: float) -> tuple:
-    """A server process (``batched``: setfit-lite serve; ``naive``: :func:`naive_server`) and its port, ready."""
+    """A server process (``batched``: setfit-lite serve; ``naive``: `naive_server`) and its port, ready."""
     port = free_port()
     if kind == "batched":
         argv = [sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", str(port),
