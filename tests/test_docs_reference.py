@@ -19,7 +19,7 @@ import setfit_lite
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
-PACKAGES = ("setfit_lite", "trainers")
+PACKAGES = ("setfit_lite", "trainers", "benchmarks", "scripts")
 SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|obj|exc|const|ref):`")
 DIRECTIVE = re.compile(r"^::: ([\w.]+)\n((?:    .*\n|\n)*)", re.MULTILINE)
 ARGS_ENTRY = re.compile(r"^(\*{0,2}\w+)(?: \([^)]*\))?:", re.MULTILINE)
