@@ -101,6 +101,15 @@ class SetFitModel(Predictor):
             fp32 elsewhere), `"fp32"` or `"bf16"`. The head runs in fp32. Saved with the model; the environment
             variable `SETFIT_LITE_INFERENCE_PRECISION=fp32` makes `"auto"` mean fp32 in a process.
 
+    Attributes:
+        model_body: The Sentence Transformer.
+        model_head: The fitted head (None before training).
+        labels: The classes, in `predict_proba`'s column order.
+        training_info: What training decided and measured (label anchors, zero-shot, calibration, class weights,
+            self-training, evaluation results), saved with the model and written into its model card.
+        source_folder: The folder `from_pretrained` read (None for a model built in memory); saving never writes
+            over it.
+
     Raises:
         TypeError: `labels` that are not a list of str or int names.
         ValueError: `labels` with duplicates, or an unknown precision or long-text setting.

@@ -85,6 +85,11 @@ class Trainer:
             the labelled training (see [Self-training](self-training.md)). Draw them from the training data, never
             from the test data: a pool sharing texts with `eval_dataset` is refused.
 
+    Attributes:
+        model: The model being trained (a fresh one from `model_init` when given).
+        args: The training arguments.
+        state: transformers' `TrainerState` of the last `train()`: `global_step`, `log_history`, `best_metric`, ...
+
     Raises:
         ValueError: `args` that is not a `TrainingArguments`, a dataset without its columns, a bad
             `column_mapping` or `metric`, or an unlabelled pool sharing texts with `eval_dataset`.
