@@ -8,13 +8,13 @@ from __future__ import annotations
 
 #: backend name -> what it runs on (`trainers.registry` maps each name to its class)
 BACKENDS: dict[str, str] = {"cpu": "CPU", "cuda": "NVIDIA/AMD GPU", "hpu": "Intel Gaudi", "ipu": "Graphcore IPU"}
-#: what ``backend=`` accepts: ``"auto"`` (hpu, else cuda, else cpu) or a backend name
 NAMES = ("auto", *BACKENDS)
+"""What `backend=` accepts: `"auto"` (hpu, else cuda, else cpu) or a backend name."""
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 AUTO_PRECISION = "auto"  # each backend's choice: see ``Backend.auto_precision``
-#: what ``precision=`` accepts
 PRECISION_NAMES = (AUTO_PRECISION, *PRECISIONS)
+"""What `precision=` accepts: `"auto"` (each backend's choice) or a precision."""
 
 #: the variables torchrun sets for each process that the backends read (``trainers.distributed.detect_env``)
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
