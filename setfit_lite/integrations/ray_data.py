@@ -40,13 +40,13 @@ __all__ = ["RAY_PROBE_SECONDS", "TIER_DEFAULTS", "BatchScorer", "check_ray_addre
 
 RAY_PROBE_SECONDS = 5.0  # how long a cluster's address may take to accept a connection before Ray is started
 
-# rows per actor call and per model batch, by tier: the static tier is cheap per text (large batches amortise the
-# call), the transformer tiers are dominated by the model (a call per few hundred texts is already negligible)
 TIER_DEFAULTS: dict[str, dict[str, int]] = {
     "static": {"batch_size": 8192, "model_batch_size": 1024},
     "onnx": {"batch_size": 1024, "model_batch_size": 64},
     "torch": {"batch_size": 512, "model_batch_size": 32},
 }
+"""`score_dataset`'s default rows per actor call and texts per model batch, by tier: the static tier is cheap per
+text (large batches amortise the call), the transformer tiers are dominated by the model."""
 # suffix: (reader, its arguments); read tasks keep Ray Data's retries (a read can be repeated safely)
 READERS: dict[str, tuple[str, dict[str, Any]]] = {
     ".parquet": ("read_parquet", {}), ".jsonl": ("read_json", {"lines": True}), ".json": ("read_json", {}),

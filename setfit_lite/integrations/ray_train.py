@@ -24,9 +24,10 @@ from ..training_args import TrainingArguments
 
 __all__ = ["CONFIG_KEYS", "RayTrainReportCallback", "build_trainer", "report_model", "train_loop_per_worker"]
 
-#: What ``train_loop_per_worker`` reads from ``train_loop_config`` ("model" and "train_dataset" are required).
 CONFIG_KEYS = ("model", "model_kwargs", "train_dataset", "eval_dataset", "args", "metric", "column_mapping",
                "report_checkpoints", "save_to")
+"""The keys `train_loop_per_worker` reads from Ray's `train_loop_config` (`"model"` and `"train_dataset"` are
+required)."""
 
 
 def _numbers(logs: Mapping[str, Any]) -> dict[str, float]:
