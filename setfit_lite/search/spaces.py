@@ -47,7 +47,18 @@ def default_hp_space(trial: optuna.Trial) -> dict[str, Any]:
 
 
 def suggest_hyperparameters(trial: optuna.Trial, distributions: Mapping[str, BaseDistribution]) -> dict[str, Any]:
-    """Sample each distribution with the trial's public ``suggest_*`` API (same distributions, exactly)."""
+    """Sample distributions with the trial's public `suggest_*` API (the same distributions, exactly).
+
+    Args:
+        trial: The Optuna trial.
+        distributions: Optuna distributions by hyperparameter name.
+
+    Returns:
+        The sampled hyperparameters by name.
+
+    Raises:
+        TypeError: A distribution of another kind.
+    """
     params: dict[str, Any] = {}
     for name, dist in distributions.items():
         if isinstance(dist, FloatDistribution):
@@ -72,11 +83,27 @@ class Experiment:
 
 
 def sigopt_to_optuna(space: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> dict[str, BaseDistribution]:
-    """Translate a SigOpt parameter list (or experiment dict with ``parameters``) to Optuna distributions.
+    """Translate a SigOpt search space to Optuna distributions.
 
-    ``double`` -> ``FloatDistribution(min, max, log=transformation == "log")``, ``int`` -> ``IntDistribution``,
-    ``categorical`` -> ``CategoricalDistribution`` of the value names, and a ``grid`` -> ``CategoricalDistribution``
-    of the grid values. An invalid parameter raises ``ValueError`` naming it.
+    `double` becomes `FloatDistribution(min, max, log=transformation == "log")`, `int` an `IntDistribution`,
+    `categorical` a `CategoricalDistribution` of the value names, and a `grid` a `CategoricalDistribution` of the
+    grid values.
+
+    Args:
+        space: A SigOpt parameter list, or an experiment dict with `parameters`.
+
+    Returns:
+        The distributions by parameter name.
+
+    Raises:
+        ValueError: An invalid parameter, named.
+
+    Example:
+        ```python
+        from setfit_lite.search import sigopt_to_optuna
+
+        space = sigopt_to_optuna([{"name": "num_epochs", "type": "int", "bounds": {"min": 1, "max": 3}}])
+        ```
     """
     return parse_experiment(space).distributions
 
