@@ -158,7 +158,7 @@ class Gated:
 def test_not_ready_until_warmed_and_a_failing_request_fails_alone(tier_models: dict) -> None:
     predictor = Gated(tier_models["static"])
     with TestClient(create_app(predictor, ServeSettings(max_wait_ms=50.0))) as client:
-        assert client.get("/health").json() == {"status": "ok"}
+        assert client.get("/health").json() == {"status": "ok", "pid": os.getpid()}
         early = [client.get("/ready"), client.post("/predict", json={"texts": ["good"]})]
         predictor.gate.set()
         wait_ready(client)
@@ -285,6 +285,61 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tier_models: dict) -
     model = tier_models["static"]
     assert [a[0] for a in answers] == [200] * len(batches)
     assert [a[1]["labels"] for a in answers] == [model.predict(t) for t in batches]
+    assert rc == 0
+
+
+def test_workers_share_their_metrics_and_stop_on_sigterm(tier_models: dict) -> None:
+    """``--workers 2`` on the static folder: /health requests on fresh connections reach both worker processes (the
+    pid each answer names), and every scrape of /metrics, whichever worker answers it, counts all of them (and the
+    predictions of both); SIGTERM to the parent stops both and exits 0."""
+    import http.client
+
+    folder = tier_models["folders"]["static"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    server = subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", "0",
+                               "--workers", "2", "--max-wait-ms", "0"], stderr=subprocess.PIPE, text=True, env=env)
+
+    def call(method: str, path: str, body: dict | None = None) -> tuple[int, str]:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # a new connection each time
+        try:
+            connection.request(method, path, json.dumps(body) if body else None, {"content-type": "application/json"})
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode()
+        finally:
+            connection.close()
+
+    try:
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+) ", server.stderr.readline()).group(1))
+        deadline = time.monotonic() + 60
+        ready = 0
+        while ready < 20:  # both workers loaded: 20 answers in a row
+            try:
+                ready = ready + 1 if call("GET", "/ready")[0] == 200 else 0
+            except ConnectionError:
+                ready = 0
+            assert time.monotonic() < deadline and server.poll() is None, "the workers never became ready"
+        pids: dict[int, int] = {}
+        while len(pids) < 2 or sum(pids.values()) < 20:
+            status, body = call("GET", "/health")
+            assert status == 200
+            pid = json.loads(body)["pid"]
+            pids[pid] = pids.get(pid, 0) + 1
+            assert sum(pids.values()) < 2000, f"one worker answered every request: {pids}"
+        predicted = [call("POST", "/predict", {"texts": ["a good film", "dull"]}) for _ in range(12)]
+        assert [p[0] for p in predicted] == [200] * 12
+        scrapes = [call("GET", "/metrics")[1] for _ in range(6)]
+        server.send_signal(signal.SIGTERM)
+        rc = server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.stderr.close()
+    for page in scrapes:
+        assert metric(page, 'setfit_lite_requests_total{path="/health",status="200"}') == sum(pids.values())
+        assert metric(page, 'setfit_lite_requests_total{path="/predict",status="200"}') == 12
+        assert metric(page, "setfit_lite_texts_total") >= 24
     assert rc == 0
 
 

@@ -184,6 +184,7 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
                 await loading
             if state.batcher is not None:
                 await asyncio.to_thread(state.batcher.close)
+            metrics.process_ended()
 
     app = FastAPI(title="setfit_lite prediction server", version=__version__, lifespan=lifespan,
                   description="Text classification with a setfit_lite model: POST /predict.")
@@ -198,9 +199,9 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(error_body(str(error.detail)), status_code=error.status_code, headers=error.headers)
 
-    @app.get("/health", summary="Whether the process is up")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/health", summary="Whether the process is up (and which worker process answered)")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "pid": os.getpid()}
 
     @app.get("/ready", summary="Whether the model is loaded and warmed (503 until it is)")
     async def ready() -> Response:
