@@ -206,6 +206,23 @@ def test_batcher_limits_batches_and_close_answers_everything_queued() -> None:
     assert calls == [1, 3, 3, 9, 1]  # 3, then 2+1 (the 9 would overflow), the 9 alone, then the 1
 
 
+def test_batcher_threads_run_batches_at_once_and_close_answers_everything() -> None:
+    """Two batcher threads: two batches are inside predict_proba at the same time (a barrier of two lets none
+    through alone), and close() answers every request queued before it."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def predict_proba(texts: list[str]) -> np.ndarray:
+        barrier.wait()
+        return np.array([[float(t), 1.0] for t in texts])
+
+    batcher = MicroBatcher(predict_proba, max_batch_size=1, max_wait_s=0.0, threads=2)
+    futures = [batcher.submit([str(i)]) for i in range(6)]
+    batcher.close(timeout=30)
+    assert [f.result(timeout=0)[0, 0] for f in futures] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(ValueError, match="threads"):
+        MicroBatcher(predict_proba, max_batch_size=1, max_wait_s=0.0, threads=0)
+
+
 def test_settings_are_checked(capsys: pytest.CaptureFixture) -> None:
     for bad, error in (({"max_batch_size": 0}, ValueError), ({"max_wait_ms": -1}, ValueError),
                        ({"port": 70000}, ValueError), ({"workers": 1.5}, TypeError), ({"host": ""}, ValueError),
