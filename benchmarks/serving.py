@@ -1,7 +1,8 @@
 """The prediction server under load: ``setfit-lite serve`` (micro-batching) against a naive FastAPI wrapper (one
 ``predict`` per request) and against in-process ``predict_proba(batch_size=64)``, per tier, in one run.
 
-    python -m benchmarks.serving --tiers static onnx_int8 --clients 1 8 32 [--soak 10000] [--work DIR]
+    python -m benchmarks.serving --tiers static onnx_int8 student3_int8 --clients 1 8 32 128 [--soak 10000] [--work DIR]
+    python -m benchmarks.serving --profile onnx_int8 --clients 32   # py-spy of the server: where its time goes
 
 Tiers (built once from MiniLM-L6 trained with setfit_lite's defaults on SST-2, 8 shots per class, seed 0, and kept
 in ``--work`` for later runs): ``onnx_int8`` (``export_onnx(quantize="int8")``), ``student3_int8`` (3 layers

@@ -330,12 +330,14 @@ def test_workers_share_their_metrics_and_stop_on_sigterm(tier_models: dict) -> N
     try:
         port = int(re.search(r"http://127\.0\.0\.1:(\d+) ", server.stderr.readline()).group(1))
         deadline = time.monotonic() + 60
-        ready = 0
-        while ready < 20:  # both workers loaded: 20 answers in a row
+        ready: set[int] = set()
+        while len(ready) < 2:  # both workers loaded and warmed
             try:
-                ready = ready + 1 if call("GET", "/ready")[0] == 200 else 0
+                status, body = call("GET", "/ready")
             except ConnectionError:
-                ready = 0
+                status = 0
+            if status == 200:
+                ready.add(json.loads(body)["pid"])
             assert time.monotonic() < deadline and server.poll() is None, "the workers never became ready"
         pids: dict[int, int] = {}
         while len(pids) < 2 or sum(pids.values()) < 20:

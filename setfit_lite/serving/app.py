@@ -118,8 +118,8 @@ def _one_thread_per_batch(predictor: Any) -> tuple[Any, int]:
     """The predictor the batcher threads call and how many threads: for an ONNX (onnxruntime) or static predictor
     that splits a call over ``n > 1`` threads, a shallow copy that runs a call on the calling thread, and ``n``
     batcher threads (one batch per core, each tokenised while the others run); any other predictor as it is, one
-    thread. The copy shares the session and tables (onnxruntime runs one session from many threads), and its
-    numbers are the predictor's: pieces do not depend on how many run at once (``runtime.threads``)."""
+    thread. The copy shares the graph and tables (an onnxruntime InferenceSession runs from many threads at once),
+    and its numbers are the predictor's: pieces do not depend on how many run at once (``runtime.threads``)."""
     from ..runtime.onnx import OnnxSetFitModel
     from ..runtime.static import StaticSetFitModel
 
@@ -228,7 +228,7 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
         if state.status != "ready":
             return _not_ready(state)
         return JSONResponse({"status": "ready", "labels": model_labels(state.predictor),
-                             "multi_label": bool(state.predictor.multi_label)})
+                             "multi_label": bool(state.predictor.multi_label), "pid": os.getpid()})
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
     async def prometheus() -> Response:
