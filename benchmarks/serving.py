@@ -1,7 +1,8 @@
 """The prediction server under load: ``setfit-lite serve`` (micro-batching) against a naive FastAPI wrapper (one
 ``predict`` per request) and against in-process ``predict_proba(batch_size=64)``, per tier, in one run.
 
-    python -m benchmarks.serving --tiers static onnx_int8 --clients 1 8 32 [--soak 10000] [--work DIR]
+    python -m benchmarks.serving --tiers static onnx_int8 student3_int8 --clients 1 8 32 128 [--soak 10000] [--work DIR]
+    python -m benchmarks.serving --profile onnx_int8 --clients 32   # py-spy of the server: where its time goes
 
 Tiers (built once from MiniLM-L6 trained with setfit_lite's defaults on SST-2, 8 shots per class, seed 0, and kept
 in ``--work`` for later runs): ``onnx_int8`` (``export_onnx(quantize="int8")``), ``student3_int8`` (3 layers
@@ -291,6 +292,70 @@ def run(args: argparse.Namespace) -> dict:
     return results
 
 
+PROFILE_BUCKETS = (  # (what, a frame that marks it), the first match of a sample's stack (leaf first) names it
+    ("model: onnxruntime run", "run (onnxruntime"), ("model: static table", "static.py"),
+    ("tokenise and pad", "tokeniz"), ("tokenise and pad", "pad ("), ("numpy / head", "numpy"),
+    ("JSON encode", "json"), ("JSON encode", "render"), ("pydantic request check", "pydantic"),
+    ("pydantic request check", "_validate"), ("FastAPI routing and dependencies", "fastapi"),
+    ("prometheus metrics", "prometheus_client"), ("batcher (gather, hand-off)", "batcher.py"),
+    ("HTTP parse / write (uvicorn, httptools)", "uvicorn"), ("event loop (asyncio)", "asyncio"),
+    ("starlette", "starlette"))
+
+
+def summarise_profile(raw: Path) -> dict:
+    """py-spy's raw samples (``thread;frame;...;frame count``) summed into `PROFILE_BUCKETS`, per cent of
+    the server's busy samples, and per thread (batcher, pieces, event loop)."""
+    buckets: dict[str, int] = {}
+    threads: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        thread = frames[0]
+        name = ("batcher thread" if "batcher" in stack and "setfit_lite_" not in thread else
+                "model piece threads" if "_worker (concurrent" in stack else
+                "event loop thread" if "asyncio" in stack or "uvicorn" in stack else "other")
+        threads[name] = threads.get(name, 0) + n
+        what = next((what for what, mark in PROFILE_BUCKETS if any(mark in frame for frame in frames)), "other")
+        buckets[what] = buckets.get(what, 0) + n
+    share = {k: round(100 * v / max(total, 1), 1) for k, v in sorted(buckets.items(), key=lambda kv: -kv[1])}
+    return {"samples": total, "by_activity_percent": share,
+            "by_thread_percent": {k: round(100 * v / max(total, 1), 1) for k, v in threads.items()}}
+
+
+def profile(args: argparse.Namespace) -> dict:
+    """py-spy samples of the batched server of ``--profile TIER`` while ``--clients`` (the first) send requests."""
+    import shutil
+
+    folders = build_tiers([args.profile], args.data_dir, args.work, args.unlabeled)
+    test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
+    clients = args.clients[0]
+    requests = make_requests(test_texts, requests_for(clients, args.per_client, args.min_requests), seed=clients)
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    process, port = start("batched", folders[args.profile], args.workers, args.max_batch_size, args.max_wait_ms)
+    raw = args.out.with_name(args.out.name + "_profile.txt")
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        asyncio.run(load(port, requests[:50], [[None]] * 50, clients))
+        recorder = subprocess.Popen([spy, "record", "--pid", str(process.pid), "--format", "raw", "--threads",
+                                     "--nonblocking", "--subprocesses", "--rate", "200", "--output", str(raw)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        measured = asyncio.run(load(port, requests, [[None]] * len(requests), clients))
+        measured.pop("wrong")  # answers are not checked here
+        recorder.send_signal(2)
+        recorder.wait(timeout=60)
+    finally:
+        stop(process)
+    summary = {"tier": args.profile, "clients": clients, "load": measured, **summarise_profile(raw)}
+    print(json.dumps(summary, indent=2), flush=True)
+    return summary
+
+
 def markdown(results: dict) -> list[str]:
     lines = [f"Command: `{results['command']}`", "",
              f"CPU: {results['cpu'].get('model')} ({results['cpu'].get('cpus')} CPUs; "
@@ -331,7 +396,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-client", type=int, default=25, help="requests per client in a cell")
     parser.add_argument("--min-requests", type=int, default=200, help="requests in a cell at least")
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--max-batch-size", type=int, default=64)
+    parser.add_argument("--max-batch-size", type=int, default=128)
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
     parser.add_argument("--predict-batch-size", type=int, default=16)
     parser.add_argument("--soak", type=int, default=0, help="requests of the soak run (0: none)")
@@ -340,6 +405,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "setfit_lite_serving_bench")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "serving")
+    parser.add_argument("--profile", choices=TIERS, default=None,
+                        help="py-spy the batched server of this tier under --clients (the first) instead of the grid")
     parser.add_argument("--naive-server", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -350,6 +417,10 @@ def main(argv: list[str] | None = None) -> None:
     global PREDICT_BATCH_SIZE
     PREDICT_BATCH_SIZE = args.predict_batch_size
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.profile:
+        summary = profile(args)
+        args.out.with_name(args.out.name + "_profile.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return
     results = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")

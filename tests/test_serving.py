@@ -158,7 +158,7 @@ class Gated:
 def test_not_ready_until_warmed_and_a_failing_request_fails_alone(tier_models: dict) -> None:
     predictor = Gated(tier_models["static"])
     with TestClient(create_app(predictor, ServeSettings(max_wait_ms=50.0))) as client:
-        assert client.get("/health").json() == {"status": "ok"}
+        assert client.get("/health").json() == {"status": "ok", "pid": os.getpid()}
         early = [client.get("/ready"), client.post("/predict", json={"texts": ["good"]})]
         predictor.gate.set()
         wait_ready(client)
@@ -204,6 +204,23 @@ def test_batcher_limits_batches_and_close_answers_everything_queued() -> None:
     for k, (size, future) in enumerate(zip(sizes, futures), 1):
         assert future.result(0)[:, 0].tolist() == [float(k)] * size  # each request its own rows
     assert calls == [1, 3, 3, 9, 1]  # 3, then 2+1 (the 9 would overflow), the 9 alone, then the 1
+
+
+def test_batcher_threads_run_batches_at_once_and_close_answers_everything() -> None:
+    """Two batcher threads: two batches are inside predict_proba at the same time (a barrier of two lets none
+    through alone), and close() answers every request queued before it."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def predict_proba(texts: list[str]) -> np.ndarray:
+        barrier.wait()
+        return np.array([[float(t), 1.0] for t in texts])
+
+    batcher = MicroBatcher(predict_proba, max_batch_size=1, max_wait_s=0.0, threads=2)
+    futures = [batcher.submit([str(i)]) for i in range(6)]
+    batcher.close(timeout=30)
+    assert [f.result(timeout=0)[0, 0] for f in futures] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(ValueError, match="threads"):
+        MicroBatcher(predict_proba, max_batch_size=1, max_wait_s=0.0, threads=0)
 
 
 def test_settings_are_checked(capsys: pytest.CaptureFixture) -> None:
@@ -285,6 +302,63 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tier_models: dict) -
     model = tier_models["static"]
     assert [a[0] for a in answers] == [200] * len(batches)
     assert [a[1]["labels"] for a in answers] == [model.predict(t) for t in batches]
+    assert rc == 0
+
+
+def test_workers_share_their_metrics_and_stop_on_sigterm(tier_models: dict) -> None:
+    """``--workers 2`` on the static folder: /health requests on fresh connections reach both worker processes (the
+    pid each answer names), and every scrape of /metrics, whichever worker answers it, counts all of them (and the
+    predictions of both); SIGTERM to the parent stops both and exits 0."""
+    import http.client
+
+    folder = tier_models["folders"]["static"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    server = subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", "0",
+                               "--workers", "2", "--max-wait-ms", "0"], stderr=subprocess.PIPE, text=True, env=env)
+
+    def call(method: str, path: str, body: dict | None = None) -> tuple[int, str]:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # a new connection each time
+        try:
+            connection.request(method, path, json.dumps(body) if body else None, {"content-type": "application/json"})
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode()
+        finally:
+            connection.close()
+
+    try:
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+) ", server.stderr.readline()).group(1))
+        deadline = time.monotonic() + 60
+        ready: set[int] = set()
+        while len(ready) < 2:  # both workers loaded and warmed
+            try:
+                status, body = call("GET", "/ready")
+            except ConnectionError:
+                status = 0
+            if status == 200:
+                ready.add(json.loads(body)["pid"])
+            assert time.monotonic() < deadline and server.poll() is None, "the workers never became ready"
+        pids: dict[int, int] = {}
+        while len(pids) < 2 or sum(pids.values()) < 20:
+            status, body = call("GET", "/health")
+            assert status == 200
+            pid = json.loads(body)["pid"]
+            pids[pid] = pids.get(pid, 0) + 1
+            assert sum(pids.values()) < 2000, f"one worker answered every request: {pids}"
+        predicted = [call("POST", "/predict", {"texts": ["a good film", "dull"]}) for _ in range(12)]
+        assert [p[0] for p in predicted] == [200] * 12
+        scrapes = [call("GET", "/metrics")[1] for _ in range(6)]
+        server.send_signal(signal.SIGTERM)
+        rc = server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.stderr.close()
+    for page in scrapes:
+        assert metric(page, 'setfit_lite_requests_total{path="/health",status="200"}') == sum(pids.values())
+        assert metric(page, 'setfit_lite_requests_total{path="/predict",status="200"}') == 12
+        assert metric(page, "setfit_lite_texts_total") >= 24
     assert rc == 0
 
 

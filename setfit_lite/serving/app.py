@@ -11,6 +11,7 @@ problem, and the server keeps serving.
 # the endpoint's annotation at run time
 import asyncio
 import contextlib
+import copy
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -113,6 +114,24 @@ def _warm(predictor: Any, settings: ServeSettings) -> None:
     predictor.predict_proba([WARMUP_TEXT] * settings.max_batch_size, batch_size=settings.predict_batch_size)
 
 
+def _one_thread_per_batch(predictor: Any) -> tuple[Any, int]:
+    """The predictor the batcher threads call and how many threads: for an ONNX (onnxruntime) or static predictor
+    that splits a call over ``n > 1`` threads, a shallow copy that runs a call on the calling thread, and ``n``
+    batcher threads (one batch per core, each tokenised while the others run); any other predictor as it is, one
+    thread. The copy shares the graph and tables (an onnxruntime InferenceSession runs from many threads at once),
+    and its numbers are the predictor's: pieces do not depend on how many run at once (``runtime.threads``)."""
+    from ..runtime.onnx import OnnxSetFitModel
+    from ..runtime.static import StaticSetFitModel
+
+    attribute = {OnnxSetFitModel: "num_workers", StaticSetFitModel: "num_threads"}.get(type(predictor))
+    threads = getattr(predictor, attribute, 1) if attribute else 1
+    if not isinstance(threads, int) or threads <= 1:
+        return predictor, 1
+    single = copy.copy(predictor)
+    setattr(single, attribute, 1)
+    return single, threads
+
+
 def _load(model: Any, settings: ServeSettings) -> Any:
     if isinstance(model, (str, os.PathLike)):
         from ..modeling import load_model_folder
@@ -165,8 +184,9 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
             return
         batch_size = settings.predict_batch_size
         state.predictor = predictor
-        state.batcher = MicroBatcher(lambda texts: predictor.predict_proba(texts, batch_size=batch_size),
-                                     settings.max_batch_size, settings.max_wait_s, metrics)
+        single, threads = _one_thread_per_batch(predictor)
+        state.batcher = MicroBatcher(lambda texts: single.predict_proba(texts, batch_size=batch_size),
+                                     settings.max_batch_size, settings.max_wait_s, metrics, threads=threads)
         if state.status == "loading":
             state.status = "ready"
 
@@ -183,6 +203,7 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
                 await loading
             if state.batcher is not None:
                 await asyncio.to_thread(state.batcher.close)
+            metrics.process_ended()
 
     app = FastAPI(title="setfit_lite prediction server", version=__version__, lifespan=lifespan,
                   description="Text classification with a setfit_lite model: POST /predict.")
@@ -197,16 +218,16 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(error_body(str(error.detail)), status_code=error.status_code, headers=error.headers)
 
-    @app.get("/health", summary="Whether the process is up")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/health", summary="Whether the process is up (and which worker process answered)")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "pid": os.getpid()}
 
     @app.get("/ready", summary="Whether the model is loaded and warmed (503 until it is)")
     async def ready() -> Response:
         if state.status != "ready":
             return _not_ready(state)
         return JSONResponse({"status": "ready", "labels": model_labels(state.predictor),
-                             "multi_label": bool(state.predictor.multi_label)})
+                             "multi_label": bool(state.predictor.multi_label), "pid": os.getpid()})
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
     async def prometheus() -> Response:

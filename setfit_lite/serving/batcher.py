@@ -1,12 +1,15 @@
-"""Dynamic micro-batching: requests from many connections are gathered into one ``predict_proba`` call, run on one
-thread of its own so the event loop keeps accepting and answering while the model works.
+"""Dynamic micro-batching: requests from many connections are gathered into one ``predict_proba`` call, run on threads
+of its own so the event loop keeps accepting and answering while the model works.
 
-The batcher thread takes the first waiting request, then keeps taking requests until the batch holds
-``max_batch_size`` texts or ``max_wait_s`` has passed since it took the first; a request that would overflow the
-batch starts the next one (a request larger than ``max_batch_size`` is a batch alone). It calls the model once per
-batch and hands each request its own rows (if the call fails, each request of the batch is tried alone, so a
-text the model refuses fails only its own request). `MicroBatcher.close` refuses new requests and answers
-every one already queued before the thread ends.
+Each batcher thread (``threads``, one by default) takes the first waiting request, then keeps taking requests until
+the batch holds ``max_batch_size`` texts or ``max_wait_s`` has passed since it took the first; a request that would
+overflow the batch starts the next one (a request larger than ``max_batch_size`` is a batch alone). It calls the
+model once per batch and hands each request its own rows (if the call fails, each request of the batch is tried
+alone, so a text the model refuses fails only its own request). `MicroBatcher.close` refuses new requests and
+answers every one already queued before the threads end. With several threads, one gathers and tokenises the next
+batch while another's batch runs the model (the serving app gives a single-threaded copy of an ONNX or static
+predictor one thread per core, instead of one thread that splits each batch over the cores and waits for the slowest
+piece).
 
 Standard library and numpy only (no FastAPI): the same batcher serves any front end.
 """
@@ -52,6 +55,7 @@ class MicroBatcher:
         max_batch_size: Most texts in one call (a larger request is one call alone).
         max_wait_s: How long a batch waits for more requests after its first (0: only what is queued).
         metrics: Where queue depth and batch sizes are recorded, or None.
+        threads: Batcher threads, each gathering and predicting batches of its own from the one queue.
 
     Examples:
         >>> batcher = MicroBatcher(lambda texts: np.ones((len(texts), 2)), max_batch_size=8, max_wait_s=0.001)
@@ -61,7 +65,9 @@ class MicroBatcher:
     """
 
     def __init__(self, predict_proba: Callable[[list[str]], np.ndarray], max_batch_size: int, max_wait_s: float,
-                 metrics: ServingMetrics | None = None) -> None:
+                 metrics: ServingMetrics | None = None, threads: int = 1) -> None:
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
         self._predict_proba = predict_proba
         self._max_batch_size = max_batch_size
         self._max_wait_s = max_wait_s
@@ -69,8 +75,10 @@ class MicroBatcher:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="setfit-lite-batcher", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, name=f"setfit-lite-batcher-{i}", daemon=True)
+                         for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, texts: Sequence[str]) -> Future:
         """Queue texts for the next batch.
@@ -98,16 +106,21 @@ class MicroBatcher:
         return await asyncio.wrap_future(self.submit(texts))
 
     def close(self, timeout: float | None = None) -> None:
-        """Refuse new requests, answer the queued ones and end the batching thread.
+        """Refuse new requests, answer the queued ones and end the batching threads.
+
+        One stop mark per thread, after every request let in: the queue is first in, first out, so each request
+        is taken by some thread before any thread takes a stop mark.
 
         Args:
-            timeout: The seconds to wait for the thread; None waits until it ends.
+            timeout: The seconds to wait for each thread; None waits until it ends.
         """
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._queue.put(_STOP)
-        self._thread.join(timeout)
+                for _ in self._threads:
+                    self._queue.put(_STOP)
+        for thread in self._threads:
+            thread.join(timeout)
 
     @property
     def closed(self) -> bool:

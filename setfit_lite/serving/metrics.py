@@ -6,16 +6,23 @@ one process (tests, Ray Serve replicas sharing a worker) never mix their counts.
 - ``setfit_lite_batch_texts`` / ``setfit_lite_batch_requests``: texts and requests in each ``predict_proba`` call;
 - ``setfit_lite_queue_depth``: requests waiting for the model (queued, or in the batch being gathered);
 - ``setfit_lite_texts_total``: texts predicted.
+
+With ``--workers N`` every worker process writes its metrics to files in ``PROMETHEUS_MULTIPROC_DIR``
+(prometheus_client's multiprocess mode, which ``serve`` turns on for its workers), and a scrape answered by any
+worker sums the counts of all of them (the queue depth over the live workers).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-__all__ = ["CONTENT_TYPE_LATEST", "ROUTES", "MetricsMiddleware", "ServingMetrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MULTIPROCESS_ENV", "ROUTES", "MetricsMiddleware", "ServingMetrics"]
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's multiprocess mode: where processes write
 
 ROUTES = ("/predict", "/health", "/ready", "/metrics", "/docs", "/openapi.json")  # any other path counts as "other"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -23,9 +30,11 @@ SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 class ServingMetrics:
-    """The metrics of one app and their registry (`exposition` renders them)."""
+    """The metrics of one app and their registry (`exposition` renders them): those of this process, or in
+    multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set when the process started) those of every worker."""
 
     def __init__(self) -> None:
+        self.multiprocess_dir = os.environ.get(MULTIPROCESS_ENV) or None
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("setfit_lite_requests", "HTTP requests answered, by route and status",
                                 ["path", "status"], registry=self.registry)
@@ -37,7 +46,7 @@ class ServingMetrics:
                                         buckets=SIZE_BUCKETS, registry=self.registry)
         self.queue_depth = Gauge("setfit_lite_queue_depth",
                                  "Requests waiting for the model (queued or in a batch being gathered)",
-                                 registry=self.registry)
+                                 registry=self.registry, multiprocess_mode="livesum")
         self.texts = Counter("setfit_lite_texts", "Texts predicted", registry=self.registry)
 
     def observe_batch(self, texts: int, requests: int) -> None:
@@ -48,7 +57,20 @@ class ServingMetrics:
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric (served with `CONTENT_TYPE_LATEST`)."""
-        return generate_latest(self.registry)
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)
+        return generate_latest(registry)
+
+    def process_ended(self) -> None:
+        """In multiprocess mode, drop this process's live gauges (the queue depth) from the sums (at shutdown)."""
+        if self.multiprocess_dir is not None:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(os.getpid(), self.multiprocess_dir)
 
 
 class MetricsMiddleware:

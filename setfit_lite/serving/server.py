@@ -3,19 +3,27 @@ or in ``workers`` processes sharing one listening socket.
 
 SIGTERM or Ctrl-C: the listening socket closes, every request already taken is answered (the batcher drains its
 queue), and `serve` returns normally (the command exits 0).
+
+With ``workers > 1`` the workers run prometheus_client's multiprocess mode in a folder made for the run (removed at
+the end) unless ``PROMETHEUS_MULTIPROC_DIR`` is already set (then that folder is used and left alone), so that
+``/metrics``, whichever worker answers it, counts the requests of all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from .app import create_app
+from .metrics import MULTIPROCESS_ENV
 from .settings import ServeSettings
 
 __all__ = ["ENV_MODEL", "ENV_SETTINGS", "app_from_environment", "listen", "serve"]
@@ -97,13 +105,21 @@ def serve(model: str | os.PathLike | Any, settings: ServeSettings | None = None,
         if settings.workers == 1:
             uvicorn.Server(uvicorn.Config(create_app(model, settings), **options)).run(sockets=[sock])
             return
-        saved = {name: os.environ.get(name) for name in (ENV_MODEL, ENV_SETTINGS)}
+        saved = {name: os.environ.get(name) for name in (ENV_MODEL, ENV_SETTINGS, MULTIPROCESS_ENV)}
         os.environ[ENV_MODEL] = os.path.abspath(os.fspath(model))
         os.environ[ENV_SETTINGS] = settings.to_json()
+        made = None if saved[MULTIPROCESS_ENV] else tempfile.mkdtemp(prefix="setfit-lite-metrics-")
+        if made is not None:
+            os.environ[MULTIPROCESS_ENV] = made
         try:
             config = uvicorn.Config(f"{__name__}:app_from_environment", factory=True, **options)
-            Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+            if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn before 0.36
+                Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+            else:
+                Multiprocess(config, sockets=[sock]).run()
         finally:
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
             for name, value in saved.items():
                 if value is None:
                     os.environ.pop(name, None)
