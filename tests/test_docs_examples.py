@@ -5,8 +5,9 @@ user's Python). A block preceded by ``<!-- no-run: reason -->`` (the reason is r
 for what cannot run offline or on a CPU (a database server, a GPU, a Gaudi card).
 
 Speed: the docs pages run on the tiny BERT of ``conftest.py`` in place of
-``sentence-transformers/all-MiniLM-L6-v2`` (the name is replaced in the block's source: the code is the user's,
-only the body is smaller); README.md's quickstart runs on the real MiniLM (an integration test).
+``sentence-transformers/all-MiniLM-L6-v2`` and ``intfloat/multilingual-e5-small`` (the name is replaced in the
+block's source: the code is the user's, only the body is smaller); README.md's quickstart runs on the real MiniLM
+(an integration test).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+E5 = "intfloat/multilingual-e5-small"
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 NO_RUN = re.compile(r"<!--\s*no-run:(.*?)-->\s*$")
 
@@ -146,7 +148,7 @@ def test_docs_page_examples_run(path: Path, tiny_body_path: str, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        run_blocks(page_blocks(path), {MINILM: tiny_body_path})
+        run_blocks(page_blocks(path), {MINILM: tiny_body_path, E5: tiny_body_path})
     finally:
         # a page that starts Ray (ray.init) leaves a driver and its SIGTERM handler (sys.exit) in this process:
         # stop it and put the handlers back, so the next test file in this worker signals as it expects
