@@ -12,9 +12,9 @@ CHECKPOINTS = "checkpoints"  # sub-folder of --output-dir that --save-steps writ
 
 def add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
     """``--text-column`` and, for labelled data, ``--label-column``."""
-    p.add_argument("--text-column", default="text")
+    p.add_argument("--text-column", default="text", help="the column holding the texts (default: %(default)s)")
     if labelled:
-        p.add_argument("--label-column", default="label")
+        p.add_argument("--label-column", default="label", help="the column holding the labels (default: %(default)s)")
 
 
 def add_runtime_arg(p: argparse.ArgumentParser) -> None:

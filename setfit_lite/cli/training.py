@@ -23,15 +23,24 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_BODY, help="body: hub name or local folder")
     p.add_argument("--shots", type=argument_type("num_samples"), default=None,
                    help="examples per class to sample (default: all)")
-    p.add_argument("--eval-data", default=None)
-    p.add_argument("--output-dir", default="setfit-lite-model")
-    p.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=42)
-    p.add_argument("--num-epochs", type=argument_type("num_epochs", TRAINING_RULES), default=None)
-    p.add_argument("--batch-size", type=argument_type("batch_size", TRAINING_RULES), default=None)
-    p.add_argument("--objective", choices=["sentence_batch", "pairs"], default=None)
-    p.add_argument("--backend", default="auto", type=str.lower, choices=BACKEND_NAMES)
-    p.add_argument("--precision", default="auto", choices=PRECISION_NAMES)
-    p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None)
+    p.add_argument("--eval-data", default=None,
+                   help="evaluation data (CSV, JSON or JSONL), scored after training")
+    p.add_argument("--output-dir", default="setfit-lite-model",
+                   help="the folder the model is saved to (default: %(default)s)")
+    p.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=42,
+                   help="random seed of sampling and training (default: %(default)s)")
+    p.add_argument("--num-epochs", type=argument_type("num_epochs", TRAINING_RULES), default=None,
+                   help="epochs of body training (default: TrainingArguments' default)")
+    p.add_argument("--batch-size", type=argument_type("batch_size", TRAINING_RULES), default=None,
+                   help="sentences per training batch (default: TrainingArguments' default)")
+    p.add_argument("--objective", choices=["sentence_batch", "pairs"], default=None,
+                   help="sentence_batch (default): label-balanced batches; pairs: setfit's pair sampling")
+    p.add_argument("--backend", default="auto", type=str.lower, choices=BACKEND_NAMES,
+                   help="the device to train on; auto picks a Gaudi card, else a CUDA GPU, else the CPU")
+    p.add_argument("--precision", default="auto", choices=PRECISION_NAMES,
+                   help="training precision; auto: a mixed precision the device runs natively, else fp32")
+    p.add_argument("--max-length", type=argument_type("max_length", TRAINING_RULES), default=None,
+                   help="tokens per text the body reads (default: the body's own limit)")
     p.add_argument("--max-steps", type=argument_type("max_steps", TRAINING_RULES), default=None,
                    help="stop body training after this many steps")
     p.add_argument("--calibration", choices=["temperature", "none"], default=None,

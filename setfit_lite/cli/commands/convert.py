@@ -15,7 +15,7 @@ HELP = "convert a model saved by setfit (model_head.pkl) to the pickle-free form
 
 def add_arguments(convert: argparse.ArgumentParser) -> None:
     convert.add_argument("setfit_dir", help="a folder written by setfit's save_pretrained, from a source you trust")
-    convert.add_argument("output_dir")
+    convert.add_argument("output_dir", help="the folder to write the pickle-free setfit_lite model to")
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:

@@ -14,10 +14,13 @@ HELP = "train on 8 examples per class of a shipped SST-2 sample and evaluate"
 
 
 def add_arguments(demo: argparse.ArgumentParser) -> None:
-    demo.add_argument("--output-dir", default="setfit-lite-demo-model")
-    demo.add_argument("--model", default=DEFAULT_BODY)
-    demo.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=0)
-    demo.add_argument("--shots", type=argument_type("num_samples"), default=8)
+    demo.add_argument("--output-dir", default="setfit-lite-demo-model",
+                      help="the folder the model is saved to (default: %(default)s)")
+    demo.add_argument("--model", default=DEFAULT_BODY, help="body: hub name or local folder (default: %(default)s)")
+    demo.add_argument("--seed", type=argument_type("seed", TRAINING_RULES), default=0,
+                      help="random seed of sampling and training (default: %(default)s)")
+    demo.add_argument("--shots", type=argument_type("num_samples"), default=8,
+                      help="training examples per class (default: %(default)s)")
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:

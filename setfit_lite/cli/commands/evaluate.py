@@ -14,9 +14,9 @@ HELP = "evaluate a saved model on labelled data"
 
 def add_arguments(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
-    evaluate.add_argument("data")
+    evaluate.add_argument("data", help="labelled data to score: CSV, JSON or JSONL file")
     add_data_args(evaluate)
-    evaluate.add_argument("--metric", default="accuracy")
+    evaluate.add_argument("--metric", default="accuracy", help="the metric to compute (default: %(default)s)")
     evaluate.add_argument("--group-by", default=None, help="also report the metric per value of this column")
     add_runtime_arg(evaluate)
 

@@ -16,12 +16,13 @@ HELP = ("export a saved model to ONNX (one graph: token ids to probabilities), o
 
 
 def add_arguments(export: argparse.ArgumentParser) -> None:
-    export.add_argument("model_dir")
-    export.add_argument("output_dir")
+    export.add_argument("model_dir", help="a model saved with save_pretrained (or setfit-lite train)")
+    export.add_argument("output_dir", help="the folder the exported model is written to")
     export.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
                         help="int8: dynamic int8 weight quantisation; int8-static: also the activations, calibrated "
                              "on the texts of --data")
-    export.add_argument("--opset", type=argument_type("opset"), default=17)
+    export.add_argument("--opset", type=argument_type("opset"), default=17,
+                        help="the ONNX opset of the graph (default: %(default)s)")
     export.add_argument("--static", action="store_true",
                         help="distil the body into static token embeddings (numpy-only inference, model2vec's "
                              "format); the head is refitted on --data")

@@ -25,7 +25,8 @@ def add_arguments(search: argparse.ArgumentParser) -> None:
     search.add_argument("--study-name", default=None,
                         help="with --storage: an existing study of this name is continued (resume, or share it "
                              "between processes)")
-    search.add_argument("--direction", choices=["maximize", "minimize"], default=None)
+    search.add_argument("--direction", choices=["maximize", "minimize"], default=None,
+                        help="whether a higher metric is better (default: maximize)")
     search.add_argument("--output", default=None, help="write the best trial as JSON to this file")
     _add_shared_study_args(search)
 

@@ -30,12 +30,15 @@ def add_arguments(suggest: argparse.ArgumentParser) -> None:
     suggest.add_argument("--exclude", action="append", default=[], metavar="FILE",
                          help="texts not to suggest: a JSONL/JSON file of rows with an 'index' (an earlier round's "
                               "file) or a text file of indices, one per line; may be repeated")
-    suggest.add_argument("--strategy", choices=STRATEGIES, default="auto")
-    suggest.add_argument("--seed", type=argument_type("seed", RULES), default=0)
+    suggest.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                         help="how to choose the texts; auto: cold_start_kmeans for a body, else margin_diverse")
+    suggest.add_argument("--seed", type=argument_type("seed", RULES), default=0,
+                         help="random seed of the strategy (default: %(default)s)")
     suggest.add_argument("--label-names", nargs="+", default=None, metavar="NAME",
                          help="the classes' names to search the pool for (default: the model's labels)")
     add_data_args(suggest, labelled=False)
-    suggest.add_argument("--batch-size", type=argument_type("batch_size"), default=64)
+    suggest.add_argument("--batch-size", type=argument_type("batch_size"), default=64,
+                         help="texts per encoding batch (default: %(default)s)")
     add_runtime_arg(suggest)
 
 
