@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
 import os
 import re
 import signal
@@ -217,6 +218,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_site_builds_strict(site: Path) -> None:
     assert (site / "cli" / "index.html").exists()
+
+
+def search_pages(site: Path, word: str) -> set[str]:
+    """The pages (their folder, as the site's search links them) whose indexed text or title holds ``word``."""
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    return {entry["location"].split("#")[0] for entry in index["docs"]
+            if word.lower() in f"{entry['title']} {entry['text']}".lower()}
+
+
+@pytest.mark.parametrize(("word", "page"), [("spanish", "multilingual/"), ("deploy", "install/"),
+                                            ("limitations", "limitations/")])
+def test_search_finds_the_pages_users_look_for(site: Path, word: str, page: str) -> None:
+    assert page in search_pages(site, word)
+    assert search_pages(site, "qwxzy-no-such-word") == set()
 
 
 # ------------------------------------------------------------------------------------------------ the API reference
