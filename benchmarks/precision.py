@@ -32,7 +32,8 @@ import numpy as np
 
 from benchmarks.accuracy_suite import TASKS
 from benchmarks.compare_setfit import load_task
-from benchmarks.machine import cpu_info, cpu_line, smoke_settings, write_result
+from benchmarks.machine import cpu_info, cpu_line, write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -198,16 +199,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--smoke", action="store_true", help="a tiny model and a few texts: checks the command runs")
+    add_smoke_option(parser)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--summarize", type=Path, default=None,
                         help="suite: write the results from the JSON lines LOG of an interrupted run")
     args = parser.parse_args(argv)
     args.train_args = {}
+    apply_smoke(args, parser, f"precision_{args.what}")
     if args.smoke:
-        smoke = smoke_settings()
-        args.data_dir, args.model, args.test_limit = smoke["data_dir"], smoke["model"], smoke["test_limit"]
-        args.rounds, args.train_args = 1, smoke["train_args"]
+        args.rounds = 1
     command = "python -m benchmarks.precision " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.summarize is not None:  # the tasks an interrupted suite run printed, one JSON line each
         tasks = {k: v for line in args.summarize.read_text(encoding="utf-8").splitlines() if line.startswith("{")
@@ -217,8 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         body = {"modes": modes, "suite": suite, "openvino": openvino}[args.what](args)
     result = {"command": command, "what": args.what, "cpu": cpu_info(), args.what: body}
-    out = args.out or (smoke_settings()["out_dir"] / f"precision_{args.what}" if args.smoke
-                       else Path(f"benchmarks/results/precision_{args.what}"))
+    out = args.out or Path(f"benchmarks/results/precision_{args.what}")
     lines = markdown(result)
     write_result(out, result, "\n".join(lines))
     print("\n".join(lines))
