@@ -3,8 +3,8 @@ in a fresh clone (and in the test suite) in seconds; it checks that a command ru
 
 `smoke_settings` writes a data folder of synthetic texts under every task name the benchmarks read (each with its
 task's number of classes) and builds a tiny BERT body in code (`build_tiny_body`, the one the tests use too);
-`apply_smoke` points a script's parsed options at them: one seed, two tasks, a few test texts, two training steps, results in
-a temporary folder, and the peers (setfit, FastFit, small-text) left out with a printed line.
+`apply_smoke` points a script's parsed options at them: one seed, two tasks, a few test texts, two training steps,
+results in a temporary folder, and the peers (setfit, FastFit, small-text) left out with a printed line.
 
 Example:
     >>> texts, labels = make_sentences(2, seed=0)
