@@ -23,6 +23,7 @@ from pathlib import Path
 
 from benchmarks import compare_setfit
 from benchmarks.machine import write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 
@@ -72,7 +73,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "accuracy_suite")
     parser.add_argument("--merge", type=Path, nargs="+", default=None,
                         help="only build the suite table from these results (runs split over processes)")
+    add_smoke_option(parser)
     ns, rest = parser.parse_known_args(argv)
+    apply_smoke(ns, parser, "accuracy_suite")
+    rest += ["--smoke"] if ns.smoke else []
     if ns.merge:
         parts = [json.loads(path.read_text()) for path in ns.merge]
         results = parts[0] | {"command": " + ".join(part["command"] for part in parts),

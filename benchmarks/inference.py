@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.compare_setfit import load_task
-from benchmarks.machine import smoke_settings, write_result
+from benchmarks.machine import write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -207,7 +208,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     folder = work / spec.replace(":", "_")
     model_dir = args.model_dirs.get(spec)
     if model_dir is None:
-        model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+        model = SetFitModel.from_pretrained(args.model)
         Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False, **args.train_args),
                 train_dataset={"text": task["texts"], "label": task["labels"]}).train()
         model_dir = folder / "model"
@@ -307,7 +308,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     two.write_text("\n".join(texts[:2]) + "\n", encoding="utf-8")
     test_file.write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
     for variant, (_, path, runtime) in runners.items():
-        if not runtime:  # a peer without a setfit-lite command
+        if not runtime or (args.fresh is not None and variant not in args.fresh):  # a peer without a CLI; smoke
             continue
         cli = [sys.executable, "-m", "setfit_lite.cli", "predict", str(path), str(two), "--runtime", runtime]
         cold = [child(cli)[0] for _ in range(args.cold_n + 1)][1:]
@@ -502,20 +503,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-roofline", dest="roofline", action="store_false",
                         help="skip the GEMM peaks (benchmarks/roofline.py) and the paths' fractions of them")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
-    parser.add_argument("--smoke", action="store_true",
-                        help="check that the command runs: a few shipped texts, two training steps, small exports, "
-                             "no roofline, results in a temporary folder (a --setfit-python that does not exist is "
-                             "left out)")
+    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="the body trained per task")
+    add_smoke_option(parser)  # also: small exports, no roofline
     args = parser.parse_args(argv)
     args.train_args = {}
+    apply_smoke(args, parser, "inference")
     if args.smoke:
-        smoke = smoke_settings()
-        args.data_dir, args.test_limit, args.train_args = smoke["data_dir"], smoke["test_limit"], smoke["train_args"]
         args.latency_n, args.cold_n, args.calibration, args.roofline = 2, 1, 8, False
         args.static_unlabeled, args.student_unlabeled, args.stream = 16, 16, min(args.stream, 1000)
-        args.out = smoke["out_dir"] / "inference"
-        if args.setfit_python and not Path(args.setfit_python).exists():
-            args.setfit_python = None
+        args.tasks = args.tasks[:1]
+    # the variants whose cold start and peak RSS are measured in fresh processes (smoke: one per runtime)
+    args.fresh = {"torch", "onnx_int8", "openvino_fp32", "static"} if args.smoke else None
     args.model_dirs = dict(item.split("=", 1) for item in args.model_dirs)
     if args.threads:
         import torch

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from benchmarks import compare_setfit
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -300,7 +301,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--merge", type=Path, nargs="+", default=[], help="earlier results JSON of this script")
     parser.add_argument("--merge-only", action="store_true", help="only merge --merge into --out (no run)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "labelling_curves")
+    add_smoke_option(parser)
     ns = parser.parse_args(argv)
+    apply_smoke(ns, parser, "labelling_curves")
     if ns.worker:
         return worker(ns.worker)
     command = " ".join(["python -m benchmarks.labelling_curves", *(argv or sys.argv[1:])])

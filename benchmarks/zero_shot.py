@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmarks.compare_setfit import Worker, load_task
 from benchmarks.machine import write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -46,7 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None)
     parser.add_argument("--setfit-python", default=None, help="a Python with setfit installed (else no setfit row)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "zero_shot_emotion")
+    add_smoke_option(parser)
     args = parser.parse_args(argv)
+    apply_smoke(args, parser, "zero_shot_emotion")
 
     from setfit_lite import get_templated_dataset
     from setfit_lite.zoo import resolve_model_path

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .config.params import check_param, check_params
+from .config.params import PRECISION_ENV, check_param, check_params
 from .data import check_label_names, validate_texts
 from .logging import tqdm_disable
 from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
@@ -58,8 +58,6 @@ CONFIG_VERSION = 1
 MODEL_HEAD_NAME = f"{HEAD_DIR}/head.safetensors"
 # setfit's config file: written beside ours with setfit's keys, so that setfit finds the labels and normalisation
 SETFIT_CONFIG_NAME = "config_setfit.json"
-#: environment variable that replaces ``inference_precision="auto"`` ("fp32", "bf16" or "auto")
-PRECISION_ENV = "SETFIT_LITE_INFERENCE_PRECISION"
 _BF16_LOCK = threading.Lock()  # threads predicting at once build one bf16 copy of a body
 
 
@@ -542,7 +540,8 @@ class SetFitModel(Predictor):
         return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
     @staticmethod
-    def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime") -> Any:
+    def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime",
+                  inference_precision: str = "auto") -> Any:
         """Load a folder written by `export_onnx` (onnxruntime or OpenVINO; no torch).
 
         Args:
@@ -555,7 +554,8 @@ class SetFitModel(Predictor):
         """
         from .runtime.onnx import OnnxSetFitModel
 
-        return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime)
+        return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime,
+                                    inference_precision=inference_precision)
 
     # ---- static tier --------------------------------------------------------------------------
     def export_static(self, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,

@@ -265,3 +265,82 @@ def test_int8_static_export_is_calibrated_qdq(lr_model, tmp_path):
     texts = eval_texts()
     assert np.mean(np.array(onnx_model.predict(texts)) == np.array(lr_model.predict(texts))) >= 0.8
     np.testing.assert_allclose(onnx_model.predict_proba(texts), lr_model.predict_proba(texts), atol=0.15)
+
+
+AMX_CPU = "processor\t: 0\nflags\t\t: avx2 avx512f amx_tile amx_bf16 amx_int8\n"
+BF16_CPU = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_vnni avx512_bf16\n"
+AVX2_CPU = "processor\t: 0\nflags\t\t: avx2 fma\n"
+
+
+@pytest.mark.parametrize(("cpuinfo", "requested", "runtime", "expected"), [
+    (AMX_CPU, "auto", "openvino", "bf16"), (BF16_CPU, "auto", "openvino", "bf16"),
+    (AVX2_CPU, "auto", "openvino", "fp32"), ("flags : avx2 avx512f avx512bw", "auto", "openvino", "fp32"),
+    (AMX_CPU, "fp32", "openvino", "fp32"), (AMX_CPU, "f32", "openvino", "fp32"),
+    (AVX2_CPU, "bf16", "openvino", "bf16"), (AMX_CPU, "auto", "onnxruntime", "fp32")])
+def test_openvino_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch, cpuinfo, requested, runtime, expected):
+    from setfit_lite.runtime.onnx import resolve_inference_precision
+
+    monkeypatch.delenv("SETFIT_LITE_INFERENCE_PRECISION", raising=False)
+    assert resolve_inference_precision(requested, runtime, cpuinfo=cpuinfo) == expected
+
+
+def test_openvino_precision_env_unknown_cpu_and_bad_values(monkeypatch, tmp_path):
+    import trainers.cpu_flags
+    from setfit_lite.runtime.onnx import resolve_inference_precision
+
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "fp32")  # pins what "auto" means, even with AMX
+    assert resolve_inference_precision("auto", cpuinfo=AMX_CPU) == "fp32"
+    assert resolve_inference_precision("bf16", cpuinfo=AMX_CPU) == "bf16"  # a forced value wins over it
+    monkeypatch.delenv("SETFIT_LITE_INFERENCE_PRECISION")
+    monkeypatch.setattr(trainers.cpu_flags, "CPUINFO_PATH", tmp_path / "missing")  # flags unknown: fp32
+    assert resolve_inference_precision("auto") == "fp32"
+    with pytest.raises(ValueError, match="inference_precision"):
+        resolve_inference_precision("half")
+    with pytest.raises(ValueError, match="needs runtime=\"openvino\""):
+        resolve_inference_precision("bf16", "onnxruntime")
+
+
+OPENVINO_PRECISION = """
+import json, os, sys
+from pathlib import Path
+import trainers.cpu_flags
+from setfit_lite.runtime.onnx import OnnxSetFitModel
+
+folder, texts, fake = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
+os.environ.pop("SETFIT_LITE_INFERENCE_PRECISION", None)
+trainers.cpu_flags.CPUINFO_PATH = fake
+out = {}
+for name, cpuinfo, requested in (("bf16_cpu", sys.argv[4], "auto"), ("avx2_cpu", sys.argv[5], "auto"),
+                                 ("forced_fp32", sys.argv[4], "fp32")):
+    fake.write_text(cpuinfo)
+    model = OnnxSetFitModel.load(folder, runtime="openvino", inference_precision=requested)
+    out[name] = {"precision": model.inference_precision,
+                 "hint": model.session.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name(),
+                 "proba": model.predict_proba(texts).tolist()}
+try:
+    OnnxSetFitModel.load(folder, runtime="openvino", inference_precision="half")
+except ValueError as error:
+    out["refused"] = str(error)
+print(json.dumps(out))
+"""
+
+
+def test_openvino_runs_bf16_on_a_bf16_cpu_and_fp32_otherwise(lr_model, tmp_path):
+    """Faked CPU flags in a child process: "auto" compiles with bf16 on an AVX512-BF16 CPU (probabilities within
+    bf16's 1e-2 of fp32, same labels), f32 on an AVX2 CPU, and a forced fp32 is honoured on a bf16 CPU."""
+    pytest.importorskip("openvino")
+    from test_torch_free import run_python
+
+    lr_model.export_onnx(tmp_path / "fp32")
+    texts = eval_texts()
+    lines = run_python(OPENVINO_PRECISION, str(tmp_path / "fp32"), json.dumps(texts), str(tmp_path / "cpuinfo"),
+                       BF16_CPU, AVX2_CPU).stdout.splitlines()
+    out = json.loads(lines[-1])
+    assert (out["bf16_cpu"]["precision"], out["bf16_cpu"]["hint"]) == ("bf16", "bf16")
+    assert (out["avx2_cpu"]["precision"], out["avx2_cpu"]["hint"]) == ("fp32", "f32")
+    assert (out["forced_fp32"]["precision"], out["forced_fp32"]["hint"]) == ("fp32", "f32")
+    reference = lr_model.predict_proba(texts)
+    np.testing.assert_allclose(out["avx2_cpu"]["proba"], reference, atol=1e-4)
+    np.testing.assert_allclose(out["bf16_cpu"]["proba"], reference, atol=3e-2)
+    assert np.mean(np.argmax(out["bf16_cpu"]["proba"], 1) == reference.argmax(1)) >= 0.9
+    assert "inference_precision" in out["refused"]

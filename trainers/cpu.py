@@ -6,7 +6,6 @@ import importlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -15,21 +14,11 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 from .base import Backend, warn_once
+from .cpu_flags import CPUINFO_PATH, parse_cpuinfo_flags
 from .distributed import DistOptions, DistributedMixin
 
 logger = logging.getLogger(__name__)
 
-CPUINFO_PATH = Path("/proc/cpuinfo")
-
-
-def parse_cpuinfo_flags(text: str) -> frozenset[str]:
-    """CPU feature flags from ``/proc/cpuinfo`` text (x86 ``flags`` lines, ARM ``Features`` lines)."""
-    flags: set[str] = set()
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() in ("flags", "features"):
-            flags.update(value.split())
-    return frozenset(flags)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,9 @@ CHUNK_POOLINGS = ("mean", "max", "weighted")
 #: what ``SetFitModel(inference_precision=...)`` accepts: "auto" (bf16 where the device computes it natively, the
 #: training rule: ``trainers.registry.prediction_precision``), or forced "fp32" / "bf16"
 INFERENCE_PRECISIONS = ("auto", "fp32", "bf16")
+#: environment variable that replaces ``inference_precision="auto"`` ("fp32", "bf16" or "auto"), for the torch
+#: tier and the OpenVINO runtime alike
+PRECISION_ENV = "SETFIT_LITE_INFERENCE_PRECISION"
 
 MULTI_TARGET_STRATEGY_NAMES = ("one-vs-rest", "multi-output", "classifier-chain")  # setfit_lite.heads' wrappers
 
