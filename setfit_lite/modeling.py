@@ -548,6 +548,8 @@ class SetFitModel(Predictor):
             path: The exported folder.
             num_threads: The threads a prediction uses; None for the CPUs this process may use.
             runtime: `"onnxruntime"` or `"openvino"`.
+            inference_precision: `"auto"` (OpenVINO: bf16 where the CPU computes bf16 natively, fp32 otherwise;
+                onnxruntime: fp32), `"fp32"` or `"bf16"` (OpenVINO only); see `OnnxSetFitModel.load`.
 
         Returns:
             An [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel].

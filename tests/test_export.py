@@ -339,7 +339,7 @@ def test_openvino_runs_bf16_on_a_bf16_cpu_and_fp32_otherwise(lr_model, tmp_path)
     assert (out["bf16_cpu"]["precision"], out["bf16_cpu"]["hint"]) == ("bf16", "bf16")
     assert (out["avx2_cpu"]["precision"], out["avx2_cpu"]["hint"]) == ("fp32", "f32")
     assert (out["forced_fp32"]["precision"], out["forced_fp32"]["hint"]) == ("fp32", "f32")
-    reference = lr_model.predict_proba(texts)
+    reference = np.asarray(lr_model.predict_proba(texts))
     np.testing.assert_allclose(out["avx2_cpu"]["proba"], reference, atol=1e-4)
     np.testing.assert_allclose(out["bf16_cpu"]["proba"], reference, atol=3e-2)
     assert np.mean(np.argmax(out["bf16_cpu"]["proba"], 1) == reference.argmax(1)) >= 0.9
