@@ -13,10 +13,11 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # single-threaded, so this nearly halves the wall time on 2 cores. PYTEST_WORKERS=0 runs in one process.
 # With arguments: one pytest run of them. Without: the suite in two runs, the tests that start a Ray cluster
 # (marker "ray") in one process after the others: no Ray process outlives its file inside a worker that runs other
-# files.
+# files. The README benchmark commands in smoke mode (marker "smoke": a minute or more each, interpreter and worker
+# starts) are not part of the suite: .ci/run runs them as a step of their own with `scripts/test.sh -m smoke`.
 if [ "$#" -gt 0 ]; then
-    exec python -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 "$@"
+    exec python -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist "${PYTEST_DIST:-loadfile}" --durations=15 "$@"
 fi
 python -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=15 \
-    -m "not ray"
+    -m "not ray and not smoke"
 exec python -m pytest -q -p no:cacheprovider -n 0 --durations=5 -m ray
