@@ -202,7 +202,7 @@ def test_generated_parts_follow_the_code() -> None:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The documentation site, built once with ``--strict`` for every test that reads it."""
-    missing = [m for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
+    missing = [m for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_jupyter")
                if importlib.util.find_spec(m.split(".")[0]) is None
                or (m == "mkdocstrings_handlers.python" and importlib.util.find_spec(m) is None)]
     if missing:
