@@ -33,11 +33,15 @@ class KwargsDataclassInit(griffe.Extension):
         if not _is_dataclass(cls) or not isinstance(init, griffe.Function):
             return
         names = [p.name for p in init.parameters]
-        if names[1:] != ["kwargs"] or init.parameters["kwargs"].kind is not griffe.ParameterKind.var_keyword:
+        # ``(self, *args, **kwargs)``: the first field may also come positionally (TrainingArguments' output_dir)
+        kind = griffe.ParameterKind
+        positional = names[1:] == ["args", "kwargs"] and init.parameters["args"].kind is kind.var_positional
+        if not (positional or names[1:] == ["kwargs"]) or init.parameters["kwargs"].kind is not kind.var_keyword:
             return
         fields = [member for member in cls.members.values()
                   if isinstance(member, griffe.Attribute) and not member.name.startswith("_") and _init_field(member)]
         init.parameters = griffe.Parameters(
             init.parameters["self"],
-            *(griffe.Parameter(f.name, annotation=f.annotation, kind=griffe.ParameterKind.keyword_only,
-                               default=f.value) for f in fields))
+            *(griffe.Parameter(f.name, annotation=f.annotation, default=f.value,
+                               kind=griffe.ParameterKind.positional_or_keyword if positional and i == 0
+                               else griffe.ParameterKind.keyword_only) for i, f in enumerate(fields)))

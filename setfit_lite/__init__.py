@@ -13,6 +13,7 @@ _moved.install()  # the module paths of earlier releases (setfit_lite.export, ..
 _EXPORTS = {
     "SetFitModel": "modeling",
     "SetFitHead": "heads.torch_head",
+    "SetFitModelCardData": "model_card",
     "Trainer": "trainer",
     "TrainingArguments": "training_args",
     "sample_dataset": "data",

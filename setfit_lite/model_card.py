@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,62 @@ import numpy as np
 from .version import __version__
 
 TAGS = ["setfit", "sentence-transformers", "text-classification"]
+
+
+@dataclass
+class SetFitModelCardData:
+    """What setfit's `SetFitModelCardData` lets a user state for the model card: its fields, written into the card
+    setfit_lite generates (`save_pretrained`, `create_model_card`). Fields setfit fills itself during training
+    (hyperparameters, metrics, widget examples) are not arguments, as in setfit.
+
+    Args:
+        language: The language code(s) of the training texts, such as `"en"` or `["en", "de"]`.
+        license: The license, such as `"apache-2.0"`.
+        tags: Tags added to setfit_lite's own.
+        model_name: The card's title; None for a generic one.
+        model_id: The model's Hub id once uploaded, such as `"org/setfit-absa-laptops"`.
+        dataset_name: The training dataset's readable name.
+        dataset_id: The training dataset's Hub id (the card's `datasets` metadata).
+        dataset_revision: The dataset revision trained on.
+        task_name: What the model does, in a few words.
+        st_id: The Hub id of the Sentence Transformer body (the card's `base_model`; None: the body's id when it
+            was loaded by Hub name).
+
+    Raises:
+        TypeError: A field is not a string (a list of strings for `language` and `tags`) or None.
+
+    Example:
+        ```python
+        from setfit_lite import AbsaModel, SetFitModelCardData
+
+        model = AbsaModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2", spacy_model="en_core_web_sm",
+                                          model_card_data=SetFitModelCardData(language="en", license="mit"))
+        ```
+    """
+
+    language: str | list[str] | None = None
+    license: str | None = None
+    tags: list[str] | None = None
+    model_name: str | None = None
+    model_id: str | None = None
+    dataset_name: str | None = None
+    dataset_id: str | None = None
+    dataset_revision: str | None = None
+    task_name: str | None = None
+    st_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            lists = f.name in ("language", "tags")
+            if value is None or (isinstance(value, str) and f.name != "tags"):
+                continue
+            if lists and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                setattr(self, f.name, list(value))
+                continue
+            wanted = "a list of strings" if f.name == "tags" else "a string or a list of strings" if lists else \
+                "a string"
+            raise TypeError(f"SetFitModelCardData.{f.name} must be {wanted} or None, got {value!r}")
 
 
 def card_data(model: Any) -> Any:
@@ -25,11 +83,20 @@ def card_data(model: Any) -> Any:
                for split, result in (info.get("eval_results") or {}).items()
                for name, value in result.items() if isinstance(value, (int, float, np.number))
                and not isinstance(value, bool)]
-    return ModelCardData(library_name="setfit_lite", tags=TAGS, pipeline_tag="text-classification",
-                         base_model=_hub_id(model.source),
-                         metrics=sorted({r.metric_type for r in results}) or None,
-                         eval_results=results or None, model_name="setfit_lite model" if results else None,
-                         labels=[_plain(label) for label in model.labels] if model.labels is not None else None)
+    user = _user_data(model)
+    tags = TAGS + [tag for tag in user.tags or [] if tag not in TAGS]
+    return ModelCardData(library_name="setfit_lite", tags=tags, pipeline_tag="text-classification",
+                         base_model=user.st_id or _hub_id(model.source),
+                         metrics=sorted({r.metric_type for r in results}) or None, eval_results=results or None,
+                         model_name=user.model_name or ("setfit_lite model" if results else None),
+                         labels=[_plain(label) for label in model.labels] if model.labels is not None else None,
+                         language=user.language, license=user.license,
+                         datasets=[user.dataset_id] if user.dataset_id else None)
+
+
+def _user_data(model: Any) -> SetFitModelCardData:
+    """The model's `model_card_data` (an empty one for a model without)."""
+    return getattr(model, "model_card_data", None) or SetFitModelCardData()
 
 
 def _plain(value: Any) -> Any:
@@ -50,21 +117,28 @@ def _hub_id(source: str | None) -> str | None:
     return source
 
 
-def render_model_card(model: Any) -> str:
-    """Markdown: labels, body it started from, training arguments, data sizes, evaluation results."""
+def render_model_card(model: Any, model_name: str | None = None) -> str:
+    """Markdown: labels, body it started from, training arguments, data sizes, evaluation results, and what the
+    model's `model_card_data` states (``model_name``: the title when that names none)."""
     info = model.training_info or {}
+    user = _user_data(model)
+    stated = [(name, getattr(user, key)) for name, key in (
+        ("Model id", "model_id"), ("Task", "task_name"), ("Language", "language"), ("License", "license"),
+        ("Dataset", "dataset_name"), ("Dataset id", "dataset_id"), ("Dataset revision", "dataset_revision"))]
     lines = [
         "---",
         card_data(model).to_yaml(),
         "---",
         "",
-        "# setfit_lite model",
+        f"# {user.model_name or model_name or 'setfit_lite model'}",
         "",
+        *(f"- {name}: {', '.join(value) if isinstance(value, list) else value}" for name, value in stated if value),
         f"- Body started from: `{model.source or 'unknown'}`",
         f"- Labels ({len(model.labels or [])}): {', '.join(map(str, model.labels or []))}",
         f"- Head: `{type(model.model_head).__name__ if model.model_head is not None else 'none'}`"
         + (" (multi-label)" if model.multi_label else ""),
         f"- Prompt: `{model.prompt!r}`" if model.prompt else "- Prompt: none",
+        *([f"- spaCy pipeline: `{model.spacy_model}`"] if getattr(model, "spacy_model", None) else []),
         f"- setfit_lite version: {__version__}",
     ]
     if info.get("distilled_from"):
@@ -88,3 +162,18 @@ def _fmt(value: Any) -> str:
     if isinstance(value, dict):  # a nested group of scores, e.g. evaluate's "calibration"
         return "(" + ", ".join(f"{k} = {_fmt(v)}" for k, v in value.items()) + ")"
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def write_model_card(model: Any, path: str | os.PathLike, model_name: str | None = None) -> Path:
+    """Write ``render_model_card(model, model_name)`` to ``<path>/README.md`` (the folder made if missing); a
+    README.md already there is never replaced (`FileExistsError`). Returns the file written."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"{str(folder)!r} exists and is not a folder: the model card goes into a folder")
+    card = folder / "README.md"
+    if card.exists():
+        raise FileExistsError(f"{str(card)!r} exists: the model card is not written over it (remove it, or choose "
+                              "another folder)")
+    folder.mkdir(parents=True, exist_ok=True)
+    card.write_text(render_model_card(model, model_name), encoding="utf-8")
+    return card

@@ -20,6 +20,7 @@ import numpy as np
 from .config.params import PRECISION_ENV, check_param, check_params
 from .data import check_label_names, validate_texts
 from .logging import tqdm_disable
+from .model_card import SetFitModelCardData
 from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .runtime.predictor import Predictor, length_sorted_batches, tokenize_texts
 from .serialization import (
@@ -147,6 +148,7 @@ class SetFitModel(Predictor):
         self.source = source
         self.source_folder: Path | None = None  # the folder from_pretrained read: writers never write over it
         self.training_info: dict[str, Any] = {}
+        self.model_card_data: SetFitModelCardData | None = None  # what the user states for the model card
         self.settle_eval()
 
     # ---- construction -------------------------------------------------------------------------
@@ -157,7 +159,8 @@ class SetFitModel(Predictor):
                         device: str | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
                         prompt: str | None = None, max_length: int | None = None, long_text: str | None = None,
                         chunk_overlap: int | None = None, chunk_pooling: str | None = None,
-                        inference_precision: str | None = None, **kwargs: Any) -> SetFitModel:
+                        inference_precision: str | None = None,
+                        model_card_data: SetFitModelCardData | None = None, **kwargs: Any) -> SetFitModel:
         """Load a body to train, or a saved model: setfit_lite's, or setfit's (its pickled head needs `allow_pickle`).
 
         For a saved model, the head settings (`multi_target_strategy`, `use_differentiable_head`, `head_params`,
@@ -186,6 +189,8 @@ class SetFitModel(Predictor):
             chunk_overlap: As in the class; None for the saved value.
             chunk_pooling: As in the class; None for the saved value.
             inference_precision: As in the class; None for the saved value (`"auto"` when none is saved).
+            model_card_data: What the model card states (language, license, ids; see `SetFitModelCardData`), kept
+                as `model_card_data` and written by `save_pretrained` and `create_model_card`.
             **kwargs: Refused: an unknown argument is a `TypeError`.
 
         Returns:
@@ -212,6 +217,9 @@ class SetFitModel(Predictor):
 
         if kwargs:
             raise TypeError(f"from_pretrained got unknown argument(s): {', '.join(sorted(kwargs))}")
+        if model_card_data is not None and not isinstance(model_card_data, SetFitModelCardData):
+            raise TypeError("model_card_data must be a SetFitModelCardData (from setfit_lite import "
+                            f"SetFitModelCardData), got {type(model_card_data).__name__}")
         check_params({"multi_target_strategy": multi_target_strategy, "use_differentiable_head":
                       use_differentiable_head, "head_params": head_params, "normalize_embeddings":
                       normalize_embeddings, "device": device, "trust_remote_code": trust_remote_code,
@@ -259,6 +267,7 @@ class SetFitModel(Predictor):
             check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
                         _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
         model.training_info = saved.get("training_info", {})
+        model.model_card_data = model_card_data
         model.source_folder = Path(os.path.realpath(folder))
         return model
 
@@ -633,6 +642,25 @@ class SetFitModel(Predictor):
             save_json(tmp / CONFIG_NAME, self.config())
             save_json(tmp / SETFIT_CONFIG_NAME, self.setfit_config())
             (tmp / "README.md").write_text(model_card or render_model_card(self), encoding="utf-8")
+
+    def create_model_card(self, path: str | os.PathLike, model_name: str | None = None) -> None:
+        """Write the model card (README.md, as `save_pretrained` writes it) into a folder, as setfit's method does.
+
+        Args:
+            path: The folder; made if missing.
+            model_name: The card's title when `model_card_data` names none.
+
+        Raises:
+            FileExistsError: `path` is a file, or `path/README.md` exists (it is never written over).
+
+        Example:
+            ```python
+            model.create_model_card("card", model_name="my-model")  # writes card/README.md
+            ```
+        """
+        from .model_card import write_model_card
+
+        write_model_card(self, path, model_name)
 
     def setfit_config(self) -> dict[str, Any]:
         """What ``config_setfit.json`` holds: setfit's keys (a subclass adds its own, as setfit's span models do)."""

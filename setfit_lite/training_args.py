@@ -40,7 +40,8 @@ class TrainingArguments:
     (`"no"`, `"steps"`, `"epoch"`; the enum members are accepted and compare equal).
 
     Args:
-        output_dir: The folder checkpoints are saved in (and TensorBoard's logs, unless `logging_dir` is given).
+        output_dir: The folder checkpoints are saved in (and TensorBoard's logs, unless `logging_dir` is given); the
+            one argument that may be given positionally, as in setfit (`TrainingArguments("out")`).
         batch_size: The batch size of the embedding phase and of the head's phase, as a pair or one value for both.
         num_epochs: The epochs of the embedding phase and of the head's phase, as a pair or one value for both.
         max_steps: The most optimizer steps of the embedding phase; -1 for no limit.
@@ -274,7 +275,12 @@ class TrainingArguments:
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args:  # setfit's signature: output_dir may come first, positionally (TrainingArguments("out", ...))
+            if len(args) > 1 or "output_dir" in kwargs:
+                raise TypeError("TrainingArguments takes at most one positional argument (output_dir), and not "
+                                f"together with output_dir=; got {len(args)} positional argument(s)")
+            kwargs["output_dir"] = args[0]
         names = [f.name for f in fields(self) if f.init]
         unknown = sorted(k for k in kwargs if k not in names and k != "evaluation_strategy")
         if unknown:

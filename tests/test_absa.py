@@ -156,6 +156,25 @@ def test_save_refuses_one_folder_for_both_and_the_other_models_source(trained: A
         trained.save_pretrained(tmp_path / "hub", push_to_hub=True)
 
 
+def test_model_card_data_reaches_both_cards_as_setfits_model_card_test_passes_it(absa_body: str,
+                                                                                  tmp_path: Path) -> None:
+    """setfit's span test_model_card: `from_pretrained(..., model_card_data=SetFitModelCardData(...))`, then
+    `create_model_card` on each model; each model holds its own copy, so changing one leaves the other."""
+    from setfit_lite import SetFitModelCardData
+
+    data = SetFitModelCardData(model_id="org/absa-laptops", language=["en"], license="apache-2.0")
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", model_card_data=data)
+    aspect, polarity = model.aspect_model.model_card_data, model.polarity_model.model_card_data
+    assert aspect == polarity == data and aspect is not polarity
+    polarity.model_id = "org/absa-laptops-polarity"
+    assert aspect.model_id == "org/absa-laptops"
+    for name, part in (("aspect", model.aspect_model), ("polarity", model.polarity_model)):
+        part.create_model_card(tmp_path / name, model_name=name)
+        card = (tmp_path / name / "README.md").read_text(encoding="utf-8")
+        assert "license: apache-2.0" in card and "- spaCy pipeline: `en_core_web_sm`" in card
+    assert "- Model id: org/absa-laptops-polarity" in (tmp_path / "polarity" / "README.md").read_text()
+
+
 def test_from_pretrained_refuses_bad_span_contexts_and_revisions(absa_body: str) -> None:
     with pytest.raises(ValueError, match="span_context must be a whole number"):
         AspectModel.from_pretrained(absa_body, span_context=-1)

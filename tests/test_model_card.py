@@ -78,3 +78,36 @@ def test_numpy_labels_and_scores_are_plain_yaml(tiny_body_path: str) -> None:
     assert data["labels"] == [0, 1]
     scores = {m["type"]: m["value"] for r in data["model-index"][0]["results"] for m in r["metrics"]}
     assert scores == {"accuracy": 0.75, "n": 4}
+
+
+def test_model_card_data_is_written_into_the_card(tiny_body_path: str, tmp_path: Path) -> None:
+    """setfit's `SetFitModelCardData`: what the user states (language, license, ids, tags) reaches the card's
+    metadata and text, through `from_pretrained` and `create_model_card`."""
+    from setfit_lite import SetFitModelCardData
+
+    data = SetFitModelCardData(language=["en", "de"], license="apache-2.0", tags=["absa"],
+                               model_id="org/my-model", dataset_id="org/reviews", st_id="org/body")
+    model = SetFitModel.from_pretrained(tiny_body_path, model_card_data=data)
+    assert model.model_card_data is data
+    model.create_model_card(tmp_path / "card", model_name="My model")
+    card = (tmp_path / "card" / "README.md").read_text(encoding="utf-8")
+    meta = _front_matter(card)
+    assert meta["language"] == ["en", "de"] and meta["license"] == "apache-2.0"
+    assert meta["datasets"] == ["org/reviews"] and meta["base_model"] == "org/body"
+    assert meta["tags"][:3] == ["setfit", "sentence-transformers", "text-classification"] and "absa" in meta["tags"]
+    assert "# My model" in card and "- Model id: org/my-model" in card and "- Language: en, de" in card
+    with pytest.raises(FileExistsError, match="README.md"):  # a card already there is never written over
+        model.create_model_card(tmp_path / "card")
+
+
+@pytest.mark.parametrize("change", [{"language": 3}, {"tags": "absa"}, {"license": ["mit"]}])
+def test_model_card_data_refuses_wrong_types(change: dict) -> None:
+    from setfit_lite import SetFitModelCardData
+
+    with pytest.raises(TypeError, match=f"SetFitModelCardData.{next(iter(change))} must be"):
+        SetFitModelCardData(**change)
+
+
+def test_from_pretrained_refuses_a_model_card_data_of_another_type(tiny_body_path: str) -> None:
+    with pytest.raises(TypeError, match="model_card_data must be a SetFitModelCardData"):
+        SetFitModel.from_pretrained(tiny_body_path, model_card_data={"language": "en"})

@@ -374,3 +374,12 @@ def test_is_integer_takes_numpy_integers_but_no_bool(value: Any, expected: bool)
     from setfit_lite.training_args import is_integer
 
     assert is_integer(value) is expected
+
+
+def test_output_dir_may_come_first_positionally_as_in_setfit(tmp_path: Path) -> None:
+    args = TrainingArguments(str(tmp_path), max_steps=2)  # setfit's tests: TrainingArguments(str(tmp_path), ...)
+    assert args.output_dir == str(tmp_path) and args.max_steps == 2
+    with pytest.raises(TypeError, match="at most one positional argument"):
+        TrainingArguments(str(tmp_path), 16)
+    with pytest.raises(TypeError, match="not together with output_dir="):
+        TrainingArguments(str(tmp_path), output_dir="other")

@@ -9,6 +9,7 @@ as setfit writes them).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -193,8 +194,8 @@ class AbsaModel:
             local_files_only: as ``force_download``.
             use_differentiable_head: as in `SetFitModel.from_pretrained`.
             normalize_embeddings: as in `SetFitModel.from_pretrained`.
-            **model_kwargs: other keyword arguments of `SetFitModel.from_pretrained` (``device``, ``labels``
-                is set for the aspect model).
+            **model_kwargs: other keyword arguments of `SetFitModel.from_pretrained` (``device``,
+                ``model_card_data``: each model gets its own copy; ``labels`` is set for the aspect model).
 
         Returns:
             The model, with the spaCy pipeline loaded.
@@ -224,6 +225,8 @@ class AbsaModel:
             common["spacy_model"] = spacy_model
         aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0], labels=ASPECT_LABELS,
                                                    **common)
+        if common.get("model_card_data") is not None:  # each model states its own card (setfit copies it too)
+            common["model_card_data"] = dataclasses.replace(common["model_card_data"])
         polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1], **common)
         if aspect_model.spacy_model != polarity_model.spacy_model:
             logger.warning("The Aspect and Polarity models are configured to use different spaCy models:\n"
