@@ -6,8 +6,10 @@ A MiniLM-L6 model is trained briefly on the shipped SST-2 sample (``TrainingArgu
 to the static tier (``export_static``, no refinement). The pool: ``--pool`` distinct synthetic texts, each the first
 half of one SST-2 training sentence and the second half of another (drawn with seed 0). Timed once each (wall
 clock, ``time.perf_counter``), in one process: ``suggest_labels`` with the static model for each strategy (a
-fitted head: ``"auto"`` is ``margin_diverse``; ``cold_start_kmeans`` clusters the whole pool), split into scoring
-(embeddings and probabilities of the pool) and choosing; and the MiniLM model itself on ``--torch-texts`` texts
+fitted head: ``"auto"`` is ``margin_diverse``; ``cold_start_kmeans`` clusters the whole pool, fitted on a
+seeded 20,000-text sample), split into scoring
+(embeddings and probabilities of the pool, one pass) and choosing, with the process CPU seconds of the round and
+the load average after it (the machine is shared); and the MiniLM model itself on ``--torch-texts`` texts
 of the pool, whose texts per second give the time it would take on the whole pool.
 
 Writes ``benchmarks/results/suggest_speed.{json,md}``.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -55,12 +58,12 @@ def timed(model: object, pool: list[str], k: int, strategy: str) -> dict:
     if has_fitted_head(model) and strategy in ("auto", "uncertainty", "margin_diverse"):
         view.proba()
     scoring = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     picks = suggest_labels(model, pool, k, strategy=strategy)
-    total = time.perf_counter() - start
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"strategy": strategy, "texts": len(pool), "round_seconds": round(total, 2),
             "scoring_seconds": round(scoring, 2), "choosing_seconds": round(max(total - scoring, 0.0), 2),
-            "picks": len(picks)}
+            "round_cpu_seconds": round(cpu, 2), "load_average": round(os.getloadavg()[0], 1), "picks": len(picks)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,10 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     lines = [f"`{command}`", "", results["machine"], f"torch threads: {results['torch_threads']}", "",
-             "| model | strategy | texts | round s | scoring s | choosing s | projected 100k s |",
-             "|---|---|---|---|---|---|---|"]
+             "| model | strategy | texts | round s | scoring s | choosing s | round CPU s | load | projected 100k s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['strategy']} | {r['texts']} | {r['round_seconds']} | {r['scoring_seconds']} | "
-              f"{r['choosing_seconds']} | {r.get('projected_pool_seconds', '')} |" for r in rows]
+              f"{r['choosing_seconds']} | {r['round_cpu_seconds']} | {r['load_average']} | "
+              f"{r.get('projected_pool_seconds', '')} |" for r in rows]
     ns.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -225,3 +225,60 @@ def test_cli_writes_the_jsonl_refuses_to_overwrite_and_labels_come_back(tmp_path
     with pytest.raises(SystemExit):  # an argparse error, before anything is read
         main(["suggest", str(model_dir), str(pool), "--k", "0", "--output", str(tmp_path / "x.jsonl")])
     assert not (tmp_path / "x.jsonl").exists()
+
+
+class TwoPass:
+    """The static model seen without ``encode_with_proba``: the pool embeds and scores it in two passes."""
+
+    def __init__(self, model: object) -> None:
+        self.model, self.labels, self.multi_label = model, model.labels, model.multi_label
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        return self.model.encode(texts, batch_size=batch_size)
+
+    def class_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        return self.model.class_proba(texts, batch_size=batch_size)
+
+
+def test_static_tier_scores_the_pool_in_one_pass_as_two_passes_would(tier_models: dict,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from setfit_lite.active.pool import PoolView, unit_rows
+
+    static = tier_models["static"]
+    base = make_sentences(30, seed=4)[0]
+    texts = [f"{base[i % len(base)]} {i}" for i in range(600)]
+    tokenised = []  # one pass: each text of the pool tokenised once, for both views
+    flat_token_ids = static._flat_token_ids
+    monkeypatch.setattr(static, "_flat_token_ids", lambda t: tokenised.append(len(t)) or flat_token_ids(t))
+    view = PoolView(static, texts, 64)
+    embeddings, proba = view.embeddings(), view.proba()
+    assert sum(tokenised) == len(texts)
+    np.testing.assert_array_equal(embeddings, unit_rows(TwoPass(static).encode(texts)))
+    np.testing.assert_array_equal(proba, TwoPass(static).class_proba(texts))
+    for strategy in ("auto", "uncertainty", "cold_start_kmeans", "random"):
+        assert suggest_labels(static, texts, 8, exclude=[0, 5], strategy=strategy, seed=2) == \
+            suggest_labels(TwoPass(static), texts, 8, exclude=[0, 5], strategy=strategy, seed=2), strategy
+
+
+def test_kmeans_on_a_large_pool_fits_a_seeded_sample_and_assigns_every_text(monkeypatch: pytest.MonkeyPatch
+                                                                            ) -> None:
+    from sklearn.cluster import KMeans
+
+    from setfit_lite.active import diversity
+
+    monkeypatch.setattr(diversity, "FIT_SAMPLE", 100)  # a "large" pool: 400 texts, fitted on 100
+    texts, ids, x = clusters([200, 120, 50, 30])
+    sample = diversity.fit_sample(len(x), seed=3)
+    assert len(sample) == 100 == len(set(sample.tolist())) and (np.diff(sample) > 0).all()
+    assert sample.tolist() == diversity.fit_sample(len(x), seed=3).tolist()
+    assert sample.tolist() != diversity.fit_sample(len(x), seed=4).tolist()
+    assert diversity.fit_sample(100, seed=3) is None  # up to FIT_SAMPLE: all rows
+    assignments, centres = diversity.cluster(x, 4, seed=3)
+    reference = KMeans(n_clusters=4, n_init=10, random_state=3).fit(x[sample])
+    np.testing.assert_allclose(centres, reference.cluster_centers_)
+    assert assignments.tolist() == reference.predict(x).tolist() and len(assignments) == len(x)
+    assert len({(i, a) for i, a in zip(ids.tolist(), assignments.tolist())}) == 4  # one cluster per true cluster
+    model = FakeEncoder(dict(zip(texts, x)))
+    for seed in (0, 1):
+        picks = suggest_labels(model, texts, 4, seed=seed)
+        assert sorted(ids[picks].tolist()) == [0, 1, 2, 3] and picks == suggest_labels(model, texts, 4, seed=seed)

@@ -237,3 +237,23 @@ def test_cli_export_static(fitted: SetFitModel, tmp_path: Path, capsys: pytest.C
     assert [r["label"] for r in rows] == SetFitModel.from_static(tmp_path / "static").predict(more)
     assert main(["export", str(tmp_path / "model"), str(tmp_path / "s2"), "--static"]) == 2
     assert "needs --data" in capsys.readouterr().err
+
+
+def test_encode_with_proba_is_encode_and_class_proba_in_one_pass(exported: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import setfit_lite.runtime.predictor as predictor
+
+    monkeypatch.setattr(predictor, "STREAM_CHUNK", 640)  # several chunks, each cut into threads' slices
+    base = make_sentences(20, seed=7)[0] + TEXTS
+    texts = [f"{base[i % len(base)]} number {i}" for i in range(1500)]
+    model = StaticSetFitModel.load(exported, num_threads=2)
+    model.calibration_temperature = 1.7  # the probabilities are tempered as class_proba tempers them
+    embeddings, proba = model.encode_with_proba(texts, batch_size=32)
+    assert embeddings.dtype == proba.dtype == np.float32
+    np.testing.assert_array_equal(embeddings, model.encode(texts))
+    np.testing.assert_array_equal(proba, model.class_proba(texts))
+    assert not np.allclose(proba, StaticSetFitModel.load(exported).class_proba(texts))  # temperature 1.7 applied
+    with pytest.raises(TypeError, match="pass \\[text\\]"):
+        model.encode_with_proba("one text")
+    with pytest.raises(ValueError, match="row 2"):
+        model.encode_with_proba(["a", "b", ""])

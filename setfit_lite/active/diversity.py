@@ -1,9 +1,11 @@
 """Diversity in embedding space: k-means representatives, the best text of each cluster, and the texts nearest a
 label name. Every function takes unit-length embeddings and a set of candidate rows, and returns distinct rows.
 
-k-means is scikit-learn's (``KMeans``; ``MiniBatchKMeans`` beyond `MINIBATCH_ABOVE` rows), seeded: the same
-seed gives the same picks. Fewer distinct texts than clusters (duplicates) leave clusters empty; the picks are then
-topped up from the candidates not yet taken, so a call always returns the number asked for.
+k-means is scikit-learn's ``KMeans``, seeded: the same seed gives the same picks. Beyond `FIT_SAMPLE` rows it is
+fitted on a seeded sample of `FIT_SAMPLE` rows (`fit_sample`), and every row is then assigned to its nearest centre
+(the centres of that many texts already place the clusters; fitting on all of a large pool costs far more).
+Fewer distinct texts than clusters (duplicates) leave clusters empty; the picks are then topped up from the
+candidates not yet taken, so a call always returns the number asked for.
 """
 
 from __future__ import annotations
@@ -12,30 +14,40 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CHEAP_RESTARTS", "MINIBATCH_ABOVE", "best_per_cluster", "cluster", "nearest_to_names", "representatives"]
+__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "best_per_cluster", "cluster", "fit_sample", "nearest_to_names",
+           "representatives"]
 
-MINIBATCH_ABOVE = 20_000  # rows beyond which k-means runs on mini-batches (a 100k pool in seconds, not minutes)
+FIT_SAMPLE = 20_000  # rows beyond which k-means is fitted on a seeded sample of this many, then assigns every row
 CHEAP_RESTARTS = 2_000_000  # rows x clusters up to which k-means restarts 10 times (else 3): fewer merged clusters
 
 
+def fit_sample(n: int, seed: int) -> np.ndarray | None:
+    """The sorted rows k-means is fitted on for ``n`` rows: None (all of them) up to `FIT_SAMPLE`, else a sample of
+    `FIT_SAMPLE` rows drawn without replacement with ``seed`` (the same for a seed and ``n``)."""
+    if n <= FIT_SAMPLE:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n, size=FIT_SAMPLE, replace=False))
+
+
 def cluster(x: np.ndarray, n_clusters: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(assignments, centres)`` of seeded k-means with ``n_clusters`` clusters on the rows of ``x``."""
-    from sklearn.cluster import KMeans, MiniBatchKMeans
+    """``(assignments, centres)`` of seeded k-means with ``n_clusters`` clusters on the rows of ``x``: fitted on
+    the `fit_sample` rows (all of them up to `FIT_SAMPLE`), then every row assigned to its nearest centre."""
+    from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
 
-    n_clusters = min(n_clusters, len(x))
-    n_init = 10 if len(x) * n_clusters <= CHEAP_RESTARTS else 3
-    if len(x) > MINIBATCH_ABOVE:
-        km = MiniBatchKMeans(n_clusters=n_clusters, n_init=n_init, batch_size=4096, random_state=seed)
-    else:
-        km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed)
+    rows = fit_sample(len(x), seed)
+    fit = x if rows is None else x[rows]
+    n_clusters = min(n_clusters, len(fit))
+    n_init = 10 if len(fit) * n_clusters <= CHEAP_RESTARTS else 3
+    km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed)
     from threadpoolctl import threadpool_limits
 
     # one OpenMP thread: on this 2-core shared machine, 5,000 x 256 rows into 16 clusters took 2.6 s on one thread
     # and 14.4 s on two (threads spinning against other processes), and the picks never depend on a thread count
     with warnings.catch_warnings(), threadpool_limits(1):
         warnings.simplefilter("ignore", ConvergenceWarning)  # duplicates: fewer distinct points than clusters
-        assignments = km.fit_predict(x)
+        km.fit(fit)
+        assignments = km.labels_ if fit is x else km.predict(x)
     return assignments, km.cluster_centers_
 
 

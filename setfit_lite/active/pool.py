@@ -2,10 +2,10 @@
 predictor, computed once each and in chunks of `STREAM_CHUNK` texts.
 
 A ``SetFitModel`` with a fitted head embeds each chunk once and gives the head those embeddings (one body pass for
-both views); a fresh ``SetFitModel.from_pretrained(body)`` (no fitted head) has embeddings only. An exported model
-(``SetFitModel.from_static``, ``SetFitModel.from_onnx``) gives its probabilities by ``class_proba``; the static tier
-also embeds (``encode``: its static sentence embeddings, what its head reads). An ONNX export has no embeddings: its
-probability rows stand in for them where a strategy needs a geometry (diversity).
+both views); a fresh ``SetFitModel.from_pretrained(body)`` (no fitted head) has embeddings only. The static tier
+(``SetFitModel.from_static``) gives both from one pass too (``encode_with_proba``: its static sentence embeddings,
+what its head reads, and the head's probabilities). An ONNX export (``SetFitModel.from_onnx``) gives probabilities
+only (``class_proba``): its probability rows stand in for embeddings where a strategy needs a geometry (diversity).
 """
 
 from __future__ import annotations
@@ -87,11 +87,17 @@ class PoolView:
         return unit_rows(self.model.encode(texts, batch_size=self.batch_size))
 
     def _one_pass(self) -> bool:
-        """A fitted ``SetFitModel``: its head reads the embeddings, so one body pass gives both views."""
-        return self.fitted and hasattr(self.model, "model_body")
+        """A fitted ``SetFitModel`` (its head reads the embeddings) or the static tier (``encode_with_proba``):
+        one pass over the pool gives both views."""
+        return self.fitted and (hasattr(self.model, "model_body") or callable(getattr(self.model, "encode_with_proba",
+                                                                                      None)))
 
     def _both(self) -> None:
         model, embeddings, proba = self.model, [], []
+        if not hasattr(model, "model_body"):
+            emb, self._proba = model.encode_with_proba(self.texts, batch_size=self.batch_size)
+            self._embeddings = unit_rows(emb)
+            return
         temperature = 1.0 if self.multi_label else model.calibration_temperature
         for chunk in self._chunks():
             emb = model.encode(chunk, batch_size=self.batch_size)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..config.params import check_param
+from ..data import validate_texts
 from ..serialization import (
     load_json,
     refuse_pickles,
@@ -53,7 +54,7 @@ from ..serialization.validate import (
     check_type,
     check_version,
 )
-from .predictor import Predictor, TokenizerFile, with_prompt
+from .predictor import Predictor, TokenizerFile, chunks, temper, text_stream, with_prompt
 from .threads import default_workers, run_pieces
 
 __all__ = ["STATIC_CONFIG_NAME", "StaticSetFitModel", "linear_proba", "static_tokenizer", "validate_static_folder"]
@@ -224,9 +225,48 @@ class StaticSetFitModel(Predictor):
             out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-32
         return out
 
+    def encode_with_proba(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 64
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """The texts' static sentence embeddings and their class probabilities, from one pass over the texts
+        (each text tokenised and its token rows gathered once; the head reads the embeddings just made).
+
+        Args:
+            inputs: An iterable of texts (streamed in chunks of `STREAM_CHUNK`) or a text file (`os.PathLike`).
+            batch_size: The texts whose token rows are gathered at once.
+
+        Returns:
+            `(embeddings, probabilities)`: the float32 arrays `encode` and `class_proba` give for these texts,
+            `(n, dim)` and `(n, len(labels))`.
+
+        Raises:
+            TypeError: A bare `str` (pass `[text]` or `pathlib.Path(...)`) or other inputs that are not texts.
+            ValueError: An empty text, naming its row.
+
+        Example:
+            ```python
+            embeddings, proba = model.encode_with_proba(["a gripping film", "a dull plot"])
+            ```
+        """
+        batch_size = check_param("batch_size", batch_size)
+        texts = text_stream(inputs)
+        temperature = 1.0 if self.multi_label else self.calibration_temperature
+        embeddings, probas = [], []
+        for start, chunk in chunks(texts):
+            emb, proba = self._embed_proba_chunk(validate_texts(chunk, first_row=start), batch_size)
+            embeddings.append(emb)
+            probas.append(temper(proba, temperature))
+        if not embeddings:
+            return (np.zeros((0, self.embeddings.shape[1]), dtype=np.float32),
+                    np.zeros((0, len(self.labels)), dtype=np.float32))
+        return np.concatenate(embeddings), np.concatenate(probas)
+
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
-        """Probabilities of validated texts, embedded ``max(batch_size, 64)`` texts at a time (no progress bar),
-        in up to `num_threads` slices of at least `MIN_SLICE` texts that run in parallel.
+        """Probabilities of validated texts (`_embed_proba_chunk`'s second array)."""
+        return self._embed_proba_chunk(texts, batch_size)[1]
+
+    def _embed_proba_chunk(self, texts: list[str], batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Embeddings and probabilities (untempered) of validated texts, embedded ``max(batch_size, 64)`` texts
+        at a time, in up to `num_threads` slices of at least `MIN_SLICE` texts that run in parallel.
 
         The numbers do not depend on the slicing: slices start at multiples of `HEAD_BLOCK` and the head's
         product runs on blocks of exactly that many rows (the last one zero-padded), so each text meets the same
@@ -236,11 +276,14 @@ class StaticSetFitModel(Predictor):
         slices = max(1, min(self.num_threads, len(texts) // MIN_SLICE))
         bounds = np.minimum(np.linspace(0, blocks, slices + 1).astype(int) * HEAD_BLOCK, len(texts))
 
-        def piece(span: tuple[int, int]) -> np.ndarray:
-            return linear_proba(self.head, self.encode(texts[span[0]:span[1]], gather), block=HEAD_BLOCK)
+        def piece(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+            emb = self.encode(texts[span[0]:span[1]], gather)
+            return emb, linear_proba(self.head, emb, block=HEAD_BLOCK)
 
         parts = run_pieces(piece, list(zip(bounds[:-1], bounds[1:])), self.num_threads)
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _read_arrays(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
