@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # bf16 prediction (test_inference_precision.py) remove it
 os.environ.setdefault("SETFIT_LITE_INFERENCE_PRECISION", "fp32")
 
+# the repository root on the path for subprocess workers that import this file outside pytest (pytest's
+# pythonpath setting covers only its own process)
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # the word lists, the toy sentences and the tiny body live with the benchmarks' smoke mode (one builder for both)
 from benchmarks.smoke import FILLER, NEGATIVE, POSITIVE, build_tiny_body, make_sentences  # noqa: E402
 
