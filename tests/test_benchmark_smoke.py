@@ -67,3 +67,34 @@ def test_readme_benchmark_command_runs_in_smoke_mode(command: str) -> None:
     assert "Exception ignored" not in done.stderr, done.stderr[-3000:]
     if "--setfit-python" in argv:  # the peer is said to be skipped, not silently dropped
         assert "smoke: setfit 1.2 skipped" in done.stdout
+
+
+def test_inference_merge_joins_runs_split_by_task_on_one_cpu() -> None:
+    from benchmarks.inference import merge
+
+    cpu = {"model_name": "AMD EPYC", "flags": ["avx512_bf16"], "class": "AVX512-BF16, no AMX", "cpus": 2}
+    a = {"command": "a", "tasks": [{"task": "sst2:8"}], "cpu": cpu, "roofline_peaks": {"x": 1}}
+    b = {"command": "b", "tasks": [{"task": "emotion:16"}], "cpu": cpu}
+    merged = merge([a, b])
+    assert merged["command"] == "a + b" and [t["task"] for t in merged["tasks"]] == ["sst2:8", "emotion:16"]
+    assert merged["cpu"] == cpu and merged["runs"][0]["roofline_peaks"] == {"x": 1}
+    with pytest.raises(ValueError, match="different CPUs"):
+        merge([a, {**b, "cpu": {**cpu, "class": "AVX2"}}])
+    with pytest.raises(ValueError, match="more than one"):
+        merge([a, a])
+
+
+@pytest.mark.smoke
+def test_inference_runs_torch_in_fp32_beside_its_bf16_and_takes_it_as_reference(tmp_path: Path) -> None:
+    # bf16 forced (emulated where the CPU lacks it: a warning, not an error): the torch tier runs in bf16 and the
+    # same folder forced to fp32 is the row every accuracy and agreement is measured against
+    out = tmp_path / "inference"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.inference", "--smoke", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "SETFIT_LITE_INFERENCE_PRECISION": "bf16"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    task = json.loads(out.with_suffix(".json").read_text())["tasks"][0]
+    assert task["reference"] == "torch_fp32"
+    assert task["rows"]["torch"]["precision"] == "bf16" and task["rows"]["torch_fp32"]["precision"] == "fp32"
+    assert task["rows"]["torch_fp32"]["agreement"] == 1.0
+    assert "| torch (bf16) |" in out.with_suffix(".md").read_text()
