@@ -290,7 +290,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     reference = "torch_fp32" if "torch_fp32" in runners else "torch"
     ref = probas[reference]
     rows: dict[str, dict] = {}
-    for variant, (runner, path, _) in runners.items():
+    for variant, (runner, path, runtime) in runners.items():
         proba = probas[variant]
         pred = np.asarray(runner.labels)[proba.argmax(1)]
         rows[variant] = {"per_s": len(texts) / best[variant], "seconds": best[variant],
@@ -301,6 +301,8 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
                          "export_s": export_s.get(variant.replace("openvino", "onnx"))}
         if hasattr(runner, "embedding_precision"):  # the torch tier: the precision its body ran in
             rows[variant]["precision"] = runner.embedding_precision()
+        elif runtime == "openvino":  # the precision OpenVINO ran the graph in (the "auto" hint resolved)
+            rows[variant]["precision"] = runner.inference_precision
         print(json.dumps({spec: {variant: rows[variant]}}), flush=True)
     if worker is not None:
         lat = worker.ask("latency")["latency_ms"]
@@ -338,8 +340,9 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     return result
 
 
-# which GEMM peak bounds each transformer path: its runtime and number format
-PEAK_OF = {"torch": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort_fp32", "onnx_int8": "ort_int8",
+# which GEMM peak bounds each transformer path: its runtime and number format (a path that ran in bf16 has none)
+PEAK_OF = {"torch": "torch_fp32", "torch_fp32": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort_fp32",
+           "onnx_int8": "ort_int8",
            "onnx_int8_static": "ort_int8", "openvino_int8_static": "ort_int8", "setfit": "torch_fp32"}
 
 
@@ -351,7 +354,7 @@ def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, 
     per_text = encoder_flops([len(t) for t in token_ids], batch_size) / len(token_ids)
     out = {}
     for name, peak in PEAK_OF.items():
-        if name in rows:
+        if name in rows and rows[name].get("precision", "fp32") == "fp32":
             fraction = fraction_of_peak(rows[name]["per_s"], per_text, peaks[peak])
             out[name] = {"peak": peak, "peak_gflops": peaks[peak], "fraction": fraction,
                          "achieved_gflops": fraction * peaks[peak], "mflops_per_text": per_text / 1e6}

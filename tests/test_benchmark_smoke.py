@@ -97,4 +97,6 @@ def test_inference_runs_torch_in_fp32_beside_its_bf16_and_takes_it_as_reference(
     assert task["reference"] == "torch_fp32"
     assert task["rows"]["torch"]["precision"] == "bf16" and task["rows"]["torch_fp32"]["precision"] == "fp32"
     assert task["rows"]["torch_fp32"]["agreement"] == 1.0
+    # OpenVINO's rows say the precision its "auto" hint ran the graph in (bf16 here, as the environment pins)
+    assert all(task["rows"][v]["precision"] == "bf16" for v in task["rows"] if v.startswith("openvino"))
     assert "| torch (bf16) |" in out.with_suffix(".md").read_text()
