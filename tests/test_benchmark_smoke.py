@@ -100,3 +100,21 @@ def test_inference_runs_torch_in_fp32_beside_its_bf16_and_takes_it_as_reference(
     # OpenVINO's rows say the precision its "auto" hint ran the graph in (bf16 here, as the environment pins)
     assert all(task["rows"][v]["precision"] == "bf16" for v in task["rows"] if v.startswith("openvino"))
     assert "| torch (bf16) |" in out.with_suffix(".md").read_text()
+
+
+def test_precision_suite_summarizes_several_logs_the_last_one_winning(tmp_path: Path) -> None:
+    from benchmarks.precision import main as precision_main
+
+    def row(texts: int, agreement: float) -> dict:
+        return {"test_texts": texts, "train_s": 1.0, "accuracy_fp32": 0.5, "accuracy_bf16": 0.5,
+                "accuracy_diff_points": 0.0, "agreement": agreement, "max_abs_proba_diff": 0.001,
+                "per_s_fp32": 1.0, "per_s_bf16": 2.0, "speed_bf16_vs_fp32": 2.0}
+
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text(json.dumps({"sst2": row(300, 0.9)}) + "\nnot a result\n" + json.dumps({"trec": row(500, 1.0)}))
+    second.write_text(json.dumps({"sst2": row(1821, 0.99)}) + "\n")
+    precision_main(["suite", "--summarize", str(first), str(second), "--out", str(tmp_path / "s")])
+    tasks = json.loads((tmp_path / "s.json").read_text())["suite"]["tasks"]
+    assert list(tasks) == ["sst2", "trec"] and tasks["sst2"]["test_texts"] == 1821
+    page = (tmp_path / "s.md").read_text()
+    assert "From the logs a.log, b.log." in page and "| sst2 | 1821 |" in page and "| trec | 500 |" in page
