@@ -209,9 +209,9 @@ def markdown(results: dict) -> str:
     for domain, per in results["domains"].items():
         for fw, runs in per.items():
             for r in runs:
+                cpu = f"{r['train_cpu_seconds']:.1f}" if "train_cpu_seconds" in r else "–"  # not in older lines
                 lines.append(f"| {domain} | {r['seed']} | {fw} | {100 * r['span_f1']:.1f} | {100 * r['e2e_f1']:.1f} | "
-                             f"{r['train_seconds']:.1f} | {r.get('train_cpu_seconds', float('nan')):.1f} | "
-                             f"{r['peak_rss_mb']:.0f} |")
+                             f"{r['train_seconds']:.1f} | {cpu} | {r['peak_rss_mb']:.0f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -56,3 +56,21 @@ def test_readme_benchmark_command_runs_in_smoke_mode(command: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Exception ignored" not in done.stderr, done.stderr[-3000:]
     assert "CPU: " in done.stdout or "static" in done.stdout
+
+
+def test_absa_summary_keeps_training_cpu_seconds(tmp_path: Path) -> None:
+    from benchmarks.absa import write_summary
+
+    def line(framework: str, wall: float, cpu: float | None) -> str:
+        row = {"domain": "restaurants", "framework": framework, "seed": 0, "span_f1": 0.5, "e2e_f1": 0.25,
+               "train_seconds": wall, "peak_rss_mb": 100.0, "cpu": {"model_name": "x"}, "versions": {}}
+        return json.dumps(row | ({"train_cpu_seconds": cpu} if cpu is not None else {}))
+
+    log = tmp_path / "run.jsonl"
+    log.write_text("\n".join([line("setfit_lite", 20.0, 12.5), line("setfit", 90.0, None), "| a table |"]) + "\n")
+    write_summary([log], tmp_path / "absa")
+    summary = json.loads((tmp_path / "absa.json").read_text())["summary"]["restaurants"]
+    assert summary["setfit_lite"]["train_cpu_seconds"] == 12.5 and summary["setfit_lite"]["train_seconds"] == 20.0
+    assert "train_cpu_seconds" not in summary["setfit"]  # a line without it (an older run): not invented
+    table = (tmp_path / "absa.md").read_text()
+    assert "training CPU s" in table and "| 20.0 | 12.5 |" in table and "| 90.0 | – |" in table
