@@ -54,7 +54,7 @@ def test_the_readme_table_names_every_benchmark_it_states() -> None:
     modules = {shlex.split(c)[2] for c in readme_commands()}
     assert {"benchmarks.accuracy_suite", "benchmarks.zero_shot", "benchmarks.imbalanced", "benchmarks.inference",
             "benchmarks.long_documents", "benchmarks.many_classes", "benchmarks.calibration", "benchmarks.unlabeled",
-            "benchmarks.labelling_curves", "benchmarks.precision"} <= modules
+            "benchmarks.labelling_curves", "benchmarks.precision", "benchmarks.absa"} <= modules
 
 
 @pytest.mark.smoke
@@ -118,3 +118,21 @@ def test_precision_suite_summarizes_several_logs_the_last_one_winning(tmp_path: 
     assert list(tasks) == ["sst2", "trec"] and tasks["sst2"]["test_texts"] == 1821
     page = (tmp_path / "s.md").read_text()
     assert "From the logs a.log, b.log." in page and "| sst2 | 1821 |" in page and "| trec | 500 |" in page
+
+
+def test_absa_summary_keeps_training_cpu_seconds(tmp_path: Path) -> None:
+    from benchmarks.absa import write_summary
+
+    def line(framework: str, wall: float, cpu: float | None) -> str:
+        row = {"domain": "restaurants", "framework": framework, "seed": 0, "span_f1": 0.5, "e2e_f1": 0.25,
+               "train_seconds": wall, "peak_rss_mb": 100.0, "cpu": {"model_name": "x"}, "versions": {}}
+        return json.dumps(row | ({"train_cpu_seconds": cpu} if cpu is not None else {}))
+
+    log = tmp_path / "run.jsonl"
+    log.write_text("\n".join([line("setfit_lite", 20.0, 12.5), line("setfit", 90.0, None), "| a table |"]) + "\n")
+    write_summary([log], tmp_path / "absa")
+    summary = json.loads((tmp_path / "absa.json").read_text())["summary"]["restaurants"]
+    assert summary["setfit_lite"]["train_cpu_seconds"] == 12.5 and summary["setfit_lite"]["train_seconds"] == 20.0
+    assert "train_cpu_seconds" not in summary["setfit"]  # a line without it (an older run): not invented
+    table = (tmp_path / "absa.md").read_text()
+    assert "training CPU s" in table and "| 20.0 | 12.5 |" in table and "| 90.0 | – |" in table
