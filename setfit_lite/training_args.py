@@ -171,11 +171,12 @@ class TrainingArguments:
             True always self-trains, False ignores it.
             `"auto"` cross-validates on the labelled texts only (`self_training_folds` stratified folds, each
             self-trained exactly as the real run) and uses the pool when the held-out accuracy gains more than
-            `self_training_margin`. A class with one labelled text cannot be cross-validated: the pool is not
-            used. The decision and its figures are in `model.training_info["self_training"]`. Cost: about
+            `self_training_margin`. A class with one labelled text is in every fold's training and not scored;
+            when fewer than 2 classes have 2 or more texts, nothing can be scored and the pool is not used.
+            The decision and its figures are in `model.training_info["self_training"]`. Cost: about
             `2 * folds` extra trainings. See [Self-training](self-training.md).
         self_training_folds: The stratified folds of `self_training="auto"`'s cross-validation (at most the
-            smallest class's count).
+            smallest count of the classes with 2 or more labelled texts).
         self_training_margin: The held-out accuracy gain over the labelled texts alone that `self_training="auto"`
             needs to use the pool.
         pseudo_label_method: How pool texts are kept: `"knn"` (default) or `"confidence"`.

@@ -13,7 +13,7 @@ from conftest import make_sentences
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.training import self_training
 from setfit_lite.training.callbacks import TrainerCallback
-from setfit_lite.training.self_training import knn_agreement, select_pseudo_labels
+from setfit_lite.training.self_training import cv_folds, knn_agreement, select_pseudo_labels
 
 # the tests of the rounds pin the confidence policy, always on; the decision and the kNN vote have their own tests
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
@@ -313,13 +313,51 @@ def test_the_decision_reads_only_the_labelled_texts_and_the_pool(tiny_body_path:
     assert seen <= set(toy_data["text"]) | set(POOL) | anchors and set(toy_data["text"]) <= seen
 
 
+def test_the_folds_keep_single_text_classes_in_every_training_and_score_the_others() -> None:
+    ids = np.array([0, 1, 0, 2, 1, 0, 1, 3, 0, 1, 0, 1])  # classes 2 and 3: one labelled text each
+    fold_of, folds = cv_folds(ids, 3, seed=0)
+    assert folds == 3 and fold_of[[3, 7]].tolist() == [-1, -1]
+    for number in range(folds):
+        held_out, train = ids[fold_of == number], ids[fold_of != number]
+        assert len(held_out) and set(held_out) <= {0, 1} and set(train) == {0, 1, 2, 3}
+    assert sorted(np.flatnonzero(fold_of >= 0).tolist()) == [i for i in range(12) if i not in (3, 7)]
+    again, _ = cv_folds(ids, 3, seed=0)
+    np.testing.assert_array_equal(fold_of, again)  # deterministic per seed
+    assert not np.array_equal(fold_of, cv_folds(ids, 3, seed=1)[0])
+    assert cv_folds(np.array([0, 0, 1, 1, 1, 2]), 3, seed=0)[1] == 2  # at most the smallest scored class's count
+
+
+@pytest.mark.parametrize("ids", [[0, 0, 0, 1], [0, 1, 2], [0, 0, 0, 0]])
+def test_the_folds_are_empty_when_fewer_than_two_classes_can_be_scored(ids: list[int]) -> None:
+    fold_of, folds = cv_folds(np.array(ids), 3, seed=0)
+    assert folds == 0 and (fold_of == -1).all()
+
+
+def test_a_class_with_one_labelled_text_still_gets_a_decision(tiny_body_path: str, toy_data: dict,
+                                                             monkeypatch) -> None:
+    """Skewed labels, as `suggest_labels` picks them: a third class with a single text. The folds split the two
+    others; the single text is trained on in every fold; the decision is cross-validated and deterministic."""
+    data = {"text": toy_data["text"] + ["an odd neutral remark"], "label": toy_data["label"] + ["neutral"]}
+    monkeypatch.setattr(self_training, "pseudo_label", _fake_pseudo_labels(wrong=False))
+    model, _ = _train(tiny_body_path, data, POOL, **AUTO)
+    info = model.training_info["self_training"]
+    cv = info["cv"]
+    assert cv["folds"] == 3 and cv["held_out"] == len(toy_data["text"]) and cv["train_only"] == 1
+    assert cv["gain"] is not None and "1 text(s) of single-text classes" in cv["reason"]
+    assert info["used"] is True and info["rounds"]  # right pseudo-labels help: the pool is used
+    again, _ = _train(tiny_body_path, data, POOL, **AUTO)
+    assert again.training_info["self_training"]["cv"] == cv
+
+
 def test_a_class_with_one_labelled_text_cannot_be_cross_validated(tiny_body_path: str, toy_data: dict,
                                                                  toy_eval: dict) -> None:
+    """Only one class has 2 or more texts: nothing sound to score, so the labels alone are the model."""
     data = {"text": toy_data["text"][:5] + toy_data["text"][-1:], "label": toy_data["label"][:5] + ["negative"]}
     alone, _ = _train(tiny_body_path, data)
     model, _ = _train(tiny_body_path, data, POOL, **AUTO)
     info = model.training_info["self_training"]
-    assert info["used"] is False and "fewer than 2" in info["cv"]["reason"]
+    assert info["used"] is False and "fewer than 2 classes have 2 or more" in info["cv"]["reason"]
+    assert info["cv"]["gain"] is None and info["cv"]["train_only"] == 6 and info["rounds"] == []
     np.testing.assert_allclose(model.predict_proba(toy_eval["text"], as_numpy=True),
                                alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
 

@@ -15,6 +15,12 @@ when the held-out accuracy with it beats the accuracy without it by more than ``
 the model trained on the labelled texts alone is the result. ``self_training=True`` always self-trains, ``False``
 ignores the pool.
 
+Labels picked by informativeness (`suggest_labels`) are skewed: some class often has a single labelled text. Such
+a text cannot be held out (its fold model would never have seen the class), so it is in every fold's training
+and never scored (`cv_folds`); the folds split the classes with 2 or more texts, and only those are scored. A
+wrong pseudo-label into a single-text class still costs held-out texts of the others, so the score still sees
+it. When fewer than 2 classes have 2 or more texts, nothing sound can be scored: the pool is not used.
+
 Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text only when a strict majority of its
 ``pseudo_label_neighbors`` nearest labelled texts (cosine, in the trained body's embedding space) has the class the
 (calibrated) head predicts, then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
@@ -42,8 +48,8 @@ from ..logging import tqdm_disable
 from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
-__all__ = ["CV_POOL", "PoolDecision", "SelfTrainingRound", "check_disjoint", "decide_pool", "knn_agreement",
-           "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
+__all__ = ["CV_POOL", "PoolDecision", "SelfTrainingRound", "check_disjoint", "cv_folds", "decide_pool",
+           "knn_agreement", "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
 
 # the pool texts each cross-validation fold pseudo-labels (a seeded subset: the pseudo-labels per class are capped at
 # a few times the labelled count, so a fold needs candidates, not the whole pool)
@@ -237,6 +243,7 @@ class PoolDecision:
         gain: `with_pool - without`; the pool is used when `gain > margin`.
         margin: `TrainingArguments.self_training_margin`.
         cv_pool: The pool texts each fold pseudo-labelled.
+        train_only: The labelled texts of classes with a single text: in every fold's training, never scored.
     """
 
     used: bool
@@ -248,6 +255,7 @@ class PoolDecision:
     gain: float | None = None
     margin: float = 0.0
     cv_pool: int = 0
+    train_only: int = 0
 
     def logs(self) -> dict[str, float]:
         """The decision's entry for ``on_log``: ``self_training_used`` (1/0) and, when cross-validated,
@@ -259,31 +267,53 @@ class PoolDecision:
         return logs
 
 
+def cv_folds(ids: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, int]:
+    """``(fold per row, folds)`` of `decide_pool`'s cross-validation of the labelled class ids ``ids``: the rows
+    of the classes with at least 2 labelled texts are split into ``min(folds, their smallest count)`` stratified
+    folds (scikit-learn's ``StratifiedKFold``, shuffled with ``seed``), so every fold's training keeps every
+    class; the rows of classes with a single text get fold -1: trained on in every fold, never held out. When
+    fewer than 2 classes have 2 or more texts, every row is -1 and the folds are 0 (nothing to score)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    ids = np.asarray(ids)
+    counts = np.bincount(ids)
+    scored = np.flatnonzero(counts[ids] >= 2)
+    fold_of = np.full(len(ids), -1, dtype=np.int64)
+    if len(np.unique(ids[scored])) < 2:
+        return fold_of, 0
+    folds = min(int(folds), int(counts[counts >= 2].min()))
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    for number, (_, held_out) in enumerate(splitter.split(np.zeros(len(scored)), ids[scored])):
+        fold_of[scored[held_out]] = number
+    return fold_of, folds
+
+
 def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, texts: Sequence[str],
                 labels: Sequence[Any], ids: np.ndarray, pool: Sequence[str]) -> PoolDecision:
-    """Cross-validate self-training on the labelled texts only: for each of ``args.self_training_folds``
-    stratified folds (at most the smallest class's count), a model with ``model``'s settings, its body a copy of
-    ``initial_body`` (the body before training), is trained by ``trainer_class`` with ``args`` on the other folds
-    (no evaluation, checkpoints or reporting), scored on the fold, self-trained on at most `CV_POOL` texts of
-    ``pool`` (a subset drawn with ``args.seed``) as the real run is, and scored again. Nothing but ``texts``,
-    ``labels`` and ``pool`` is read. Returns the decision (``gain > args.self_training_margin``: use the pool)."""
+    """Cross-validate self-training on the labelled texts only: for each fold of `cv_folds` (at most
+    ``args.self_training_folds``; the texts of single-text classes are in every fold's training and never
+    scored), a model with ``model``'s settings, its body a copy of ``initial_body`` (the body before training), is
+    trained by ``trainer_class`` with ``args`` on the other folds (no evaluation, checkpoints or reporting), scored
+    on the fold, self-trained on at most `CV_POOL` texts of ``pool`` (a subset drawn with ``args.seed``) as the
+    real run is, and scored again. Nothing but ``texts``, ``labels`` and ``pool`` is read. Returns the decision
+    (``gain > args.self_training_margin``: use the pool); undecidable (fewer than 2 classes with 2 or more
+    labelled texts): not used, and the reason says why."""
     import copy
-
-    from sklearn.model_selection import StratifiedKFold
 
     from .cross_fit import FOLD_ARGUMENTS
 
     margin = float(args.self_training_margin)
-    folds = min(int(args.self_training_folds), int(np.bincount(ids).min()))
+    fold_of, folds = cv_folds(ids, args.self_training_folds, args.seed)
+    train_only = int((fold_of < 0).sum())
     if folds < 2:
-        return PoolDecision(False, "a class has fewer than 2 labelled texts: self-training cannot be cross-validated, "
-                                   "the pool is not used (self_training=True uses it anyway)", margin=margin)
+        return PoolDecision(False, "fewer than 2 classes have 2 or more labelled texts: nothing can be held out and "
+                                   "scored, so self-training cannot be cross-validated; the pool is not used "
+                                   "(self_training=True uses it anyway)", margin=margin, train_only=train_only)
     rng = np.random.default_rng(args.seed)
     subset = sorted(rng.choice(len(pool), size=min(CV_POOL, len(pool)), replace=False).tolist())
     fold_pool = [pool[i] for i in subset]
     fold_args = args.update(FOLD_ARGUMENTS | {"self_training": True,
                                               "self_training_rounds": args.self_training_rounds})
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=args.seed)
 
     class FoldTrainer(trainer_class):  # type: ignore[misc, valid-type]
         held_texts: list[str] = []
@@ -294,23 +324,26 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
             super().self_train(*a, **k)
 
     right_without = right_with = 0
-    for train, held_out in splitter.split(np.zeros(len(ids)), ids):
+    for number in range(folds):
+        train, held_out = np.flatnonzero(fold_of != number), np.flatnonzero(fold_of == number)
         fold_model = model.with_body(copy.deepcopy(initial_body))
         fold = FoldTrainer(model=fold_model, args=fold_args, unlabeled_dataset=fold_pool, train_dataset={
             "text": [texts[i] for i in train], "label": [labels[i] for i in train]})
         fold.held_texts = [texts[i] for i in held_out]
         fold.train()
         if fold.before is None:  # the fold's trainer never reached self-training (nothing to compare)
-            return PoolDecision(False, "the folds' models were not self-trained", folds=folds, margin=margin)
+            return PoolDecision(False, "the folds' models were not self-trained", folds=folds, margin=margin,
+                                train_only=train_only)
         with_pool = np.asarray(fold_model.predict_proba(fold.held_texts, as_numpy=True)).argmax(axis=1)
         right_without += int((fold.before == ids[held_out]).sum())
         right_with += int((with_pool == ids[held_out]).sum())
-    n = len(ids)
+    n = int((fold_of >= 0).sum())
     without, with_pool_acc = right_without / n, right_with / n
     gain = with_pool_acc - without
     used = gain > margin
-    reason = (f"cross-validated on the labelled texts ({folds} folds, {n} held out): accuracy {without:.3f} without "
-              f"the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
+    kept = f"; {train_only} text(s) of single-text classes only trained on" if train_only else ""
+    reason = (f"cross-validated on the labelled texts ({folds} folds, {n} held out{kept}): accuracy {without:.3f} "
+              f"without the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
               f"margin {margin:+.3f})")
     return PoolDecision(used, reason, folds=folds, held_out=n, without=without, with_pool=with_pool_acc, gain=gain,
-                        margin=margin, cv_pool=len(fold_pool))
+                        margin=margin, cv_pool=len(fold_pool), train_only=train_only)
