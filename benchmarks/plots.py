@@ -8,7 +8,7 @@
 - ``labelling.png``: accuracy against labels per class of each labelling contender, one panel per task
   (``labelling_curves.json``, when it exists).
 - ``prediction_tiers.png``: throughput against accuracy of every prediction tier, setfit 1.2 and model2vec
-  (``inference_default_threads.json``), one panel per task.
+  (``inference_default_threads_epyc.json``: AVX512-BF16 without AMX), one panel per task.
 """
 
 from __future__ import annotations
@@ -81,13 +81,15 @@ def plot_tiers(inference: dict, out: Path) -> None:
     tasks = inference["tasks"]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
     for ax, entry in zip(axes[0], tasks):
-        clusters: list[tuple[float, float, list[str], str]] = []  # points at one accuracy, close in speed: one label
+        # points within a quarter point of accuracy and 3x of speed of a labelled one: one label, listing them
+        clusters: list[tuple[float, float, list[str], str]] = []
         for name, row in sorted(entry["rows"].items(), key=lambda item: item[1]["per_s"]):
             colour, x, y = COLOURS.get(name, "tab:blue"), row["per_s"], 100 * row["accuracy"]
             ax.scatter(x, y, color=colour, s=36)
             label = "setfit 1.2" if name == "setfit" else name
-            if clusters and abs(clusters[-1][1] - y) < 0.01 and x < 1.6 * clusters[-1][0]:
-                clusters[-1][2].append(label)
+            near = next((c for c in clusters if abs(c[1] - y) < 0.25 and x < 3 * c[0]), None)
+            if near is not None:
+                near[2].append(label)
             else:
                 clusters.append((x, y, [label], colour))
         for i, (x, y, labels, colour) in enumerate(clusters):  # labels above and below in turn, left to right
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     plot_accuracy(load(args.results / "accuracy_suite.json"), load(args.results / "accuracy_suite_64.json"),
                   args.out / "accuracy.png")
-    plot_tiers(load(args.results / "inference_default_threads.json"), args.out / "prediction_tiers.png")
+    plot_tiers(load(args.results / "inference_default_threads_epyc.json"), args.out / "prediction_tiers.png")
     if (args.results / "labelling_curves.json").exists():
         plot_labelling(load(args.results / "labelling_curves.json"), args.out / "labelling.png")
     print("wrote", ", ".join(str(p.relative_to(args.out)) for p in sorted(args.out.glob("*.png"))))

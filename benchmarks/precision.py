@@ -196,8 +196,11 @@ def markdown(result: dict) -> list[str]:
                          f"{row['cosine_min']:.5f} / {row['cosine_mean']:.5f} |")
     else:
         body = result["suite"]
-        lines += [f"{body['shots']} per class, seed {body['seed']}, up to {body['test_limit']} test texts, batch "
-                  f"{body['batch_size']}, best of {body['rounds']} interleaved rounds.", "",
+        texts = ("the test texts of the table (a random sample where fewer than the split)" if body.get("logs")
+                 else "full test splits" if body["test_limit"] is None else f"up to {body['test_limit']} test texts")
+        source = f" From the logs {', '.join(body['logs'])}." if body.get("logs") else ""
+        lines += [f"{body['shots']} per class, seed {body['seed']}, {texts}, batch {body['batch_size']}, best of "
+                  f"{body['rounds']} interleaved rounds.{source}", "",
                   "| task | test texts | accuracy fp32 | accuracy bf16 | Δ points | agreement | max |Δp| | bf16 ÷ fp32 "
                   "speed |", "|---|---|---|---|---|---|---|---|"]
         for name, row in body["tasks"].items():
@@ -221,19 +224,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     add_smoke_option(parser)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--summarize", type=Path, default=None,
-                        help="suite: write the results from the JSON lines LOG of an interrupted run")
+    parser.add_argument("--summarize", type=Path, nargs="+", default=None, metavar="LOG",
+                        help="suite: write the results from the JSON lines of interrupted runs' logs (a task in "
+                             "several: the last log's)")
     args = parser.parse_args(argv)
     args.train_args = {}
     apply_smoke(args, parser, f"precision_{args.what}")
     if args.smoke:
         args.rounds = 1
     command = "python -m benchmarks.precision " + " ".join(argv if argv is not None else sys.argv[1:])
-    if args.summarize is not None:  # the tasks an interrupted suite run printed, one JSON line each
-        tasks = {k: v for line in args.summarize.read_text(encoding="utf-8").splitlines() if line.startswith("{")
-                 for k, v in json.loads(line).items()}
+    if args.summarize is not None:  # the tasks interrupted suite runs printed, one JSON line each
+        tasks = {k: v for log in args.summarize for line in log.read_text(encoding="utf-8").splitlines()
+                 if line.startswith("{") for k, v in json.loads(line).items()}
         body = {"shots": args.shots, "seed": args.seed, "test_limit": args.test_limit, "rounds": args.rounds,
-                "batch_size": args.batch_size, "tasks": tasks}
+                "batch_size": args.batch_size, "tasks": tasks, "logs": [log.name for log in args.summarize]}
     else:
         body = {"modes": modes, "suite": suite, "openvino": openvino}[args.what](args)
     result = {"command": command, "what": args.what, "cpu": cpu_info(), args.what: body}

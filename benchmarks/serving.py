@@ -155,12 +155,32 @@ def stop(process: subprocess.Popen) -> int:
         return process.wait()
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children (uvicorn's workers), MB."""
+def _tree(pid: int) -> list:
     import psutil
 
     parent = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)]) / 2**20
+    return [parent, *parent.children(recursive=True)]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (uvicorn's workers), MB."""
+    return sum(p.memory_info().rss for p in _tree(pid)) / 2**20
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and its children (uvicorn's workers) so far."""
+    return sum(t.user + t.system for t in (p.cpu_times() for p in _tree(pid)))
+
+
+def measure(port: int, pid: int, requests: list[list[str]], expected: list[list], clients: int) -> dict:
+    """`load`, with the CPU seconds the server (``pid``) and the client (this process) spent on it, and the
+    server's CPU milliseconds per text: on cores the client shares, what the server would need alone."""
+    server, client = cpu_s(pid), time.process_time()
+    row = asyncio.run(load(port, requests, expected, clients))
+    row["server_cpu_s"] = round(cpu_s(pid) - server, 2)
+    row["client_cpu_s"] = round(time.process_time() - client, 2)
+    row["server_cpu_ms_per_text"] = round(1000 * row["server_cpu_s"] / row["texts"], 3)
+    return row
 
 
 async def load(port: int, requests: list[list[str]], expected: list[list], clients: int) -> dict:
@@ -210,9 +230,11 @@ def make_requests(texts: list[str], n: int, seed: int) -> list[list[str]]:
 def in_process(model, requests: list[list[str]], rounds: int = 2) -> dict:
     flat = [t for r in requests for t in r]
     model.predict_proba(flat[:64], batch_size=64)
+    cpu = time.process_time()
     best = min(timed(lambda: model.predict_proba(flat, batch_size=64)) for _ in range(rounds))
+    cpu = (time.process_time() - cpu) / rounds  # CPU seconds of one run, all of this process's threads
     return {"texts": len(flat), "wall_s": round(best, 3), "texts_per_s": round(len(flat) / best, 1),
-            "requests_per_s": round(len(requests) / best, 1)}
+            "requests_per_s": round(len(requests) / best, 1), "cpu_ms_per_text": round(1000 * cpu / len(flat), 3)}
 
 
 def timed(call) -> float:  # noqa: ANN001
@@ -267,7 +289,7 @@ def run(args: argparse.Namespace) -> dict:
                 try:
                     asyncio.run(load(port, make_requests(test_texts, 20, seed=99), [[None]] * 20,
                                      min(clients, 8)))  # warm-up, not counted (its answers are not checked)
-                    row[kind] = asyncio.run(load(port, requests, expected, clients))
+                    row[kind] = measure(port, process.pid, requests, expected, clients)
                 finally:
                     row[kind]["exit_status"] = stop(process)
             row["batched_over_naive"] = round(row["batched"]["texts_per_s"] / row["naive"]["texts_per_s"], 2)
@@ -378,6 +400,20 @@ def markdown(results: dict) -> list[str]:
                          f"{b['texts_per_s']:.0f} | {n['texts_per_s']:.0f} | {row['batched_over_naive']:.2f}x | "
                          f"{row['batched_over_in_process']:.0%} | {b['p50_ms']:.1f} / {b['p95_ms']:.1f} / "
                          f"{b['p99_ms']:.1f} | {n['p50_ms']:.1f} / {n['p95_ms']:.1f} / {n['p99_ms']:.1f} | {bad} |")
+    cpu_rows = [(tier, clients, row) for tier, rows in results["tiers"].items() for clients, row in rows.items()
+                if "server_cpu_ms_per_text" in row["batched"]]
+    if cpu_rows:  # older result files have no CPU seconds
+        lines += ["", "CPU per text: the server's CPU milliseconds per answered text (user + system, all threads), "
+                      "in-process `predict_proba` beside them, and the client's share of the two servers' wall time "
+                      "(the load generator runs on the same cores).", "",
+                  "| tier | clients | in-process CPU ms/text | batched CPU ms/text | naive CPU ms/text | "
+                  "naive / batched CPU | client CPU s (batched / naive) |", "|---|---|---|---|---|---|---|"]
+        for tier, clients, row in cpu_rows:
+            b, n = row["batched"], row["naive"]
+            lines.append(f"| {tier} | {clients} | {row['in_process']['cpu_ms_per_text']:.3f} | "
+                         f"{b['server_cpu_ms_per_text']:.3f} | {n['server_cpu_ms_per_text']:.3f} | "
+                         f"{n['server_cpu_ms_per_text'] / max(b['server_cpu_ms_per_text'], 1e-9):.2f}x | "
+                         f"{b['client_cpu_s']:.1f} / {n['client_cpu_s']:.1f} |")
     if "soak" in results:
         s = results["soak"]
         lines += ["", f"Soak: {s['requests']} requests ({s['texts']} texts) at {s['clients']} clients to the batched "

@@ -2,7 +2,8 @@
 in a fresh clone (and in the test suite) in seconds; it checks that a command runs, not what it measures.
 
 `smoke_settings` writes a data folder of synthetic texts under every task name the benchmarks read (each with its
-task's number of classes) and builds a tiny BERT body in code (`build_tiny_body`, the one the tests use too);
+task's number of classes; aspect-labelled sentences under the ABSA domains) and builds a tiny BERT body in code
+(`build_tiny_body`, the one the tests use too);
 `apply_smoke` points a script's parsed options at them: one seed, two tasks, a few test texts, two training steps,
 results in a temporary folder, and the peers (setfit, FastFit, small-text) left out with a printed line.
 
@@ -29,6 +30,9 @@ FILLER = ["the", "movie", "film", "was", "a", "really", "quite", "story", "plot"
 #: the tasks of the smoke data folder and their number of classes (those the benchmarks read)
 SMOKE_TASKS = {"sst2": 2, "sst5": 5, "emotion": 6, "trec": 6, "subj": 2, "tweet_sentiment_multilingual": 3,
                "bbc_news": 5, "clinc150": 8}
+#: the ABSA domains of the smoke data folder (``<domain>/{train,test}_sentences.jsonl``, as benchmarks.absa reads)
+SMOKE_ABSA_DOMAINS = ("restaurants", "laptops")
+ASPECT_NOUNS = ["food", "service", "staff", "pizza", "screen", "battery", "keyboard", "price"]
 #: options naming a peer's Python, and the peer (skipped in smoke mode)
 PEER_OPTIONS = {"setfit_python": "setfit 1.2", "fastfit_python": "FastFit", "smalltext_python": "small-text"}
 PEER_CONTENDERS = ("setfit", "fastfit", "smalltext")
@@ -119,14 +123,32 @@ def _smoke_rows(task: str, classes: int, split: str) -> list[dict]:
     return rows
 
 
+def _smoke_absa_sentences(domain: str, split: str) -> list[dict]:
+    """Synthetic aspect-labelled sentences of one split ("On our visit the food was good and the staff was awful":
+    "visit" is a candidate that is no aspect); a few of the test sentences have no aspect."""
+    rng = random.Random(f"{domain}/{split}")
+    sentences = []
+    for i in range(16 if split == "train" else 12):
+        nouns = rng.sample(ASPECT_NOUNS, 2)
+        labels = [rng.choice(["positive", "negative"]) for _ in nouns]
+        words = [rng.choice(POSITIVE if label == "positive" else NEGATIVE) for label in labels]
+        if split == "test" and i % 4 == 3:  # no aspect: its false positives count
+            sentences.append({"id": f"{split}{i}", "text": f"it was {words[0]}.", "aspects": []})
+            continue
+        text = f"On our visit the {nouns[0]} was {words[0]} and the {nouns[1]} was {words[1]}."  # visit: no aspect
+        sentences.append({"id": f"{split}{i}", "text": text,
+                          "aspects": [{"span": n, "label": label, "ordinal": 0} for n, label in zip(nouns, labels)]})
+    return sentences
+
+
 @functools.cache
 def smoke_settings() -> dict:
     """What ``--smoke`` runs on, made once per process.
 
     Returns:
         ``model`` (a tiny body built here), ``data_dir`` (synthetic train/validation/test splits under every name
-        of `SMOKE_TASKS`), ``test_limit``, ``train_args`` (two steps) and ``out_dir`` (a temporary folder for the
-        results).
+        of `SMOKE_TASKS`, train/test sentences under `SMOKE_ABSA_DOMAINS`), ``test_limit``, ``train_args`` (two
+        steps) and ``out_dir`` (a temporary folder for the results).
     """
     root = Path(tempfile.mkdtemp(prefix="setfit_lite_smoke_"))
     words: set[str] = set()
@@ -137,6 +159,13 @@ def smoke_settings() -> dict:
             words.update(w for r in rows for w in r["text"].split())
             (root / task / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows),
                                                         encoding="utf-8")
+    for domain in SMOKE_ABSA_DOMAINS:
+        (root / domain).mkdir()
+        for split in ("train", "test"):
+            sentences = _smoke_absa_sentences(domain, split)
+            words.update(w.strip(".").lower() for s in sentences for w in s["text"].split())
+            (root / domain / f"{split}_sentences.jsonl").write_text(
+                "".join(json.dumps(s) + "\n" for s in sentences), encoding="utf-8")
     words.update("sadness joy love anger fear surprise class this sentence is".split())  # zero_shot.py's labels
     body = build_tiny_body(root / "body", sorted(words), num_layers=4, max_length=512)  # --student 3 keeps 3
     return {"model": str(body), "data_dir": root, "test_limit": 12, "train_args": {"max_steps": 2},

@@ -54,7 +54,7 @@ def test_the_readme_table_names_every_benchmark_it_states() -> None:
     modules = {shlex.split(c)[2] for c in readme_commands()}
     assert {"benchmarks.accuracy_suite", "benchmarks.zero_shot", "benchmarks.imbalanced", "benchmarks.inference",
             "benchmarks.long_documents", "benchmarks.many_classes", "benchmarks.calibration", "benchmarks.unlabeled",
-            "benchmarks.labelling_curves", "benchmarks.precision"} <= modules
+            "benchmarks.labelling_curves", "benchmarks.precision", "benchmarks.absa"} <= modules
 
 
 @pytest.mark.smoke
@@ -67,3 +67,72 @@ def test_readme_benchmark_command_runs_in_smoke_mode(command: str) -> None:
     assert "Exception ignored" not in done.stderr, done.stderr[-3000:]
     if "--setfit-python" in argv:  # the peer is said to be skipped, not silently dropped
         assert "smoke: setfit 1.2 skipped" in done.stdout
+
+
+def test_inference_merge_joins_runs_split_by_task_on_one_cpu() -> None:
+    from benchmarks.inference import merge
+
+    cpu = {"model_name": "AMD EPYC", "flags": ["avx512_bf16"], "class": "AVX512-BF16, no AMX", "cpus": 2}
+    a = {"command": "a", "tasks": [{"task": "sst2:8"}], "cpu": cpu, "roofline_peaks": {"x": 1}}
+    b = {"command": "b", "tasks": [{"task": "emotion:16"}], "cpu": cpu}
+    merged = merge([a, b])
+    assert merged["command"] == "a + b" and [t["task"] for t in merged["tasks"]] == ["sst2:8", "emotion:16"]
+    assert merged["cpu"] == cpu and merged["runs"][0]["roofline_peaks"] == {"x": 1}
+    with pytest.raises(ValueError, match="different CPUs"):
+        merge([a, {**b, "cpu": {**cpu, "class": "AVX2"}}])
+    with pytest.raises(ValueError, match="more than one"):
+        merge([a, a])
+
+
+@pytest.mark.smoke
+def test_inference_runs_torch_in_fp32_beside_its_bf16_and_takes_it_as_reference(tmp_path: Path) -> None:
+    # bf16 forced (emulated where the CPU lacks it: a warning, not an error): the torch tier runs in bf16 and the
+    # same folder forced to fp32 is the row every accuracy and agreement is measured against
+    out = tmp_path / "inference"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.inference", "--smoke", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "SETFIT_LITE_INFERENCE_PRECISION": "bf16"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    task = json.loads(out.with_suffix(".json").read_text())["tasks"][0]
+    assert task["reference"] == "torch_fp32"
+    assert task["rows"]["torch"]["precision"] == "bf16" and task["rows"]["torch_fp32"]["precision"] == "fp32"
+    assert task["rows"]["torch_fp32"]["agreement"] == 1.0
+    # OpenVINO's rows say the precision its "auto" hint ran the graph in (bf16 here, as the environment pins)
+    assert all(task["rows"][v]["precision"] == "bf16" for v in task["rows"] if v.startswith("openvino"))
+    assert "| torch (bf16) |" in out.with_suffix(".md").read_text()
+
+
+def test_precision_suite_summarizes_several_logs_the_last_one_winning(tmp_path: Path) -> None:
+    from benchmarks.precision import main as precision_main
+
+    def row(texts: int, agreement: float) -> dict:
+        return {"test_texts": texts, "train_s": 1.0, "accuracy_fp32": 0.5, "accuracy_bf16": 0.5,
+                "accuracy_diff_points": 0.0, "agreement": agreement, "max_abs_proba_diff": 0.001,
+                "per_s_fp32": 1.0, "per_s_bf16": 2.0, "speed_bf16_vs_fp32": 2.0}
+
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text(json.dumps({"sst2": row(300, 0.9)}) + "\nnot a result\n" + json.dumps({"trec": row(500, 1.0)}))
+    second.write_text(json.dumps({"sst2": row(1821, 0.99)}) + "\n")
+    precision_main(["suite", "--summarize", str(first), str(second), "--out", str(tmp_path / "s")])
+    tasks = json.loads((tmp_path / "s.json").read_text())["suite"]["tasks"]
+    assert list(tasks) == ["sst2", "trec"] and tasks["sst2"]["test_texts"] == 1821
+    page = (tmp_path / "s.md").read_text()
+    assert "From the logs a.log, b.log." in page and "| sst2 | 1821 |" in page and "| trec | 500 |" in page
+
+
+def test_absa_summary_keeps_training_cpu_seconds(tmp_path: Path) -> None:
+    from benchmarks.absa import write_summary
+
+    def line(framework: str, wall: float, cpu: float | None) -> str:
+        row = {"domain": "restaurants", "framework": framework, "seed": 0, "span_f1": 0.5, "e2e_f1": 0.25,
+               "train_seconds": wall, "peak_rss_mb": 100.0, "cpu": {"model_name": "x"}, "versions": {}}
+        return json.dumps(row | ({"train_cpu_seconds": cpu} if cpu is not None else {}))
+
+    log = tmp_path / "run.jsonl"
+    log.write_text("\n".join([line("setfit_lite", 20.0, 12.5), line("setfit", 90.0, None), "| a table |"]) + "\n")
+    write_summary([log], tmp_path / "absa")
+    summary = json.loads((tmp_path / "absa.json").read_text())["summary"]["restaurants"]
+    assert summary["setfit_lite"]["train_cpu_seconds"] == 12.5 and summary["setfit_lite"]["train_seconds"] == 20.0
+    assert "train_cpu_seconds" not in summary["setfit"]  # a line without it (an older run): not invented
+    table = (tmp_path / "absa.md").read_text()
+    assert "training CPU s" in table and "| 20.0 | 12.5 |" in table and "| 90.0 | – |" in table

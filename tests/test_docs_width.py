@@ -17,12 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 100
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-# pages whose long lines are being rewritten on another branch at the same time: strict, so that once they fit,
-# the test fails until they are taken off this list
-ELSEWHERE = ("benchmarks/absa.md",)
-PAGES = [pytest.param(path, marks=pytest.mark.xfail(strict=True, reason="rewritten on another branch"))
-         if str(path.relative_to(ROOT / "docs")) in ELSEWHERE else path
-         for path in sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
 
 
 def long_lines(text: str, width: int = WIDTH) -> list[tuple[int, int]]:
