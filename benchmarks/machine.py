@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import site
+import sys
 from pathlib import Path
 
 from trainers.cpu import CPUINFO_PATH, parse_cpuinfo_flags
@@ -63,10 +65,24 @@ def cpu_line(info: dict) -> str:
     return f"CPU: {info['model_name']} ({info['class']}; {' '.join(info['flags']) or 'none'}), {info['cpus']} CPUs"
 
 
+def shown_paths(text: str) -> str:
+    """``text`` with this machine's folders written as a reader's: the repository as ``.``, its sibling data
+    folder as ``../shared``, this environment's packages as ``VENV/site-packages`` (a result file names no
+    machine path)."""
+    root = Path(__file__).resolve().parent.parent
+    places = [(p, "VENV/site-packages") for p in site.getsitepackages() if p]
+    shared = root.parent / "shared"
+    places += [(str(shared), "../shared"), (str(shared.resolve()), "../shared"), (str(root), "."),
+               (sys.prefix, "VENV")]
+    for path, shown in sorted(places, key=lambda place: -len(place[0])):
+        text = text.replace(path, shown)
+    return text
+
+
 def write_result(out: Path, data: dict, markdown: str) -> None:
     """Write a benchmark's ``out``.json (``data`` with ``"cpu"``: `cpu_info` of this machine, unless ``data``
-    already records the machine it was measured on) and ``out``.md (``markdown`` and the CPU line): the one writer
-    of every script's results.
+    already records the machine it was measured on) and ``out``.md (``markdown`` and the CPU line), machine
+    paths written as `shown_paths` writes them: the one writer of every script's results.
 
     Args:
         out: the path without suffix (``--out``).
@@ -75,5 +91,6 @@ def write_result(out: Path, data: dict, markdown: str) -> None:
     """
     record = {**data, "cpu": data.get("cpu") or cpu_info()}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    out.with_suffix(".md").write_text(markdown.rstrip("\n") + f"\n\n{cpu_line(record['cpu'])}\n", encoding="utf-8")
+    out.with_suffix(".json").write_text(shown_paths(json.dumps(record, indent=1)) + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(shown_paths(markdown.rstrip("\n")) + f"\n\n{cpu_line(record['cpu'])}\n",
+                                      encoding="utf-8")

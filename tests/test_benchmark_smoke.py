@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.machine import cpu_class, cpu_info, write_result
+from benchmarks.machine import cpu_class, cpu_info, shown_paths, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu avx2 fma avx512f avx512bw avx512_vnni avx512_bf16\n"
@@ -48,6 +48,36 @@ def readme_commands() -> list[str]:
     found = re.findall(r"`([a-z_]+)\.py ?([^`]*)`", table)
     return sorted({f"python -m benchmarks.{module} {args.removesuffix('...').strip()}".strip()
                    for module, args in found})
+
+
+def test_result_files_name_no_machine_path(tmp_path: Path) -> None:
+    import site
+
+    packages = site.getsitepackages()[0]
+    body = f"{packages}/some_model/model"
+    data = str(ROOT.parent / "shared" / "data" / "sst2")
+    write_result(tmp_path / "r", {"model": body, "data": data, "out": str(ROOT / "benchmarks" / "results")},
+                 f"`--model {body}`")
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert record["model"] == "VENV/site-packages/some_model/model"
+    assert record["data"] == "../shared/data/sst2" and record["out"] == "./benchmarks/results"
+    assert "VENV/site-packages/some_model" in (tmp_path / "r.md").read_text()
+    assert shown_paths("no path here") == "no path here"
+
+
+def test_labelling_curves_validation_holds_training_rows_out_of_the_pool(tmp_path: Path) -> None:
+    from benchmarks.labelling_curves import load_pool
+
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    rows = [{"text": f"text {i}", "label": i % 2, "label_text": ["no", "yes"][i % 2]} for i in range(60)]
+    (folder / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    (folder / "test.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:5]))
+    data = load_pool(tmp_path, "toy", 0, 100, 10, split="validation")
+    assert len(data["test_texts"]) == 10 and not set(data["test_texts"]) & set(data["pool_texts"])
+    assert len(data["pool_texts"]) == 50 and data["label_names"] == ["no", "yes"]
+    test = load_pool(tmp_path, "toy", 0, 100, None)
+    assert test["test_texts"] == [r["text"] for r in rows[:5]] and len(test["pool_texts"]) == 55
 
 
 def test_the_readme_table_names_every_benchmark_it_states() -> None:
