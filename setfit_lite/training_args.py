@@ -161,12 +161,11 @@ class TrainingArguments:
             one example (`model.training_info["calibration"]` says why) or distributed training (refused).
         calibration_folds: The folds of the calibration's out-of-fold fit; None for 2 when the body is trained,
             else `min(5, smallest class count)`.
-        head_class_weight: Whether the head weighs its classes: `"auto"` (default) when the labels are skewed,
-            `"balanced"` always, None never.
-            The weights are `class_weight="balanced"`'s (`n / (K * count)`); "skewed" means the largest
-            single-label class has at least twice the rows of the smallest
-            ([`is_skewed`][setfit_lite.metrics.is_skewed]). A `class_weight` in `head_params` (or on a head
-            instance) wins; `model.training_info["class_weight"]` records what was used.
+        head_class_weight: Whether the head weighs its classes: `"auto"` (default) whenever the single-label
+            classes have unequal counts, `"balanced"` always, None never.
+            The weights are `class_weight="balanced"`'s (`n / (K * count)`, all 1 for equal counts), so a few
+            labels drawn 5 to 3 do not tip the head towards the larger class. A `class_weight` in `head_params`
+            (or on a head instance) wins; `model.training_info["class_weight"]` records what was used.
         self_training: Whether an `unlabeled_dataset` is used: `"auto"` (default) decides by cross-validation,
             True always self-trains, False ignores it.
             `"auto"` cross-validates on the labelled texts only (`self_training_folds` stratified folds, each

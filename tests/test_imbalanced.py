@@ -152,11 +152,17 @@ def quick_args(**kwargs):
     ("balanced", False, False, "balanced"),
     (None, True, False, None),
     ("auto", True, True, "balanced"),
+    ("auto", "mild", False, "balanced"),  # 6 to 5: any inequality is weighed
 ])
 def test_trainer_class_weight(tiny_body_path, head_class_weight, skewed, differentiable, expected):
     from setfit_lite import SetFitModel, Trainer
 
-    data = skewed_toy() if skewed else dict(zip(("text", "label"), make_sentences(6, seed=0)))
+    data = dict(zip(("text", "label"), make_sentences(6, seed=0)))
+    if skewed == "mild":
+        data = {key: values[1:] for key, values in data.items()}
+        assert sorted(data["label"].count(label) for label in set(data["label"])) == [5, 6]
+    elif skewed:
+        data = skewed_toy()
     model = SetFitModel.from_pretrained(tiny_body_path, use_differentiable_head=differentiable)
     Trainer(model, quick_args(head_class_weight=head_class_weight), train_dataset=data).train()
     head = model.model_head

@@ -22,6 +22,9 @@ from ..heads.torch_head import EpochHook
 from ..metrics import is_skewed
 from ..training_args import TrainingArguments
 
+#: the count ratio over which `"auto"` class weights apply: any inequality of two classes' counts
+UNEQUAL = 1.0 + 1e-9
+
 
 def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> np.ndarray:
     """Embeddings of all ``tokens``: each rank embeds its share, rank order restores the input order."""
@@ -39,7 +42,8 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
     """Give ``head`` the class weights ``args.head_class_weight`` asks for on the training ids ``ids``; returns the
     head's class weight (one it already has, e.g. from ``head_params``, is kept).
 
-    ``"auto"`` means ``"balanced"`` for skewed single-label ids (`is_skewed`), else none. Heads without a
+    ``"auto"`` means ``"balanced"`` for single-label ids whose classes have unequal counts (`is_skewed` with
+    ``ratio`` just above one), else none (equal counts: the weights would all be 1). Heads without a
     ``class_weight`` (an sklearn estimator that takes none) and multi-label ids are left as they are.
     """
     if isinstance(head, torch.nn.Module):
@@ -51,7 +55,7 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
         own = params["class_weight"]
     wish = args.head_class_weight
     if wish == "auto":
-        wish = "balanced" if is_skewed(ids) else None
+        wish = "balanced" if is_skewed(ids, ratio=UNEQUAL) else None
     if own is not None or wish is None or ids.ndim > 1:
         return own
     if params is None:
