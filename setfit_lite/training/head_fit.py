@@ -2,10 +2,7 @@
 
 The head is fitted and evaluated on the embeddings ``predict`` computes (`SetFitModel.embed_tokens`, in the
 model's ``inference_precision``, whatever precision trained the body), so it is applied to features of the
-precision it was fitted on.
-Measured against fitting it on the bf16-autocast embeddings of the same trained bodies (MiniLM-L6, seeds 0-2,
-full test splits, prediction in fp32): SST-2 8-shot 0.6011 against 0.6013, Emotion 8-shot 0.3880 against 0.3873,
-one or two test sentences per run either way.
+precision it was fitted on (measured in docs/benchmarks/training_speed.md).
 """
 
 from __future__ import annotations
