@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> dict:
     folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled)
     test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
     shown = [{str(args.data_dir): "DATA_DIR", str(args.work): "WORK"}.get(a, a) for a in args.argv]  # no local paths
-    results: dict = {"command": "python -m benchmarks.serving " + " ".join(shown), "cpu": lscpu(),
+    results: dict = {"command": "python -m benchmarks.serving " + shlex.join(shown), "cpu": lscpu(),
                      "versions": versions(), "settings": {"workers": args.workers,
                      "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms,
                      "predict_batch_size": args.predict_batch_size or ServeSettings().predict_batch_size,
