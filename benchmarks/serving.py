@@ -3,6 +3,7 @@
 
     python -m benchmarks.serving --tiers static onnx_int8 student3_int8 --clients 1 8 32 128 [--soak 10000] [--work DIR]
     python -m benchmarks.serving --profile onnx_int8 --clients 32   # py-spy of the server: where its time goes
+    python -m benchmarks.serving --tiers onnx_int8 --clients 8 32 --variant pass16="--predict-batch-size 16"
 
 Tiers (built once from MiniLM-L6 trained with setfit_lite's defaults on SST-2, 8 shots per class, seed 0, and kept
 in ``--work`` for later runs): ``onnx_int8`` (``export_onnx(quantize="int8")``), ``student3_int8`` (3 layers
@@ -12,7 +13,9 @@ by a bounded asyncio client (aiohttp, ``--clients`` connections, keep-alive) run
 server. Each cell checks every answer's labels against in-process ``predict`` of the same texts; an error, a
 timeout or a wrong label is counted. In-process throughput is ``predict_proba`` of all the texts of a cell's
 requests at ``batch_size=64``. ``--soak N``: N requests at 32 clients to the batched server of ``--soak-tier``, the
-server's RSS before and after. Writes ``--out``.json and .md (default ``benchmarks/results/serving``), with lscpu.
+server's RSS before and after. ``--variant NAME="OPTIONS"``: also ``setfit-lite serve`` with these options (after
+the run's own), measured in each cell between the batched and the naive server, so that a setting is compared with
+the defaults in one run. Writes ``--out``.json and .md (default ``benchmarks/results/serving``), with lscpu.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import os
 import platform
 import random
+import shlex
 import socket
 import subprocess
 import sys
@@ -37,7 +41,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TIERS = ("onnx_int8", "student3_int8", "static")
-PREDICT_BATCH_SIZE = 16  # setfit-lite serve --predict-batch-size (set from --predict-batch-size)
+PREDICT_BATCH_SIZE = None  # setfit-lite serve --predict-batch-size (set from --predict-batch-size; None: its default)
 
 
 def server_env() -> dict[str, str]:
@@ -119,13 +123,15 @@ def naive_app():  # noqa: ANN201 - a FastAPI app (uvicorn factory)
     return app
 
 
-def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_ms: float) -> tuple:
-    """A server process (``batched``: setfit-lite serve; ``naive``: `naive_server`) and its port, ready."""
+def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_ms: float,
+          options: list[str] = ()) -> tuple:
+    """A server process (``batched``: setfit-lite serve, with ``options`` last; ``naive``: `naive_server`) and its
+    port, ready."""
     port = free_port()
     if kind == "batched":
         argv = [sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", str(port),
                 "--workers", str(workers), "--max-batch-size", str(max_batch_size), "--max-wait-ms", str(max_wait_ms),
-                "--predict-batch-size", str(PREDICT_BATCH_SIZE)]
+                *(["--predict-batch-size", str(PREDICT_BATCH_SIZE)] if PREDICT_BATCH_SIZE else []), *options]
     else:
         argv = [sys.executable, "-m", "benchmarks.serving", "--naive-server", str(folder), "--port", str(port),
                 "--workers", str(workers)]
@@ -267,14 +273,16 @@ def versions() -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> dict:
     from setfit_lite.modeling import load_model_folder
+    from setfit_lite.serving.settings import ServeSettings
 
     folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled)
     test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
     shown = [{str(args.data_dir): "DATA_DIR", str(args.work): "WORK"}.get(a, a) for a in args.argv]  # no local paths
-    results: dict = {"command": "python -m benchmarks.serving " + " ".join(shown), "cpu": lscpu(),
+    results: dict = {"command": "python -m benchmarks.serving " + shlex.join(shown), "cpu": lscpu(),
                      "versions": versions(), "settings": {"workers": args.workers,
                      "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms,
-                     "predict_batch_size": args.predict_batch_size}, "tiers": {}}
+                     "predict_batch_size": args.predict_batch_size or ServeSettings().predict_batch_size,
+                     "variants": {name: " ".join(options) for name, options in args.variant}}, "tiers": {}}
     for tier in args.tiers:
         model = load_model_folder(folders[tier])
         rows = results["tiers"][tier] = {}
@@ -284,14 +292,21 @@ def run(args: argparse.Namespace) -> dict:
             expected = [model.predict(r) for r in requests]
             row = rows[str(clients)] = {"load_average_1m": round(os.getloadavg()[0], 1),
                                         "in_process": in_process(model, requests)}
-            for kind in ("batched", "naive"):
-                process, port = start(kind, folders[tier], args.workers, args.max_batch_size, args.max_wait_ms)
+            servers = [("batched", "batched", []), *(("variant " + name, "batched", options)
+                                                     for name, options in args.variant), ("naive", "naive", [])]
+            for key, kind, options in servers:
+                process, port = start(kind, folders[tier], args.workers, args.max_batch_size, args.max_wait_ms,
+                                      options)
                 try:
                     asyncio.run(load(port, make_requests(test_texts, 20, seed=99), [[None]] * 20,
                                      min(clients, 8)))  # warm-up, not counted (its answers are not checked)
-                    row[kind] = measure(port, process.pid, requests, expected, clients)
+                    row[key] = measure(port, process.pid, requests, expected, clients)
                 finally:
-                    row[kind]["exit_status"] = stop(process)
+                    status = stop(process)
+                row[key]["exit_status"] = status
+            for name, _ in args.variant:
+                variant = row["variant " + name]
+                variant["over_naive"] = round(variant["texts_per_s"] / row["naive"]["texts_per_s"], 2)
             row["batched_over_naive"] = round(row["batched"]["texts_per_s"] / row["naive"]["texts_per_s"], 2)
             row["batched_over_in_process"] = round(row["batched"]["texts_per_s"] / row["in_process"]["texts_per_s"],
                                                    3)
@@ -414,6 +429,21 @@ def markdown(results: dict) -> list[str]:
                          f"{b['server_cpu_ms_per_text']:.3f} | {n['server_cpu_ms_per_text']:.3f} | "
                          f"{n['server_cpu_ms_per_text'] / max(b['server_cpu_ms_per_text'], 1e-9):.2f}x | "
                          f"{b['client_cpu_s']:.1f} / {n['client_cpu_s']:.1f} |")
+    variants = results["settings"].get("variants") or {}
+    if variants:
+        lines += ["", "Server options compared in the same cells (each row's server measured between the batched "
+                      "and the naive server of its cell; the first row of a cell is the run's own settings):", "",
+                  "| tier | clients | server | texts/s | / naive | p50/p95/p99 ms | CPU ms/text | wrong |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for tier, rows in results["tiers"].items():
+            for clients, row in rows.items():
+                for name, key in [("defaults", "batched"), *((f"{v}: `{o}`", "variant " + v)
+                                                             for v, o in variants.items())]:
+                    r = row[key]
+                    lines.append(f"| {tier} | {clients} | {name} | {r['texts_per_s']:.0f} | "
+                                 f"{r['texts_per_s'] / row['naive']['texts_per_s']:.2f}x | {r['p50_ms']:.1f} / "
+                                 f"{r['p95_ms']:.1f} / {r['p99_ms']:.1f} | {r['server_cpu_ms_per_text']:.3f} | "
+                                 f"{r['wrong']} |")
     if "soak" in results:
         s = results["soak"]
         lines += ["", f"Soak: {s['requests']} requests ({s['texts']} texts) at {s['clients']} clients to the batched "
@@ -422,6 +452,15 @@ def markdown(results: dict) -> list[str]:
                       f"server RSS {s['rss_before_mb']:.0f} MB before, {s['rss_after_mb']:.0f} MB after; "
                       f"exit status {s['exit_status']}."]
     return lines
+
+
+def variant(text: str) -> tuple[str, list[str]]:
+    """``NAME=OPTIONS`` of ``--variant``: the name and the ``setfit-lite serve`` options."""
+    name, sep, options = text.partition("=")
+    if not sep or not name.strip() or not options.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=\"OPTIONS\" (e.g. pass16=\"--predict-batch-size 16\"), got "
+                                         f"{text!r}")
+    return name.strip(), shlex.split(options)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -434,7 +473,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--max-batch-size", type=int, default=128)
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
-    parser.add_argument("--predict-batch-size", type=int, default=16)
+    parser.add_argument("--predict-batch-size", type=int, default=None,
+                        help="setfit-lite serve --predict-batch-size (default: its own default)")
+    parser.add_argument("--variant", action="append", type=variant, default=[], metavar='NAME="OPTIONS"',
+                        help="also measure setfit-lite serve with these options in every cell (repeatable)")
     parser.add_argument("--soak", type=int, default=0, help="requests of the soak run (0: none)")
     parser.add_argument("--soak-tier", choices=TIERS, default="static")
     parser.add_argument("--unlabeled", type=int, default=2000, help="training-split texts for static and student")

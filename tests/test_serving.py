@@ -155,6 +155,36 @@ class Gated:
         return self.model.labels_from_proba(proba, as_numpy=as_numpy)
 
 
+class Recording:
+    """A predictor that records the ``batch_size`` of each ``predict_proba`` call."""
+
+    def __init__(self, model) -> None:  # noqa: ANN001
+        self.model, self.labels, self.multi_label = model, model.labels, model.multi_label
+        self.batch_sizes: list[int] = []
+
+    def predict_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        self.batch_sizes.append(batch_size)
+        return self.model.predict_proba(texts, batch_size=batch_size)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> list:
+        return self.model.labels_from_proba(proba, as_numpy=as_numpy)
+
+
+@pytest.mark.parametrize("settings", [ServeSettings(), ServeSettings(predict_batch_size=3)])
+def test_batches_run_in_passes_of_predict_batch_size(tier_models: dict, settings: ServeSettings) -> None:
+    """The warm-up and every batch call predict_proba with predict_batch_size (by default passes of 8 texts: a
+    micro-batch sorted by length pads less in small passes), and the answers are predict's."""
+    predictor = Recording(tier_models["onnx"])
+    texts = ["a good film", "dull", "good plot " * 12, "bad"]
+    with TestClient(create_app(predictor, settings)) as client:
+        wait_ready(client)
+        answer = client.post("/predict", json={"texts": texts, "probabilities": True}).json()
+    assert ServeSettings().predict_batch_size == 8
+    assert predictor.batch_sizes == [settings.predict_batch_size] * 2  # the warm-up, the request
+    assert answer["labels"] == tier_models["onnx"].predict(texts)
+    np.testing.assert_allclose(answer["probabilities"], tier_models["onnx"].predict_proba(texts), rtol=0, atol=1e-6)
+
+
 def test_not_ready_until_warmed_and_a_failing_request_fails_alone(tier_models: dict) -> None:
     predictor = Gated(tier_models["static"])
     with TestClient(create_app(predictor, ServeSettings(max_wait_ms=50.0))) as client:

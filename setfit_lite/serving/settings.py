@@ -41,10 +41,9 @@ class ServeSettings:
             than this is predicted alone, in batches of this size.
         predict_batch_size: The ``batch_size`` of that ``predict_proba`` call: a batch's texts are sorted by length
             and run in forward passes of this many, so short texts are not padded to the longest of the batch
-            (the ONNX and torch tiers; the static tier does not pad). The defaults, 128 and 16, were chosen on
-            SST-2 validation texts with int8 ONNX on 2 shared cores: calls of 128 texts in passes of 16 gave 599
-            texts/s, calls of 64 in passes of 16 gave 460 (a larger call sorts more texts by length, so passes
-            pad less).
+            (the ONNX and torch tiers; the static tier does not pad). Smaller passes pad less but pay the
+            per-pass overhead more often; the default suits sentence-length texts on CPU (the serving benchmark
+            page compares passes of 8 and 16).
         max_wait_ms: How long the batcher waits for more requests after the first one of a batch arrives
             (0: it takes only what is already queued).
         max_texts: Most texts in one request (more: 422).
@@ -65,7 +64,7 @@ class ServeSettings:
     port: int = 8000
     workers: int = 1
     max_batch_size: int = 128
-    predict_batch_size: int = 16
+    predict_batch_size: int = 8
     max_wait_ms: float = 2.0
     max_texts: int = 256
     max_text_chars: int = 10_000
