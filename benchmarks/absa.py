@@ -238,8 +238,10 @@ def write_summary(logs: list[Path], out: Path) -> None:
         results["cpu"] = cpu_info()
     results["summary"] = {d: {fw: summary(rs) for fw, rs in per.items()} for d, per in results["domains"].items()}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    out.with_suffix(".md").write_text(markdown(results))
+    from benchmarks.machine import shown_paths  # not at the top: the setfit worker runs this module too
+
+    out.with_suffix(".json").write_text(shown_paths(json.dumps(results, indent=1)))
+    out.with_suffix(".md").write_text(shown_paths(markdown(results)))
     print(markdown(results))
 
 
@@ -293,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "configs": {k: v[1] for k, v in configs.items()},
                "versions": {}, "domains": {}, "summary": {}}
     out = ns.out.with_name(ns.out.name + ("_dev" if ns.split == "dev" else ""))
+    from benchmarks.machine import shown_paths  # not at the top: the setfit worker runs this module too
     for seed_index, seed in enumerate(ns.seeds):
         for domain in ns.domains:
             task = load_task(ns.data_dir, domain, seed, ns.split, sizes) | {"model": ns.model,
@@ -309,8 +312,8 @@ def main(argv: list[str] | None = None) -> None:
             results["summary"] = {d: {fw: summary(rs) for fw, rs in per.items()}
                                   for d, per in results["domains"].items()}
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-            out.with_suffix(".md").write_text(f"`{results['command']}`\n\n" + markdown(results))
+            out.with_suffix(".json").write_text(shown_paths(json.dumps(results, indent=1)))
+            out.with_suffix(".md").write_text(shown_paths(f"`{results['command']}`\n\n" + markdown(results)))
     print(markdown(results))
     for w in workers.values():
         w.close()

@@ -16,11 +16,7 @@ from trainers import Backend
 
 from ..heads.linear import is_lr
 from ..heads.torch_head import EpochHook
-from ..metrics import is_skewed
 from ..training_args import TrainingArguments
-
-#: the count ratio over which `"auto"` class weights apply: any inequality of two classes' counts
-UNEQUAL = 1.0 + 1e-9
 
 
 def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> np.ndarray:
@@ -39,8 +35,8 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
     """Give ``head`` the class weights ``args.head_class_weight`` asks for on the training ids ``ids``; returns the
     head's class weight (one it already has, e.g. from ``head_params``, is kept).
 
-    ``"auto"`` means ``"balanced"`` for single-label ids whose classes have unequal counts (`is_skewed` with
-    ``ratio`` just above one), else none (equal counts: the weights would all be 1). Heads without a
+    ``"auto"`` means ``"balanced"`` for single-label ids whose classes have unequal counts, else none (equal
+    counts: the weights would all be 1). Heads without a
     ``class_weight`` (an sklearn estimator that takes none) and multi-label ids are left as they are.
     """
     if isinstance(head, torch.nn.Module):
@@ -52,7 +48,7 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
         own = params["class_weight"]
     wish = args.head_class_weight
     if wish == "auto":
-        wish = "balanced" if is_skewed(ids, ratio=UNEQUAL) else None
+        wish = "balanced" if ids.ndim == 1 and np.ptp(np.unique(ids, return_counts=True)[1]) > 0 else None
     if own is not None or wish is None or ids.ndim > 1:
         return own
     if params is None:
