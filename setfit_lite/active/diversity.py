@@ -14,10 +14,11 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "best_per_cluster", "cluster", "fit_sample", "nearest_to_names",
-           "representatives"]
+__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster", "fill_shares",
+           "fit_sample", "nearest_to_names", "representatives", "shares", "uncovered_representatives"]
 
 FIT_SAMPLE = 20_000  # rows beyond which k-means is fitted on a seeded sample of this many, then assigns every row
+MIN_CLUSTER_SIZE = 10  # the coverage strategy makes at most one cluster per this many rows
 CHEAP_RESTARTS = 2_000_000  # rows x clusters up to which k-means restarts 10 times (else 3): fewer merged clusters
 
 
@@ -87,6 +88,64 @@ def best_per_cluster(x: np.ndarray, candidates: np.ndarray, scores: np.ndarray, 
             if len(members := np.flatnonzero(assignments == c))]
     best.sort(key=lambda i: (-scores[i], i))
     return _top_up([int(candidates[i]) for i in best], candidates, n, np.argsort(-scores, kind="stable"))
+
+
+def uncovered_representatives(x: np.ndarray, candidates: np.ndarray, covered: np.ndarray, n: int,
+                              seed: int) -> list[int]:
+    """``n`` rows of ``candidates`` where the labelled rows ``covered`` are not (TypiClust's coverage): k-means on
+    all rows of ``x`` into ``len(covered) + n`` clusters (at most one per `MIN_CLUSTER_SIZE` rows), the clusters
+    holding no covered row largest first, and the candidate nearest each one's centre; topped up with
+    `representatives` of the candidates left."""
+    if n <= 0:
+        return []
+    clusters = max(n, min(len(covered) + n, len(x) // MIN_CLUSTER_SIZE))
+    assignments, centres = cluster(x, clusters, seed)
+    is_candidate = np.zeros(len(x), dtype=bool)
+    is_candidate[candidates] = True
+    taken = np.bincount(assignments[covered], minlength=len(centres)) if len(covered) else np.zeros(len(centres), int)
+    sizes = np.bincount(assignments, minlength=len(centres))
+    picks: list[int] = []
+    for c in np.lexsort((np.arange(len(centres)), -sizes)):
+        members = np.flatnonzero((assignments == c) & is_candidate)
+        if taken[c] or not len(members):
+            continue
+        picks.append(int(members[np.argmin(((x[members] - centres[c]) ** 2).sum(axis=1))]))
+        if len(picks) == n:
+            return picks
+    rest = candidates[~np.isin(candidates, picks)]
+    return picks + representatives(x, rest, n - len(picks), seed)
+
+
+def shares(groups: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """``n`` picks spread as evenly as the group sizes allow over the values of ``groups`` (the smallest groups
+    filled first; a remainder goes to the largest groups): ``(group, count)`` pairs with a count above 0, by group."""
+    values, sizes = np.unique(groups, return_counts=True)
+    order = sorted(range(len(values)), key=lambda j: (sizes[j], values[j]))
+    counts = [0] * len(values)
+    left = n
+    for rank, j in enumerate(order):
+        counts[j] = min(int(sizes[j]), left // (len(values) - rank))
+        left -= counts[j]
+    for j in reversed(order):  # the largest groups take what the even split left over
+        extra = min(left, int(sizes[j]) - counts[j])
+        counts[j] += extra
+        left -= extra
+    return [(int(values[j]), counts[j]) for j in range(len(values)) if counts[j]]
+
+
+def fill_shares(counts: np.ndarray, available: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """``n`` picks shared over classes so that ``counts`` (the rows each class has) even out: each pick goes to the
+    class with the fewest rows so far (the lowest index on a tie) among those with ``available`` rows left.
+    ``(class, count)`` pairs with a count above 0, by class."""
+    have = np.asarray(counts, dtype=np.int64).copy()
+    room = np.asarray(available, dtype=np.int64).copy()
+    given = np.zeros(len(have), dtype=np.int64)
+    for _ in range(min(n, int(room.sum()))):
+        c = int(np.argmin(np.where(room > 0, have, np.iinfo(np.int64).max)))
+        have[c] += 1
+        room[c] -= 1
+        given[c] += 1
+    return [(c, int(given[c])) for c in range(len(given)) if given[c]]
 
 
 def nearest_to_names(x: np.ndarray, names: np.ndarray, which: list[int], candidates: np.ndarray) -> list[int]:

@@ -20,7 +20,8 @@ from ..data import check_label_names, validate_texts
 __all__ = ["RULES", "STRATEGIES", "check_exclude", "check_label_names_arg", "check_pool", "check_suggest_param"]
 
 # "auto": cold_start_kmeans for a model without a fitted head, else the strategy benchmarks/suggest_choice.py chose
-STRATEGIES = ("auto", "random", "cold_start_kmeans", "uncertainty", "margin_diverse")
+STRATEGIES = ("auto", "random", "cold_start_kmeans", "uncertainty", "margin_diverse", "typical", "class_typical",
+              "mixed", "balanced_margin", "balanced_typical")
 
 RULES: dict[str, Rule] = {
     "k": integer(note="how many texts to suggest"),

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diversity import best_per_cluster, nearest_to_names, representatives
+from .diversity import (
+    best_per_cluster,
+    fill_shares,
+    nearest_to_names,
+    representatives,
+    shares,
+    uncovered_representatives,
+)
 from .pool import PoolView
 from .uncertainty import uncertainty
 
@@ -29,7 +36,7 @@ __all__ = ["CANDIDATES_PER_PICK", "NEEDS_HEAD", "SELECTORS", "TRAINED_DEFAULT", 
 
 CANDIDATES_PER_PICK = 10  # margin_diverse clusters the 10 x k most uncertain texts into k
 TRAINED_DEFAULT = "margin_diverse"  # "auto" with a fitted head (benchmarks/suggest_choice.py)
-NEEDS_HEAD = ("uncertainty", "margin_diverse")
+NEEDS_HEAD = ("uncertainty", "margin_diverse", "class_typical", "mixed", "balanced_margin", "balanced_typical")
 
 
 @dataclass
@@ -83,11 +90,77 @@ def _margin_diverse(req: Request) -> list[int]:
     return picks + best_per_cluster(req.view.embeddings(), rest[top], scores[top], n, req.seed)
 
 
+def _typical(req: Request) -> list[int]:
+    picks = req.by_name()
+    excluded = np.setdiff1d(np.arange(len(req.view.texts)), req.candidates)
+    return picks + uncovered_representatives(req.view.embeddings(), req.rest(picks), np.concatenate(
+        [excluded, np.asarray(picks, dtype=np.int64)]), req.k - len(picks), req.seed)
+
+
+def _class_typical(req: Request) -> list[int]:
+    picks = req.by_name()
+    n = req.k - len(picks)
+    if n <= 0:
+        return picks
+    rest = req.rest(picks)
+    predicted = req.view.proba()[rest].argmax(axis=1)
+    x = req.view.embeddings()
+    for c, share in shares(predicted, n):
+        picks += representatives(x, rest[predicted == c], share, req.seed)
+    return picks
+
+
+def _balanced(req: Request, within: Callable[[np.ndarray, np.ndarray, int], list[int]]) -> list[int]:
+    """Names first, then the picks shared over the predicted classes so that the labelled rows' classes even out
+    (`fill_shares` of the counts the head predicts for the rows not among the candidates: the labelled ones), and
+    ``within(x, rows predicted c, share)`` picks each class's share."""
+    picks = req.by_name()
+    n = req.k - len(picks)
+    if n <= 0:
+        return picks
+    proba = req.view.proba()
+    rest = req.rest(picks)
+    predicted = proba[rest].argmax(axis=1)
+    labelled = np.setdiff1d(np.arange(len(proba)), rest)
+    counts = np.bincount(proba[labelled].argmax(axis=1), minlength=proba.shape[1])
+    x = req.view.embeddings()
+    for c, share in fill_shares(counts, np.bincount(predicted, minlength=proba.shape[1]), n):
+        picks += within(x, rest[predicted == c], share)
+    return picks
+
+
+def _balanced_margin(req: Request) -> list[int]:
+    scores = uncertainty(req.view.proba(), req.view.multi_label)
+
+    def within(x: np.ndarray, rows: np.ndarray, n: int) -> list[int]:
+        top = rows[np.argsort(-scores[rows], kind="stable")[:CANDIDATES_PER_PICK * n]]
+        return best_per_cluster(x, top, scores[top], n, req.seed)
+
+    return _balanced(req, within)
+
+
+def _balanced_typical(req: Request) -> list[int]:
+    return _balanced(req, lambda x, rows, n: representatives(x, rows, n, req.seed))
+
+
+def _mixed(req: Request) -> list[int]:
+    half = req.k // 2
+    picks = _margin_diverse(Request(req.view, req.candidates, req.k - half, req.seed, req.names, req.search))
+    if half:
+        picks += _class_typical(Request(req.view, req.rest(picks), half, req.seed))
+    return picks
+
+
 SELECTORS: dict[str, Callable[[Request], list[int]]] = {
     "random": _random,
     "cold_start_kmeans": _cold_start_kmeans,
     "uncertainty": _uncertainty,
     "margin_diverse": _margin_diverse,
+    "typical": _typical,
+    "class_typical": _class_typical,
+    "mixed": _mixed,
+    "balanced_margin": _balanced_margin,
+    "balanced_typical": _balanced_typical,
 }
 
 
