@@ -312,6 +312,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
                           "size_mb": folder_mb(Path(model_dir)),
                           "latency": {"median_ms": float(np.median(lat)), "p95_ms": float(np.percentile(lat, 95))},
                           "peak_rss_mb": worker.close()}
+        print(json.dumps({spec: {"setfit": rows["setfit"]}}), flush=True)
 
     # cold start (CLI on two texts) and peak RSS (load + predict the test split), each in a fresh process
     two, test_file = folder / "two.txt", folder / "test.txt"
@@ -326,10 +327,11 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         rows[variant]["cold_start_s"] = statistics.median(cold)
         out = child([sys.executable, "-c", LOAD_PREDICT + HWM, str(path), runtime, str(test_file)])[1]
         rows[variant]["peak_rss_mb"] = peak_rss_mb(out)
-    if worker is not None:
+    if worker is not None and (args.fresh is None or "setfit" in args.fresh):
         cold = [child([args.setfit_python, "-c", SETFIT_WORKER, str(spec_path), "cold"])[0]
                 for _ in range(args.cold_n + 1)][1:]
         rows["setfit"]["cold_start_s"] = statistics.median(cold)
+    if worker is not None:
         for row in rows.values():
             row["speed_vs_setfit"] = row["per_s"] / rows["setfit"]["per_s"]
     result = {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings, "reference": reference,
@@ -539,6 +541,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="skip the GEMM peaks (benchmarks/roofline.py) and the paths' fractions of them")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "inference")
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="the body trained per task")
+    parser.add_argument("--fresh", nargs="*", default=None, metavar="VARIANT",
+                        help="only these variants' cold start and peak RSS are measured in fresh processes (default: "
+                             "every variant; --fresh alone: none, e.g. where machine time is short)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
                         help="only merge the results of runs split by task (their .json files, same CPU) into --out")
     add_smoke_option(parser)  # also: small exports, no roofline
@@ -556,7 +561,9 @@ def main(argv: list[str] | None = None) -> None:
         args.static_unlabeled, args.student_unlabeled, args.stream = 16, 16, min(args.stream, 1000)
         args.tasks = args.tasks[:1]
     # the variants whose cold start and peak RSS are measured in fresh processes (smoke: one per runtime)
-    args.fresh = {"torch", "onnx_int8", "openvino_fp32", "static"} if args.smoke else None
+    if args.smoke and args.fresh is None:
+        args.fresh = ["torch", "onnx_int8", "openvino_fp32", "static"]
+    args.fresh = None if args.fresh is None else set(args.fresh)
     args.model_dirs = dict(item.split("=", 1) for item in args.model_dirs)
     if args.threads:
         import torch

@@ -7,7 +7,8 @@ Two measurements, each side by side in one run (interleaved rounds, best round k
   weights are cast to bf16; texts/s, the ratio to fp32 and the cosine of each embedding to its fp32 one;
 - ``suite``: what ``inference_precision="auto"`` (bf16 where the CPU has native bf16) changes on the six suite
   tasks: an 8-shot model per task (seed 0, setfit_lite's defaults, test-limited), its predictions with
-  ``inference_precision="fp32"`` and ``"bf16"``, agreement, accuracy of each, and the speed ratio;
+  ``inference_precision="fp32"`` and ``"bf16"``, agreement, accuracy of each, and the speed ratio (``--device cuda``:
+  predicted on the GPU);
 - ``openvino``: an fp32 ONNX export (of an 8-shot SST-2 model trained here, or ``--onnx-dir``) under OpenVINO's
   f32 and bf16 inference precision hints, and what ``inference_precision="auto"`` chooses on this CPU.
 
@@ -100,6 +101,9 @@ def suite(args: argparse.Namespace) -> dict:
         Trainer(model=model, args=TrainingArguments(seed=args.seed, show_progress_bar=False, **args.train_args),
                 train_dataset={"text": task["texts"], "label": task["labels"]}).train()
         train_s = time.perf_counter() - start
+        model.to(args.device)  # training leaves the body on the host
+        model.inference_precision = "auto"
+        auto = model.embedding_precision()  # what a user's predict runs in on this device
         best = {"fp32": float("inf"), "bf16": float("inf")}
         proba = {}
         for _ in range(args.rounds):
@@ -115,10 +119,19 @@ def suite(args: argparse.Namespace) -> dict:
                        "agreement": float(np.mean(pred["bf16"] == pred["fp32"])),
                        "max_abs_proba_diff": float(np.abs(proba["bf16"] - proba["fp32"]).max()),
                        "per_s_fp32": len(texts) / best["fp32"], "per_s_bf16": len(texts) / best["bf16"],
-                       "speed_bf16_vs_fp32": best["fp32"] / best["bf16"]}
+                       "speed_bf16_vs_fp32": best["fp32"] / best["bf16"], "auto_precision": auto}
         print(json.dumps({name: tasks[name]}), flush=True)
     return {"shots": args.shots, "seed": args.seed, "test_limit": args.test_limit, "rounds": args.rounds,
-            "batch_size": args.batch_size, "tasks": tasks}
+            "batch_size": args.batch_size, "tasks": tasks, "device": device_name(args.device)}
+
+
+def device_name(device: str) -> str:
+    """``"cpu"``, or the device with its GPU's name and torch's version (``"cuda: NVIDIA H200, torch 2.11.0"``)."""
+    import torch
+
+    if device == "cpu":
+        return "cpu"
+    return f"{device}: {torch.cuda.get_device_name(torch.device(device))}, torch {torch.__version__}"
 
 
 def openvino(args: argparse.Namespace) -> dict:
@@ -199,14 +212,19 @@ def markdown(result: dict) -> list[str]:
         texts = ("the test texts of the table (a random sample where fewer than the split)" if body.get("logs")
                  else "full test splits" if body["test_limit"] is None else f"up to {body['test_limit']} test texts")
         source = f" From the logs {', '.join(body['logs'])}." if body.get("logs") else ""
+        device = f" Predicted on {body['device']}." if body.get("device", "cpu") != "cpu" else ""
         lines += [f"{body['shots']} per class, seed {body['seed']}, {texts}, batch {body['batch_size']}, best of "
-                  f"{body['rounds']} interleaved rounds.{source}", "",
+                  f"{body['rounds']} interleaved rounds.{source}{device}", "",
                   "| task | test texts | accuracy fp32 | accuracy bf16 | Δ points | agreement | max |Δp| | bf16 ÷ fp32 "
                   "speed |", "|---|---|---|---|---|---|---|---|"]
         for name, row in body["tasks"].items():
             lines.append(f"| {name} | {row['test_texts']} | {row['accuracy_fp32']:.4f} | {row['accuracy_bf16']:.4f} "
                          f"| {row['accuracy_diff_points']:+.2f} | {row['agreement']:.4f} | "
                          f"{row['max_abs_proba_diff']:.4f} | {row['speed_bf16_vs_fp32']:.2f}× |")
+        lines += ["", "texts/s fp32 / bf16: " + "; ".join(
+            f"{name} {row['per_s_fp32']:,.1f} / {row['per_s_bf16']:,.1f}"
+            + (f" (`inference_precision=\"auto\"` runs {row['auto_precision']})" if "auto_precision" in row else "")
+            for name, row in body["tasks"].items())]
     return lines
 
 
@@ -222,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="cpu", help="suite: where the trained models predict (cpu, cuda)")
     add_smoke_option(parser)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--summarize", type=Path, nargs="+", default=None, metavar="LOG",

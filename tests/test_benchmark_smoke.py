@@ -166,3 +166,23 @@ def test_absa_summary_keeps_training_cpu_seconds(tmp_path: Path) -> None:
     assert "train_cpu_seconds" not in summary["setfit"]  # a line without it (an older run): not invented
     table = (tmp_path / "absa.md").read_text()
     assert "training CPU s" in table and "| 20.0 | 12.5 |" in table and "| 90.0 | – |" in table
+
+
+def test_thread_scaling_counts_double_up_to_the_cpus() -> None:
+    from benchmarks.thread_scaling import thread_counts
+
+    assert thread_counts(1) == [1] and thread_counts(16) == [1, 2, 4, 8, 16] and thread_counts(6) == [1, 2, 4, 6]
+
+
+@pytest.mark.smoke
+def test_thread_scaling_runs_in_smoke_mode(tmp_path: Path) -> None:
+    out = tmp_path / "scaling"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.thread_scaling", "--smoke", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    task = json.loads(out.with_suffix(".json").read_text())["tasks"][0]
+    # every split of the same work gives the same probabilities (static: exactly; onnxruntime at one batch size)
+    assert all(row["max_abs_diff"] == 0.0 for row in task["static"] if row["path"] == "static")
+    first = task["onnx"][0]["batch_size"]
+    assert all(row["max_abs_diff"] < 1e-5 for row in task["onnx"] if row["batch_size"] == first)
