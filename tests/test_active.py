@@ -105,23 +105,6 @@ def test_class_typical_spreads_the_picks_over_the_predicted_classes() -> None:
     assert (ids[picks] == 2).sum() == 5
 
 
-@pytest.mark.parametrize("strategy", ["balanced_margin", "balanced_typical"])
-def test_balanced_strategies_even_out_the_labelled_classes(strategy: str) -> None:
-    # the labelled texts (exclude) are all of predicted class "a": the next picks go to "b" until the counts even
-    # out, then alternate; balanced_margin takes the most uncertain texts of each class, balanced_typical typical ones
-    texts, ids, x = clusters([20, 20, 20])
-    top = np.where(ids == 0, 0.95, np.where(ids == 1, 0.55, 0.1)) - np.arange(len(ids)) * 1e-4
-    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
-    predicted = np.where(top > 0.5, "a", "b")
-    labelled = [0, 1, 2, 3]
-    picks = suggest_labels(model, texts, 4, labelled, strategy=strategy)
-    assert predicted[picks].tolist() == ["b"] * 4
-    picks = suggest_labels(model, texts, 8, labelled, strategy=strategy)
-    assert sorted(predicted[picks].tolist()) == ["a"] * 2 + ["b"] * 6
-    if strategy == "balanced_margin":  # class a's share: its unsure texts (cluster 1), not the sure ones
-        assert set(ids[[i for i in picks if predicted[i] == "a"]].tolist()) == {1}
-
-
 def test_mixed_takes_half_uncertain_and_half_typical_texts() -> None:
     texts, ids, x = clusters([20, 15, 5])
     top = np.where(ids == 1, 0.52, np.where(ids == 2, 0.1, 0.95))

@@ -14,8 +14,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster", "fill_shares",
-           "fit_sample", "nearest_to_names", "representatives", "shares", "uncovered_representatives"]
+__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster", "fit_sample",
+           "nearest_to_names", "representatives", "shares", "uncovered_representatives"]
 
 FIT_SAMPLE = 20_000  # rows beyond which k-means is fitted on a seeded sample of this many, then assigns every row
 MIN_CLUSTER_SIZE = 10  # the coverage strategy makes at most one cluster per this many rows
@@ -131,21 +131,6 @@ def shares(groups: np.ndarray, n: int) -> list[tuple[int, int]]:
         counts[j] += extra
         left -= extra
     return [(int(values[j]), counts[j]) for j in range(len(values)) if counts[j]]
-
-
-def fill_shares(counts: np.ndarray, available: np.ndarray, n: int) -> list[tuple[int, int]]:
-    """``n`` picks shared over classes so that ``counts`` (the rows each class has) even out: each pick goes to the
-    class with the fewest rows so far (the lowest index on a tie) among those with ``available`` rows left.
-    ``(class, count)`` pairs with a count above 0, by class."""
-    have = np.asarray(counts, dtype=np.int64).copy()
-    room = np.asarray(available, dtype=np.int64).copy()
-    given = np.zeros(len(have), dtype=np.int64)
-    for _ in range(min(n, int(room.sum()))):
-        c = int(np.argmin(np.where(room > 0, have, np.iinfo(np.int64).max)))
-        have[c] += 1
-        room[c] -= 1
-        given[c] += 1
-    return [(c, int(given[c])) for c in range(len(given)) if given[c]]
 
 
 def nearest_to_names(x: np.ndarray, names: np.ndarray, which: list[int], candidates: np.ndarray) -> list[int]:

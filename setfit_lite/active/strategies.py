@@ -7,6 +7,11 @@
 - ``"uncertainty"``: the ``k`` texts nearest the head's decision boundary (`uncertainty`);
 - ``"margin_diverse"``: the `CANDIDATES_PER_PICK` x ``k`` most uncertain texts, clustered into ``k`` by
   their embeddings, and the most uncertain text of each cluster (informative and not all alike);
+- ``"typical"``: coverage (TypiClust): k-means on the whole pool into labelled + ``k`` clusters, and the text
+  nearest the centre of each cluster no labelled text is in, the largest first (`uncovered_representatives`);
+- ``"class_typical"``: the ``k`` picks shared evenly over the head's predicted classes (`shares`), and within
+  each class its k-means representatives;
+- ``"mixed"``: half ``margin_diverse``, half ``class_typical``;
 - ``"auto"``: ``cold_start_kmeans`` for a model without a fitted head, else `TRAINED_DEFAULT` (chosen on
   validation data by ``benchmarks/suggest_choice.py``, see docs/active_learning.md).
 
@@ -23,7 +28,6 @@ import numpy as np
 
 from .diversity import (
     best_per_cluster,
-    fill_shares,
     nearest_to_names,
     representatives,
     shares,
@@ -36,7 +40,7 @@ __all__ = ["CANDIDATES_PER_PICK", "NEEDS_HEAD", "SELECTORS", "TRAINED_DEFAULT", 
 
 CANDIDATES_PER_PICK = 10  # margin_diverse clusters the 10 x k most uncertain texts into k
 TRAINED_DEFAULT = "margin_diverse"  # "auto" with a fitted head (benchmarks/suggest_choice.py)
-NEEDS_HEAD = ("uncertainty", "margin_diverse", "class_typical", "mixed", "balanced_margin", "balanced_typical")
+NEEDS_HEAD = ("uncertainty", "margin_diverse", "class_typical", "mixed")
 
 
 @dataclass
@@ -110,39 +114,6 @@ def _class_typical(req: Request) -> list[int]:
     return picks
 
 
-def _balanced(req: Request, within: Callable[[np.ndarray, np.ndarray, int], list[int]]) -> list[int]:
-    """Names first, then the picks shared over the predicted classes so that the labelled rows' classes even out
-    (`fill_shares` of the counts the head predicts for the rows not among the candidates: the labelled ones), and
-    ``within(x, rows predicted c, share)`` picks each class's share."""
-    picks = req.by_name()
-    n = req.k - len(picks)
-    if n <= 0:
-        return picks
-    proba = req.view.proba()
-    rest = req.rest(picks)
-    predicted = proba[rest].argmax(axis=1)
-    labelled = np.setdiff1d(np.arange(len(proba)), rest)
-    counts = np.bincount(proba[labelled].argmax(axis=1), minlength=proba.shape[1])
-    x = req.view.embeddings()
-    for c, share in fill_shares(counts, np.bincount(predicted, minlength=proba.shape[1]), n):
-        picks += within(x, rest[predicted == c], share)
-    return picks
-
-
-def _balanced_margin(req: Request) -> list[int]:
-    scores = uncertainty(req.view.proba(), req.view.multi_label)
-
-    def within(x: np.ndarray, rows: np.ndarray, n: int) -> list[int]:
-        top = rows[np.argsort(-scores[rows], kind="stable")[:CANDIDATES_PER_PICK * n]]
-        return best_per_cluster(x, top, scores[top], n, req.seed)
-
-    return _balanced(req, within)
-
-
-def _balanced_typical(req: Request) -> list[int]:
-    return _balanced(req, lambda x, rows, n: representatives(x, rows, n, req.seed))
-
-
 def _mixed(req: Request) -> list[int]:
     half = req.k // 2
     picks = _margin_diverse(Request(req.view, req.candidates, req.k - half, req.seed, req.names, req.search))
@@ -159,8 +130,6 @@ SELECTORS: dict[str, Callable[[Request], list[int]]] = {
     "typical": _typical,
     "class_typical": _class_typical,
     "mixed": _mixed,
-    "balanced_margin": _balanced_margin,
-    "balanced_typical": _balanced_typical,
 }
 
 
