@@ -90,14 +90,14 @@ def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
 
 
 def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: str) -> None:
-    """The defaults (docs/absa.md: chosen on benchmarks.absa's dev split): the polarity model reads the span marked
-    in its sentence; the aspect model reads setfit's "<span>:<sentence>"."""
+    """The defaults (docs/absa.md: chosen on benchmarks.absa's dev split): both models read the span marked in its
+    sentence."""
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
-    assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("prefix", "marked")
+    assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("marked", "marked")
     aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
     sentence = TEXTS[0]
     assert polarity["text"][0] == "It is about food and ambiance,:" + sentence.replace("food", "[food]", 1)
-    assert f"food:{sentence}" in aspect["text"]
+    assert "food:" + sentence.replace("food", "[food]", 1) in aspect["text"]
     doc = model.aspect_extractor.docs([BAGELS])[0]
     texts = {fmt: AspectModel(model.aspect_model.model_body, span_format=fmt, span_context=1).span_text(doc,
                                                                                                    slice(4, 6))
@@ -112,12 +112,16 @@ def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: 
     ((None, 3), TypeError, "span_format must be .*, got 3"),
     (("prefix",), ValueError, "span_formats must be two values"),
     ("marked", ValueError, "span_formats must be two values"),
+    ({"aspect_threshold": 0}, ValueError, r"aspect_threshold must be a number in \(0, 1\] \(a probability\), got 0"),
+    ({"aspect_threshold": 1.5}, ValueError, "aspect_threshold must be .*, got 1.5"),
+    ({"aspect_threshold": "0.8"}, TypeError, "aspect_threshold must be .*, got '0.8'"),
 ])
 def test_bad_span_formats_are_refused_before_a_model_loads(absa_body: str, monkeypatch: pytest.MonkeyPatch,
                                                            formats: object, error: type, message: str) -> None:
     monkeypatch.setattr(AspectModel, "from_pretrained", lambda *a, **k: pytest.fail("a model loaded first"))
+    given = formats if isinstance(formats, dict) else {"span_formats": formats}
     with pytest.raises(error, match=message):
-        AbsaModel.from_pretrained(absa_body, span_formats=formats)
+        AbsaModel.from_pretrained(absa_body, **given)
     monkeypatch.undo()
     with pytest.raises(ValueError, match="span_format must be one of .*, got 'bold'"):
         PolarityModel.from_pretrained(absa_body, span_format="bold")
@@ -129,16 +133,41 @@ def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel
     be read with the new default format."""
     from setfit_lite.absa.modeling import SpanSetFitModel
 
-    config = SpanSetFitModel.config
-    monkeypatch.setattr(SpanSetFitModel, "config",
-                        lambda self: {k: v for k, v in config(self).items() if k != "span_format"})
+    for cls in (SpanSetFitModel, AspectModel):
+        monkeypatch.setattr(cls, "config", lambda self, config=cls.config: {
+            k: v for k, v in config(self).items() if k not in ("span_format", "threshold")})
     trained.save_pretrained(tmp_path / "old")
     monkeypatch.undo()
     loaded = AbsaModel.from_pretrained(tmp_path / "old-aspect", tmp_path / "old-polarity")
     assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("prefix", "prefix")
-    trained.save_pretrained(tmp_path / "new")  # a folder that records it keeps it
-    assert AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity").polarity_model.span_format \
-        == "marked"
+    assert loaded.aspect_model.threshold == 0.5  # setfit's argmax
+    trained.aspect_model.threshold = 0.7
+    trained.save_pretrained(tmp_path / "new")  # a folder that records them keeps them
+    loaded = AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity")
+    assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("marked", "marked")
+    assert loaded.aspect_model.threshold == 0.7
+    trained.aspect_model.threshold = 0.85
+    assert AbsaModel.from_pretrained(tmp_path / "new-aspect", aspect_threshold=0.6).aspect_model.threshold == 0.6
+
+
+def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> None:
+    """A candidate is an aspect when P("aspect") >= threshold (default 0.85, chosen on held-out sentences), not
+    the argmax: raising the threshold drops the candidates below it."""
+    assert AspectModel.default_threshold == 0.85 and trained.aspect_model.threshold == 0.85
+    texts = ["Best pizza outside of Italy and really tasty.", BAGELS, ENGINE]
+    docs, candidates = trained.aspect_extractor(texts)
+    proba = trained.aspect_model.predict_proba(list(trained.aspect_model.prepend_aspects(docs, candidates)),
+                                               as_numpy=True)[:, 1]
+    assert len(set(proba.round(6))) > 2
+    try:
+        for threshold in sorted(set(proba))[1:]:
+            trained.aspect_model.threshold = float(threshold)
+            kept = trained.aspect_model(docs, candidates)
+            flat = iter(proba)
+            assert kept == [[s for s in spans if next(flat) >= threshold] for spans in candidates]
+            assert sum(map(len, kept)) == int((proba >= threshold).sum()) < len(proba)
+    finally:
+        trained.aspect_model.threshold = 0.85
 
 
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:

@@ -42,6 +42,8 @@ _SPAN_KEYS = ("span_context", "spacy_model", "span_format")
 # "window": the span, ":", the span with c words either side (not the rest of the sentence)
 #: the format of a saved model whose config has none (setfit's, and setfit_lite's before span_format)
 SAVED_SPAN_FORMAT = "prefix"
+#: the aspect threshold of a saved aspect model whose config has none: setfit's argmax of two classes
+SAVED_ASPECT_THRESHOLD = 0.5
 
 
 class SpanSetFitModel(SetFitModel):
@@ -148,21 +150,68 @@ class SpanSetFitModel(SetFitModel):
 
 
 class AspectModel(SpanSetFitModel):
-    """Tells aspects (label `"aspect"`) from other candidate spans (`"no aspect"`); `span_context` 0.
+    """Tells aspects (label `"aspect"`) from other candidate spans (`"no aspect"`); `span_context` 0, the span
+    marked in its sentence; a candidate is an aspect when its probability of `"aspect"` is at least `threshold`.
 
     Args:
         model_body: The Sentence Transformer.
         *args: The other arguments of [`SetFitModel`][setfit_lite.modeling.SetFitModel].
         spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
-        span_context: Words either side of the span put before the sentence; None for 0.
+        span_context: Words either side of the span that its text shows; None for 0.
+        span_format: How the span is written (see `SpanSetFitModel`); None for `"marked"`.
+        threshold: The least probability of `"aspect"` that keeps a candidate, in (0, 1]; None for 0.85
+            (0.5 is setfit's argmax).
         **kwargs: Keyword arguments of `SetFitModel`.
     """
 
+    # chosen on held-out training sentences (docs/absa.md, "How the defaults were chosen")
+    default_span_format: ClassVar[str] = "marked"
+    default_threshold: ClassVar[float] = 0.85
+
+    def __init__(self, model_body: Any, *args: Any, threshold: float | None = None, **kwargs: Any) -> None:
+        threshold = check_param("aspect_threshold", self.default_threshold if threshold is None else threshold)
+        super().__init__(model_body, *args, **kwargs)
+        self.threshold = threshold
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any,
+                        threshold: float | None = None, **kwargs: Any) -> AspectModel:
+        """A body, or a saved aspect model, with its saved settings unless given (see
+        `SpanSetFitModel.from_pretrained`); a saved model without ``threshold`` (setfit's, or one saved before it
+        existed) keeps setfit's argmax, 0.5.
+
+        Args:
+            pretrained_model_name_or_path: a body or a saved model folder.
+            *args: positional arguments of `SpanSetFitModel.from_pretrained`.
+            threshold: replaces the saved value (a log line says so when it differs).
+            **kwargs: keyword arguments of `SpanSetFitModel.from_pretrained`.
+
+        Returns:
+            The model.
+
+        Raises:
+            ValueError: ``threshold`` is not in (0, 1] (or what `SpanSetFitModel.from_pretrained` raises).
+            TypeError: ``threshold`` is not a number.
+        """
+        if threshold is not None:
+            threshold = check_param("aspect_threshold", threshold)
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        saved = _saved_span_config(model.source_folder).get("threshold")
+        if threshold is not None and saved is not None and saved != threshold:
+            logger.warning("Overriding threshold in model configuration from %s to %s.", saved, threshold)
+        model.threshold = threshold if threshold is not None else saved if saved is not None else model.threshold
+        return model
+
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[slice]]:  # type: ignore[override]
-        """The spans of ``aspects_list`` the model calls aspects."""
-        predictions = super().__call__(docs, aspects_list)
-        return [[aspect for aspect, label in zip(aspects, labels) if label == "aspect"]
-                for aspects, labels in zip(aspects_list, predictions)]
+        """The spans of ``aspects_list`` whose probability of ``"aspect"`` is at least ``threshold``."""
+        texts = list(self.prepend_aspects(docs, aspects_list))
+        if not texts:
+            return [[] for _ in aspects_list]
+        keep = iter(self.predict_proba(texts, as_numpy=True)[:, self.labels.index("aspect")] >= self.threshold)
+        return [[aspect for aspect in aspects if next(keep)] for aspects in aspects_list]
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "threshold": self.threshold}
 
 
 class PolarityModel(SpanSetFitModel):
@@ -207,7 +256,8 @@ class AbsaModel:
     def from_pretrained(cls, model_id: str | os.PathLike, polarity_model_id: str | os.PathLike | None = None,
                         spacy_model: str | os.PathLike | None = None,
                         span_contexts: Sequence[int | None] = (None, None),
-                        span_formats: Sequence[str | None] = (None, None), force_download: bool | None = None,
+                        span_formats: Sequence[str | None] = (None, None), aspect_threshold: float | None = None,
+                        force_download: bool | None = None,
                         resume_download: bool | None = None, proxies: dict | None = None,
                         token: str | bool | None = None, cache_dir: str | None = None,
                         local_files_only: bool | None = None, use_differentiable_head: bool | None = None,
@@ -224,6 +274,7 @@ class AbsaModel:
             span_contexts: the aspect and the polarity model's ``span_context`` (None: saved or default).
             span_formats: the aspect and the polarity model's ``span_format`` (None: saved or default; see
                 `SpanSetFitModel`).
+            aspect_threshold: the aspect model's ``threshold`` (None: saved or default; see `AspectModel`).
             force_download: setfit's hub option: refused (TypeError) unless None, as by
                 `SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
             resume_download: as ``force_download``.
@@ -240,9 +291,9 @@ class AbsaModel:
             The model, with the spaCy pipeline loaded.
 
         Raises:
-            TypeError: a hub download option is given.
-            ValueError: ``span_contexts`` or ``span_formats`` is not two values (or has a bad one), or a model id
-                pins a revision (``@...``).
+            TypeError: a hub download option is given, or a span format or the threshold has the wrong type.
+            ValueError: ``span_contexts`` or ``span_formats`` is not two values (or has a bad one),
+                ``aspect_threshold`` is not in (0, 1], or a model id pins a revision (``@...``).
             OSError: the spaCy pipeline is not installed.
 
         Examples:
@@ -262,6 +313,8 @@ class AbsaModel:
         for value in span_formats:
             if value is not None:
                 check_param("span_format", value)
+        if aspect_threshold is not None:
+            aspect_threshold = check_param("aspect_threshold", aspect_threshold)
         model_id = _without_revision(model_id)
         polarity_id = _without_revision(polarity_model_id) if polarity_model_id else model_id
         common = {"use_differentiable_head": use_differentiable_head, "normalize_embeddings": normalize_embeddings,
@@ -269,7 +322,8 @@ class AbsaModel:
         if spacy_model is not None:
             common["spacy_model"] = spacy_model
         aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0],
-                                                   span_format=span_formats[0], labels=ASPECT_LABELS, **common)
+                                                   span_format=span_formats[0], threshold=aspect_threshold,
+                                                   labels=ASPECT_LABELS, **common)
         if common.get("model_card_data") is not None:  # each model states its own card (setfit copies it too)
             common["model_card_data"] = dataclasses.replace(common["model_card_data"])
         polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1],
@@ -456,6 +510,9 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                     _check_span_context(span["span_context"])
                 # a model saved before span_format (or by setfit) was trained on setfit's format
                 span["span_format"] = check_param("span_format", span.get("span_format", SAVED_SPAN_FORMAT))
+                if config.get("labels") == ASPECT_LABELS:  # an aspect model: setfit's argmax unless saved
+                    span["threshold"] = check_param("aspect_threshold",
+                                                    config.get("threshold", SAVED_ASPECT_THRESHOLD))
                 return span
     return {}
 

@@ -95,6 +95,7 @@ PARAMS: dict[str, Rule] = {
     "prompt": TRAINING_RULES["prompt"],
     # ABSA span models (setfit_lite.absa): how a span and its sentence are written
     "span_format": option(SPAN_FORMATS),
+    "aspect_threshold": number(high=1.0, low_open=True, note="a probability"),
     # Ray Data scoring (setfit_lite.integrations.ray_data, predict --ray)
     "num_cpus": number(low_open=True, note="CPUs per actor"),
     "concurrency": optional(Rule("a positive integer (actors), or a (min, max) pair of them", _concurrency),
