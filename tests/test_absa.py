@@ -90,13 +90,14 @@ def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
 
 
 def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: str) -> None:
-    """The defaults (docs/absa.md: chosen on benchmarks.absa's dev split): both models read the span marked in its
-    sentence."""
+    """The defaults (docs/absa.md: chosen on benchmarks.absa's dev split): the aspect model reads the span marked in
+    its sentence, the polarity model the span and the 8 words either side of it."""
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
-    assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("marked", "marked")
+    assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("marked", "window")
+    assert (model.aspect_model.span_context, model.polarity_model.span_context) == (0, 8)
     aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
     sentence = TEXTS[0]
-    assert polarity["text"][0] == "It is about food and ambiance,:" + sentence.replace("food", "[food]", 1)
+    assert polarity["text"][0] == "food:It is about food and ambiance, and imagine how dreadful it"
     assert "food:" + sentence.replace("food", "[food]", 1) in aspect["text"]
     doc = model.aspect_extractor.docs([BAGELS])[0]
     texts = {fmt: AspectModel(model.aspect_model.model_body, span_format=fmt, span_context=1).span_text(doc,
@@ -144,7 +145,7 @@ def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel
     trained.aspect_model.threshold = 0.7
     trained.save_pretrained(tmp_path / "new")  # a folder that records them keeps them
     loaded = AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity")
-    assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("marked", "marked")
+    assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("marked", "window")
     assert loaded.aspect_model.threshold == 0.7
     trained.aspect_model.threshold = 0.85
     assert AbsaModel.from_pretrained(tmp_path / "new-aspect", aspect_threshold=0.6).aspect_model.threshold == 0.6
@@ -200,8 +201,8 @@ def test_predict_gold_aspects_adds_pred_polarity_in_row_order(trained: AbsaModel
     out = trained.predict(rows)
     assert out["span"] == rows["span"] and out["pred_polarity"][2] is None  # not in the sentence
     assert out["pred_polarity"][:2] == [trained.polarity_model.predict([text])[0] for text in
-                                        ("Food is great and:[Food] is great and inexpensive.",
-                                         "It is about food and ambiance,:" + TEXTS[0].replace("food", "[food]", 1))]
+                                        ("Food:Food is great and inexpensive.",
+                                         "food:It is about food and ambiance, and imagine how dreadful it")]
     with pytest.raises(ValueError, match=r"Found a dataset with these columns: \['text'\]"):
         trained.predict({"text": TEXTS})
     with pytest.raises(ValueError, match="already contains that column"):
@@ -214,7 +215,7 @@ def test_save_load_round_trip_in_setfits_folders(trained: AbsaModel, tmp_path: P
     trained.save_pretrained(tmp_path / "model")
     aspect, polarity = tmp_path / "model-aspect", tmp_path / "model-polarity"
     assert json.loads((polarity / "config_setfit.json").read_text()) == {
-        "span_context": 3, "spacy_model": "en_core_web_sm", "normalize_embeddings": False,
+        "span_context": 8, "spacy_model": "en_core_web_sm", "normalize_embeddings": False,
         "labels": ["negative", "positive"]}
     assert not list(tmp_path.rglob("*.pkl"))
     loaded = AbsaModel.from_pretrained(aspect, polarity)
@@ -223,7 +224,7 @@ def test_save_load_round_trip_in_setfits_folders(trained: AbsaModel, tmp_path: P
     with caplog.at_level(logging.WARNING):
         changed = AbsaModel.from_pretrained(aspect, polarity, span_contexts=(4, 4))
     assert (changed.aspect_model.span_context, changed.polarity_model.span_context) == (4, 4)
-    assert "Overriding span_context in model configuration from 3 to 4." in caplog.messages
+    assert "Overriding span_context in model configuration from 8 to 4." in caplog.messages
 
 
 def test_save_refuses_one_folder_for_both_and_the_other_models_source(trained: AbsaModel, tmp_path: Path) -> None:

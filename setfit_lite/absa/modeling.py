@@ -1,10 +1,12 @@
 """setfit's ABSA models: ``AspectModel`` (is a candidate span an aspect?), ``PolarityModel`` (its sentiment) and
 ``AbsaModel``, which runs spaCy's candidates through both.
 
-Both span models are `SetFitModel` subclasses that classify ``"<span>:<sentence>"``
-texts, where ``<span>`` is the candidate with ``span_context`` words either side; they save, load and export as
-any setfit_lite model, with ``span_context`` and ``spacy_model`` in their config (and in ``config_setfit.json``,
-as setfit writes them).
+Both span models are `SetFitModel` subclasses that classify a text per span, written as their ``span_format``
+says (setfit's ``"<span with span_context words either side>:<sentence>"`` is ``"prefix"``; the defaults,
+chosen on held-out training sentences, are ``"marked"`` for aspects and ``"window"`` for polarities); they save,
+load and export as any setfit_lite model, with ``span_context``, ``span_format``, ``spacy_model`` (and the aspect
+model's ``threshold``) in their config (``span_context`` and ``spacy_model`` also in ``config_setfit.json``, as
+setfit writes them).
 """
 
 from __future__ import annotations
@@ -215,21 +217,22 @@ class AspectModel(SpanSetFitModel):
 
 
 class PolarityModel(SpanSetFitModel):
-    """The polarity of an aspect (the training data's labels, such as positive, negative, neutral);
-    `span_context` 3.
+    """The polarity of an aspect (the training data's labels, such as positive, negative, neutral), read from
+    `"<span>:<the span with 8 words either side>"` (`span_format` `"window"`, `span_context` 8).
 
     Args:
         model_body: The Sentence Transformer.
         *args: The other arguments of [`SetFitModel`][setfit_lite.modeling.SetFitModel].
         spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
-        span_context: Words either side of the span put before the sentence; None for 3.
+        span_context: Words either side of the span that its text shows; None for 8.
+        span_format: How the span is written (see `SpanSetFitModel`); None for `"window"`.
         **kwargs: Keyword arguments of `SetFitModel`.
     """
 
-    default_span_context: ClassVar[int] = 3
-    # the span marked in its sentence: better end-to-end F1 than setfit's "prefix" on held-out training sentences
-    # (docs/absa.md, "How the defaults were chosen")
-    default_span_format: ClassVar[str] = "marked"
+    # the span and the 8 words either side of it, not the whole sentence: the most accurate polarities on held-out
+    # training sentences of both domains (docs/absa.md, "How the defaults were chosen"; setfit: "prefix", 3)
+    default_span_context: ClassVar[int] = 8
+    default_span_format: ClassVar[str] = "window"
 
 
 @dataclass
