@@ -95,6 +95,7 @@ def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: 
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
     assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("marked", "window")
     assert (model.aspect_model.span_context, model.polarity_model.span_context) == (0, 8)
+    assert model.aspect_model.threshold == 0.85
     aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
     sentence = TEXTS[0]
     assert polarity["text"][0] == "food:It is about food and ambiance, and imagine how dreadful it"
@@ -142,19 +143,20 @@ def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel
     loaded = AbsaModel.from_pretrained(tmp_path / "old-aspect", tmp_path / "old-polarity")
     assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("prefix", "prefix")
     assert loaded.aspect_model.threshold == 0.5  # setfit's argmax
-    trained.aspect_model.threshold = 0.7
+    original, trained.aspect_model.threshold = trained.aspect_model.threshold, 0.7
     trained.save_pretrained(tmp_path / "new")  # a folder that records them keeps them
     loaded = AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity")
     assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("marked", "window")
     assert loaded.aspect_model.threshold == 0.7
-    trained.aspect_model.threshold = 0.85
+    trained.aspect_model.threshold = original
     assert AbsaModel.from_pretrained(tmp_path / "new-aspect", aspect_threshold=0.6).aspect_model.threshold == 0.6
 
 
 def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> None:
     """A candidate is an aspect when P("aspect") >= threshold (default 0.85, chosen on held-out sentences), not
     the argmax: raising the threshold drops the candidates below it."""
-    assert AspectModel.default_threshold == 0.85 and trained.aspect_model.threshold == 0.85
+    assert AspectModel.default_threshold == 0.85
+    original = trained.aspect_model.threshold
     texts = ["Best pizza outside of Italy and really tasty.", BAGELS, ENGINE]
     docs, candidates = trained.aspect_extractor(texts)
     proba = trained.aspect_model.predict_proba(list(trained.aspect_model.prepend_aspects(docs, candidates)),
@@ -168,7 +170,35 @@ def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> N
             assert kept == [[s for s in spans if next(flat) >= threshold] for spans in candidates]
             assert sum(map(len, kept)) == int((proba >= threshold).sum()) < len(proba)
     finally:
-        trained.aspect_model.threshold = 0.85
+        trained.aspect_model.threshold = original
+
+
+@pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.9, 0.85), (0.7, 0.5)])
+def test_threshold_falls_back_to_argmax_when_the_model_doubts_its_own_aspects(
+        absa_body: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, aspect_proba: float,
+        threshold: float) -> None:
+    """A model trained on a few sentences scores even its training aspects near 0.6: the 0.85 threshold would find
+    nothing, so training falls back to setfit's argmax (and says so); a confident model keeps 0.85."""
+    import numpy as np
+
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    trainer = AbsaTrainer(model, args=TrainingArguments(**FAST), train_dataset=ABSA)
+    trainer.train_aspect()
+    seen = []
+
+    def proba(texts: list[str], **kwargs: object) -> np.ndarray:
+        seen.extend(texts)
+        return np.array([[1 - aspect_proba, aspect_proba]] * len(texts))
+
+    monkeypatch.setattr(model.aspect_model, "predict_proba", proba)
+    model.aspect_model.threshold = 0.85  # the tiny model of train_aspect() fell back already
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="setfit_lite.absa.trainer"):
+        trainer.settle_threshold()
+    assert len(seen) == 5 and all("[" in text for text in seen)  # the 5 training aspects, as the model reads them
+    assert model.aspect_model.threshold == threshold
+    assert model.aspect_model.training_info["aspect_threshold"]["used"] == threshold
+    assert any("using 0.5" in m for m in caplog.messages) == (threshold == 0.5)
 
 
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:
