@@ -170,9 +170,12 @@ class AspectModel(SpanSetFitModel):
     default_span_format: ClassVar[str] = "marked"
     default_threshold: ClassVar[float] = 0.85
 
-    def __init__(self, model_body: Any, *args: Any, threshold: float | None = None, **kwargs: Any) -> None:
+    def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,
+                 span_context: int | None = None, span_format: str | None = None, threshold: float | None = None,
+                 **kwargs: Any) -> None:
         threshold = check_param("aspect_threshold", self.default_threshold if threshold is None else threshold)
-        super().__init__(model_body, *args, **kwargs)
+        super().__init__(model_body, *args, spacy_model=spacy_model, span_context=span_context,
+                         span_format=span_format, **kwargs)
         self.threshold = threshold
 
     @classmethod
