@@ -201,7 +201,8 @@ class AspectModel(SpanSetFitModel):
         if threshold is not None:
             threshold = check_param("aspect_threshold", threshold)
         model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        saved = _saved_span_config(model.source_folder).get("threshold")
+        span = _saved_span_config(model.source_folder)  # a saved span model without a threshold: setfit's argmax
+        saved = span.get("threshold", SAVED_ASPECT_THRESHOLD if span else None)
         if threshold is not None and saved is not None and saved != threshold:
             logger.warning("Overriding threshold in model configuration from %s to %s.", saved, threshold)
         model.threshold = threshold if threshold is not None else saved if saved is not None else model.threshold
@@ -516,9 +517,8 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                     _check_span_context(span["span_context"])
                 # a model saved before span_format (or by setfit) was trained on setfit's format
                 span["span_format"] = check_param("span_format", span.get("span_format", SAVED_SPAN_FORMAT))
-                if config.get("labels") == ASPECT_LABELS:  # an aspect model: setfit's argmax unless saved
-                    span["threshold"] = check_param("aspect_threshold",
-                                                    config.get("threshold", SAVED_ASPECT_THRESHOLD))
+                if config.get("threshold") is not None:  # an aspect model's
+                    span["threshold"] = check_param("aspect_threshold", config["threshold"])
                 return span
     return {}
 
