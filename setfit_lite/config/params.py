@@ -35,6 +35,9 @@ INFERENCE_PRECISIONS = ("auto", "fp32", "bf16")
 #: tier and the OpenVINO runtime alike
 PRECISION_ENV = "SETFIT_LITE_INFERENCE_PRECISION"
 
+#: how an ABSA span model writes a span for its body (``setfit_lite.absa.modeling.SpanSetFitModel.span_text``)
+SPAN_FORMATS = ("prefix", "marked", "window")
+
 MULTI_TARGET_STRATEGY_NAMES = ("one-vs-rest", "multi-output", "classifier-chain")  # setfit_lite.heads' wrappers
 
 
@@ -90,6 +93,9 @@ PARAMS: dict[str, Rule] = {
     "allow_pickle": flag(),
     "max_length": TRAINING_RULES["max_length"],
     "prompt": TRAINING_RULES["prompt"],
+    # ABSA span models (setfit_lite.absa): how a span and its sentence are written
+    "span_format": option(SPAN_FORMATS),
+    "aspect_threshold": number(high=1.0, low_open=True, note="a probability"),
     # Ray Data scoring (setfit_lite.integrations.ray_data, predict --ray)
     "num_cpus": number(low_open=True, note="CPUs per actor"),
     "concurrency": optional(Rule("a positive integer (actors), or a (min, max) pair of them", _concurrency),

