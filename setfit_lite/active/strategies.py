@@ -61,6 +61,11 @@ class Request:
             return []
         return nearest_to_names(self.view.embeddings(), self.names, list(self.search[:self.k]), self.candidates)
 
+    def names_then(self) -> tuple[list[int], int, np.ndarray]:
+        """The texts found by name (`by_name`), how many picks are left to make, and the candidates left."""
+        picks = self.by_name()
+        return picks, self.k - len(picks), self.rest(picks)
+
     def rest(self, picks: list[int]) -> np.ndarray:
         """The candidates not in ``picks``."""
         return self.candidates[~np.isin(self.candidates, picks)]
@@ -84,11 +89,9 @@ def _uncertainty(req: Request) -> list[int]:
 
 
 def _margin_diverse(req: Request) -> list[int]:
-    picks = req.by_name()
-    n = req.k - len(picks)
+    picks, n, rest = req.names_then()
     if n <= 0:
         return picks
-    rest = req.rest(picks)
     scores = uncertainty(req.view.proba()[rest], req.view.multi_label)
     top = np.argsort(-scores, kind="stable")[:min(len(rest), CANDIDATES_PER_PICK * n)]
     return picks + best_per_cluster(req.view.embeddings(), rest[top], scores[top], n, req.seed)
@@ -102,11 +105,9 @@ def _typical(req: Request) -> list[int]:
 
 
 def _class_typical(req: Request) -> list[int]:
-    picks = req.by_name()
-    n = req.k - len(picks)
+    picks, n, rest = req.names_then()
     if n <= 0:
         return picks
-    rest = req.rest(picks)
     predicted = req.view.proba()[rest].argmax(axis=1)
     x = req.view.embeddings()
     for c, share in shares(predicted, n):
