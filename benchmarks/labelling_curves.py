@@ -241,11 +241,11 @@ def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, e
             if count not in budgets:
                 continue
             if "suggest" in contenders:
+                counts = label_counts(data, labelled)
                 emit("suggest", count, lite.score(model) | {"train_seconds": seconds,
                                                            "select_seconds": select_seconds,
-                                                           "classes_labelled": len({data["pool_labels"][i]
-                                                                                    for i in labelled}),
-                                                           "label_counts": label_counts(data, labelled)})
+                                                           "classes_labelled": sum(c > 0 for c in counts),
+                                                           "label_counts": counts})
             if "suggest+pool" in contenders:
                 taken = set(labelled)
                 rest = [t for i, t in enumerate(data["pool_texts"]) if i not in taken]

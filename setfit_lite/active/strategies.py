@@ -98,10 +98,9 @@ def _margin_diverse(req: Request) -> list[int]:
 
 
 def _typical(req: Request) -> list[int]:
-    picks = req.by_name()
-    excluded = np.setdiff1d(np.arange(len(req.view.texts)), req.candidates)
-    return picks + uncovered_representatives(req.view.embeddings(), req.rest(picks), np.concatenate(
-        [excluded, np.asarray(picks, dtype=np.int64)]), req.k - len(picks), req.seed)
+    picks, n, rest = req.names_then()
+    labelled = np.setdiff1d(np.arange(len(req.view.texts)), rest)  # the excluded rows and the names' picks
+    return picks + uncovered_representatives(req.view.embeddings(), rest, labelled, n, req.seed)
 
 
 def _class_typical(req: Request) -> list[int]:
