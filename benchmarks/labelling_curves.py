@@ -192,6 +192,17 @@ class Lite:
         trainer.train()
         return model, time.perf_counter() - start, model.training_info.get("self_training", {})
 
+    def constant(self, rows: list[int]) -> dict | None:
+        """The scores of answering the one class of ``rows`` for every text when they hold one class (no model trains
+        on one class: training says so), else None."""
+        from benchmarks.imbalanced import scores
+
+        classes = {self.data["pool_labels"][i] for i in rows}
+        if len(classes) > 1:
+            return None
+        return scores(self.data["test_labels"], [classes.pop()] * len(self.data["test_labels"])) | {
+            "train_seconds": 0.0, "one_class": True}
+
     def score(self, model: object) -> dict:
         from benchmarks.imbalanced import scores
 
@@ -214,10 +225,11 @@ def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, e
     if "random" in contenders:
         order = random.Random(seed).sample(range(n), max(budgets))
         for budget in budgets:
-            model, seconds, _ = lite.train(order[:budget])
-            emit("random", budget, lite.score(model) | {"train_seconds": seconds,
-                                                        "classes_labelled": len({data["pool_labels"][i] for i in
-                                                                                 order[:budget]})})
+            row = lite.constant(order[:budget])
+            if row is None:
+                model, seconds, _ = lite.train(order[:budget])
+                row = lite.score(model) | {"train_seconds": seconds}
+            emit("random", budget, row | {"classes_labelled": len({data["pool_labels"][i] for i in order[:budget]})})
     if "balanced" in contenders:
         from setfit_lite.data import sample_dataset
 

@@ -37,6 +37,8 @@ LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
     "cold_start_kmeans, then typical": ("cold_start_kmeans", "typical"),
     "cold_start_kmeans, then class_typical": ("cold_start_kmeans", "class_typical"),
     "cold_start_kmeans, then mixed": ("cold_start_kmeans", "mixed"),
+    "cold_start_kmeans, then margin_typical": ("cold_start_kmeans", "margin_typical"),
+    "cold_start_kmeans, then density_margin": ("cold_start_kmeans", "density_margin"),
 }
 
 
@@ -81,7 +83,11 @@ def run_loop(task: dict, first: str, later: str, ns: argparse.Namespace, seed: i
         suggest_s = time.perf_counter() - start
         labelled = labelled + picks
         key = tuple(sorted(labelled))
-        if key not in cache:  # the first round's model is shared by the loops (the others: memory grows)
+        classes = {task["pool_labels"][i] for i in labelled}
+        if len(classes) < 2:  # no model trains on one class (a clear error): the user's only answer is that class
+            (only,) = classes
+            accuracy = statistics.fmean(y == only for y in task["val_labels"])
+        elif key not in cache:  # the first round's model is shared by the loops (the others: memory grows)
             model = SetFitModel.from_pretrained(ns.model, labels=task["names"])
             args = TrainingArguments(max_steps=ns.max_steps, batch_size=16, seed=seed) if ns.max_steps else \
                 TrainingArguments(seed=seed, show_progress_bar=False)
@@ -93,8 +99,7 @@ def run_loop(task: dict, first: str, later: str, ns: argparse.Namespace, seed: i
                 cache[key] = (model, accuracy)
         else:
             model, accuracy = cache[key]
-        classes = len({task["pool_labels"][i] for i in labelled})
-        rows.append({"labels": len(labelled), "accuracy": accuracy, "classes_labelled": classes,
+        rows.append({"labels": len(labelled), "accuracy": accuracy, "classes_labelled": len(classes),
                      "suggest_seconds": round(suggest_s, 2)})
     return rows
 

@@ -78,6 +78,32 @@ def test_uncertain_texts_are_chosen_first_and_spread_over_clusters() -> None:
     assert sorted(ids[diverse].tolist()) == [1, 2]  # unsure texts, and not twice the same kind
 
 
+@pytest.mark.parametrize("strategy", ["margin_typical", "density_margin"])
+def test_typical_uncertain_texts_before_lone_ones(strategy: str) -> None:
+    # 30 unsure texts alike (cluster 0), 20 sure ones (cluster 1), four lone texts a little more unsure: the most
+    # uncertain pick is a lone text; the typical one of the uncertain texts (margin_typical: nearest the centre of
+    # the 10 x k most uncertain; density_margin: uncertainty x density) is a text of the unsure crowd
+    texts, ids, x = clusters([30, 20, 1, 1, 1, 1])
+    top = np.where(ids == 0, 0.6, np.where(ids == 1, 0.95, 0.55))
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
+    assert ids[suggest_labels(model, texts, 1, strategy="margin_diverse")].tolist()[0] >= 2
+    assert ids[suggest_labels(model, texts, 1, strategy=strategy)].tolist() == [0]
+    assert 1 not in ids[suggest_labels(model, texts, 2, strategy=strategy)].tolist()  # never a sure text
+
+
+def test_density_is_the_mean_similarity_to_the_nearest_texts() -> None:
+    from setfit_lite.active.diversity import DENSITY_NEIGHBOURS, density
+    from setfit_lite.active.pool import unit_rows
+
+    texts, ids, x = clusters([30, 1])
+    x = unit_rows(x)
+    d = density(x, np.array([0, 30]))
+    sims = np.sort(x[0] @ np.delete(x, 0, axis=0).T)[-DENSITY_NEIGHBOURS:]
+    assert d[0] == pytest.approx(sims.mean(), abs=1e-6) and d[0] > 0.8
+    assert d[1] < 0.2  # a lone text: nothing resembles it
+    np.testing.assert_allclose(density(x, np.arange(31), chunk=4), density(x, np.arange(31)), atol=1e-6)
+
+
 def test_typical_covers_the_clusters_no_label_reaches_yet() -> None:
     # five clusters; the labelled texts (exclude) sit in clusters 0 and 1: the next picks come from 2, 3 and 4,
     # the largest first, each the text nearest its cluster's centre

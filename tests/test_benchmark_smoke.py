@@ -80,6 +80,17 @@ def test_labelling_curves_validation_holds_training_rows_out_of_the_pool(tmp_pat
     assert test["test_texts"] == [r["text"] for r in rows[:5]] and len(test["pool_texts"]) == 55
 
 
+def test_labelling_curves_scores_one_labelled_class_as_that_class_everywhere() -> None:
+    from benchmarks.labelling_curves import Lite
+
+    data = {"pool_texts": ["a", "b", "c"], "pool_labels": [1, 1, 0], "test_texts": ["x", "y", "z", "w"],
+            "test_labels": [1, 0, 1, 1], "label_names": ["no", "yes"]}
+    lite = Lite(data, "unused", 0, {})
+    row = lite.constant([0, 1])  # both labels "yes": no model trains on them
+    assert row is not None and row["accuracy"] == 0.75 and row["one_class"]
+    assert lite.constant([0, 2]) is None  # two classes: the model trains
+
+
 def test_the_readme_table_names_every_benchmark_it_states() -> None:
     modules = {shlex.split(c)[2] for c in readme_commands()}
     assert {"benchmarks.accuracy_suite", "benchmarks.zero_shot", "benchmarks.imbalanced", "benchmarks.inference",
