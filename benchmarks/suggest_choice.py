@@ -38,7 +38,6 @@ LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
     "cold_start_kmeans, then class_typical": ("cold_start_kmeans", "class_typical"),
     "cold_start_kmeans, then mixed": ("cold_start_kmeans", "mixed"),
     "cold_start_kmeans, then margin_typical": ("cold_start_kmeans", "margin_typical"),
-    "cold_start_kmeans, then density_margin": ("cold_start_kmeans", "density_margin"),
 }
 
 
@@ -121,8 +120,9 @@ def table(results: dict) -> str:
                  for loops in results["runs"].values() if loop in loops]
         last = [statistics.fmean(run[-1]["accuracy"] for run in loops[loop])
                 for loops in results["runs"].values() if loop in loops]
-        if means:
-            lines.append(f"| {loop} | {statistics.fmean(means):.3f} | {statistics.fmean(last):.3f} |")
+        if means:  # a loop run on fewer tasks than the others says on how many
+            some = "" if len(means) == len(results["runs"]) else f" ({len(means)} of {len(results['runs'])} tasks)"
+            lines.append(f"| {loop}{some} | {statistics.fmean(means):.3f} | {statistics.fmean(last):.3f} |")
     return "\n".join(lines) + "\n"
 
 

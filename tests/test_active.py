@@ -74,34 +74,21 @@ def test_uncertain_texts_are_chosen_first_and_spread_over_clusters() -> None:
     picks = suggest_labels(model, texts, 3, strategy="uncertainty")
     assert picks == np.argsort(margin, kind="stable")[:3].tolist()  # the three nearest the boundary, in order
     assert set(ids[picks].tolist()) == {1}
-    diverse = suggest_labels(model, texts, 2)  # auto: margin_diverse
+    diverse = suggest_labels(model, texts, 2, strategy="margin_diverse")
     assert sorted(ids[diverse].tolist()) == [1, 2]  # unsure texts, and not twice the same kind
 
 
-@pytest.mark.parametrize("strategy", ["margin_typical", "density_margin"])
-def test_typical_uncertain_texts_before_lone_ones(strategy: str) -> None:
+def test_margin_typical_takes_typical_uncertain_texts_before_lone_ones() -> None:
     # 30 unsure texts alike (cluster 0), 20 sure ones (cluster 1), four lone texts a little more unsure: the most
-    # uncertain pick is a lone text; the typical one of the uncertain texts (margin_typical: nearest the centre of
-    # the 10 x k most uncertain; density_margin: uncertainty x density) is a text of the unsure crowd
+    # uncertain pick is a lone text; the typical one of the uncertain texts (margin_typical, the default: nearest
+    # the centre of the 10 x k most uncertain) is a text of the unsure crowd
     texts, ids, x = clusters([30, 20, 1, 1, 1, 1])
     top = np.where(ids == 0, 0.6, np.where(ids == 1, 0.95, 0.55))
     model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
     assert ids[suggest_labels(model, texts, 1, strategy="margin_diverse")].tolist()[0] >= 2
-    assert ids[suggest_labels(model, texts, 1, strategy=strategy)].tolist() == [0]
-    assert 1 not in ids[suggest_labels(model, texts, 2, strategy=strategy)].tolist()  # never a sure text
-
-
-def test_density_is_the_mean_similarity_to_the_nearest_texts() -> None:
-    from setfit_lite.active.diversity import DENSITY_NEIGHBOURS, density
-    from setfit_lite.active.pool import unit_rows
-
-    texts, ids, x = clusters([30, 1])
-    x = unit_rows(x)
-    d = density(x, np.array([0, 30]))
-    sims = np.sort(x[0] @ np.delete(x, 0, axis=0).T)[-DENSITY_NEIGHBOURS:]
-    assert d[0] == pytest.approx(sims.mean(), abs=1e-6) and d[0] > 0.8
-    assert d[1] < 0.2  # a lone text: nothing resembles it
-    np.testing.assert_allclose(density(x, np.arange(31), chunk=4), density(x, np.arange(31)), atol=1e-6)
+    assert ids[suggest_labels(model, texts, 1, strategy="margin_typical")].tolist() == [0]
+    assert suggest_labels(model, texts, 1) == suggest_labels(model, texts, 1, strategy="margin_typical")  # auto
+    assert 1 not in ids[suggest_labels(model, texts, 2)].tolist()  # never a sure text
 
 
 def test_typical_covers_the_clusters_no_label_reaches_yet() -> None:
@@ -283,7 +270,7 @@ def test_cli_writes_the_jsonl_refuses_to_overwrite_and_labels_come_back(tmp_path
     second = tmp_path / "round2.jsonl"
     assert main(["suggest", str(model_dir), str(pool), "--k", "5", "--exclude", str(out), "--output", str(second)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["strategy"] == "margin_diverse" and summary["excluded"] == 6
+    assert summary["strategy"] == "margin_typical" and summary["excluded"] == 6
     again = [json.loads(line)["index"] for line in second.read_text().splitlines()]
     assert len(set(again)) == 5 and not set(again) & {r["index"] for r in rows}
     with pytest.raises(SystemExit):  # an argparse error, before anything is read

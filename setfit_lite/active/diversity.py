@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster", "density", "fit_sample",
+__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster", "fit_sample",
            "nearest_to_names", "representatives", "shares", "uncovered_representatives"]
 
 FIT_SAMPLE = 20_000  # rows beyond which k-means is fitted on a seeded sample of this many, then assigns every row
@@ -114,24 +114,6 @@ def uncovered_representatives(x: np.ndarray, candidates: np.ndarray, covered: np
             return picks
     rest = candidates[~np.isin(candidates, picks)]
     return picks + representatives(x, rest, n - len(picks), seed)
-
-
-DENSITY_NEIGHBOURS = 20  # a text's density: its mean cosine similarity to this many nearest texts of the pool
-
-
-def density(x: np.ndarray, rows: np.ndarray, chunk: int = 256) -> np.ndarray:
-    """(len(rows),) how typical each of ``rows`` is of the pool: the mean cosine similarity of its embedding to its
-    `DENSITY_NEIGHBOURS` nearest rows of ``x`` (itself left out), clipped at 0 (information density)."""
-    k = min(DENSITY_NEIGHBOURS, len(x) - 1)
-    out = np.zeros(len(rows))
-    if k <= 0:
-        return out
-    for start in range(0, len(rows), chunk):
-        part = rows[start:start + chunk]
-        sims = x[part] @ x.T
-        sims[np.arange(len(part)), part] = -np.inf
-        out[start:start + len(part)] = np.partition(sims, len(x) - k, axis=1)[:, -k:].mean(axis=1)
-    return np.clip(out, 0.0, None)
 
 
 def shares(groups: np.ndarray, n: int) -> list[tuple[int, int]]:

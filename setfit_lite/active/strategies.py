@@ -9,8 +9,6 @@
   their embeddings, and the most uncertain text of each cluster (informative and not all alike);
 - ``"margin_typical"``: the `CANDIDATES_PER_PICK` x ``k`` most uncertain texts, clustered into ``k``, and the text
   nearest each cluster's centre (typical of the uncertain texts, not the oddest of them);
-- ``"density_margin"``: as ``margin_diverse``, each candidate's uncertainty weighted by its density in the pool
-  (`density`: information density);
 - ``"typical"``: coverage (TypiClust): k-means on the whole pool into labelled + ``k`` clusters, and the text
   nearest the centre of each cluster no labelled text is in, the largest first (`uncovered_representatives`);
 - ``"class_typical"``: the ``k`` picks shared evenly over the head's predicted classes (`shares`), and within
@@ -32,7 +30,6 @@ import numpy as np
 
 from .diversity import (
     best_per_cluster,
-    density,
     nearest_to_names,
     representatives,
     shares,
@@ -44,8 +41,8 @@ from .uncertainty import uncertainty
 __all__ = ["CANDIDATES_PER_PICK", "NEEDS_HEAD", "SELECTORS", "TRAINED_DEFAULT", "Request", "resolve", "select"]
 
 CANDIDATES_PER_PICK = 10  # margin_diverse clusters the 10 x k most uncertain texts into k
-TRAINED_DEFAULT = "margin_diverse"  # "auto" with a fitted head (benchmarks/suggest_choice.py)
-NEEDS_HEAD = ("uncertainty", "margin_diverse", "margin_typical", "density_margin", "class_typical", "mixed")
+TRAINED_DEFAULT = "margin_typical"  # "auto" with a fitted head (benchmarks/suggest_choice.py)
+NEEDS_HEAD = ("uncertainty", "margin_diverse", "margin_typical", "class_typical", "mixed")
 
 
 @dataclass
@@ -116,15 +113,6 @@ def _margin_typical(req: Request) -> list[int]:
     return picks + representatives(req.view.embeddings(), top, n, req.seed)
 
 
-def _density_margin(req: Request) -> list[int]:
-    picks, n, rest = req.names_then()
-    if n <= 0:
-        return picks
-    top, scores = _uncertain_top(req, rest, n)
-    x = req.view.embeddings()
-    return picks + best_per_cluster(x, top, scores * density(x, top), n, req.seed)
-
-
 def _typical(req: Request) -> list[int]:
     picks, n, rest = req.names_then()
     labelled = np.setdiff1d(np.arange(len(req.view.texts)), rest)  # the excluded rows and the names' picks
@@ -157,7 +145,6 @@ SELECTORS: dict[str, Callable[[Request], list[int]]] = {
     "margin_diverse": _margin_diverse,
     "typical": _typical,
     "margin_typical": _margin_typical,
-    "density_margin": _density_margin,
     "class_typical": _class_typical,
     "mixed": _mixed,
 }

@@ -26,8 +26,9 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
     name, the text its name claims most surely (names encoded as training encodes them), then texts diverse and
     representative of the pool by the body's embeddings (k-means, the text nearest each centre). A model with a
     fitted head (trained, or exported with ``SetFitModel.from_static``/``from_onnx``, which score a large pool
-    fastest) gets informative texts (near its decision boundary) that are not all alike, and a class it has never
-    seen labelled is searched for by its name. ``strategy`` names the alternatives
+    fastest) gets informative texts: of those nearest its decision boundary, ``k`` that are typical of them and not
+    all alike (k-means, the text nearest each centre), and a class it has never seen labelled is searched for by
+    its name. ``strategy`` names the alternatives
     (`setfit_lite.active.strategies`).
 
     Everything is checked before any text is embedded.
@@ -37,8 +38,8 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
         texts: the pool: a list of non-empty strings (the indices returned are positions in it).
         k: how many texts to suggest, at most the number not in ``exclude``.
         exclude: indices of texts not to suggest (those already labelled or suggested).
-        strategy: "auto" (default), "random", "cold_start_kmeans", "uncertainty", "margin_diverse", "typical",
-            "class_typical" or "mixed" (docs/active_learning.md, "Strategies").
+        strategy: "auto" (default), "random", "cold_start_kmeans", "uncertainty", "margin_diverse",
+            "margin_typical", "typical", "class_typical" or "mixed" (docs/active_learning.md, "Strategies").
         label_names: the classes' names to search the pool for (default: the model's ``labels`` when they are
             names; ``[]``: no search). With a fitted head, one name per column of ``predict_proba``.
         seed: seeds k-means and the random draw: the same seed, model and pool give the same indices.

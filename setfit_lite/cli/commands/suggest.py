@@ -31,7 +31,7 @@ def add_arguments(suggest: argparse.ArgumentParser) -> None:
                          help="texts not to suggest: a JSONL/JSON file of rows with an 'index' (an earlier round's "
                               "file) or a text file of indices, one per line; may be repeated")
     suggest.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                         help="how to choose the texts; auto: cold_start_kmeans for a body, else margin_diverse")
+                         help="how to choose the texts; auto: cold_start_kmeans for a body, else margin_typical")
     suggest.add_argument("--seed", type=argument_type("seed", RULES), default=0,
                          help="random seed of the strategy (default: %(default)s)")
     suggest.add_argument("--label-names", nargs="+", default=None, metavar="NAME",
