@@ -47,7 +47,8 @@ def synthetic_pool(data_dir: Path, n: int, seed: int = 0) -> list[str]:
     return out
 
 
-STRATEGIES_TIMED = ("auto", "uncertainty", "cold_start_kmeans", "random", "typical", "class_typical", "mixed")
+STRATEGIES_TIMED = ("auto", "uncertainty", "cold_start_kmeans", "random", "margin_diverse", "margin_typical", "typical",
+                    "class_typical", "mixed")
 
 
 def timed(model: object, pool: list[str], k: int, strategy: str) -> dict:
