@@ -3,12 +3,14 @@
     python -m benchmarks.absa_choice train --domain restaurants --seed 0 \\
         --aspect base='{}' --polarity base='{}' --polarity marked='{"format": "marked"}'
     python -m benchmarks.absa_choice sweep --domain restaurants --seed 0
+    python -m benchmarks.absa_choice compare --runs restaurants:0 laptops:0 --aspect-variant marked
 
 ``train`` trains each named aspect / polarity variant once on the 64 training sentences of ``benchmarks.absa``
 (same draw) and saves its probabilities for every spaCy candidate of the 300 dev sentences (other training
 sentences, never test) under ``--out``; ``sweep`` combines them offline: every aspect variant at every decision
 threshold on P(aspect), with every polarity variant, scored as ``benchmarks.absa`` scores (aspect-span and
-end-to-end F1), and the polarity variants' accuracy on the dev sentences' gold aspects.
+end-to-end F1), and the polarity variants' accuracy on the dev sentences' gold aspects; ``compare`` puts the
+polarity variants of several domains and seeds side by side at one aspect variant and threshold, with their means.
 
 A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
 how a span is written for its model (see ``FORMATS``).
@@ -124,21 +126,23 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
           + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
 
 
-def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float]) -> str:
+def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float]) -> tuple[dict, dict]:
+    """The variants trained in ``folder`` (name -> saved result) and the scores (``f1_scores``) of every aspect
+    variant, threshold and polarity variant: ``{(aspect, threshold, polarity): scores}``."""
     from setfit_lite.absa.aspect_extractor import AspectExtractor
 
     task = load_task(data_dir, domain, seed, "dev")
     docs, candidates = AspectExtractor(SPACY_MODEL)(task["test_texts"])
     texts = [[doc[s].text for s in spans] for doc, spans in zip(docs, candidates)]
     runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-    aspects = {k: v for k, v in runs.items() if v["kind"] == "aspect"}
-    polarities = {k: v for k, v in runs.items() if v["kind"] == "polarity"}
-    lines = ["| aspect variant | threshold | polarity variant | span P | span R | span F1 | e2e F1 |",
-             "|---|---|---|---|---|---|---|"]
-    best = []
-    for a_name, a in aspects.items():
+    found = {}
+    for a_name, a in runs.items():
+        if a["kind"] != "aspect":
+            continue
         p_aspect = np.asarray(a["candidate_proba"])[:, a["labels"].index("aspect")]
-        for p_name, p in polarities.items():
+        for p_name, p in runs.items():
+            if p["kind"] != "polarity":
+                continue
             labels = p["labels"]
             polarity = [labels[i] for i in np.asarray(p["candidate_proba"]).argmax(axis=1)]
             for t in thresholds:
@@ -150,10 +154,21 @@ def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list
                             sentence.append({"span": span, "polarity": polarity[k]})
                         k += 1
                     preds.append(sentence)
-                s = f1_scores(preds, task["gold"])
-                best.append((s["e2e_f1"], a_name, t, p_name, s))
-                lines.append(f"| {a_name} | {t:.2f} | {p_name} | {100 * s['span_precision']:.1f} | "
-                             f"{100 * s['span_recall']:.1f} | {100 * s['span_f1']:.1f} | {100 * s['e2e_f1']:.1f} |")
+                found[a_name, t, p_name] = f1_scores(preds, task["gold"])
+    return runs, found
+
+
+def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float]) -> str:
+    runs, found = scores(folder, domain, seed, data_dir, thresholds)
+    aspects = {k: v for k, v in runs.items() if v["kind"] == "aspect"}
+    polarities = {k: v for k, v in runs.items() if v["kind"] == "polarity"}
+    lines = ["| aspect variant | threshold | polarity variant | span P | span R | span F1 | e2e F1 |",
+             "|---|---|---|---|---|---|---|"]
+    best = []
+    for (a_name, t, p_name), s in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+        best.append((s["e2e_f1"], a_name, t, p_name, s))
+        lines.append(f"| {a_name} | {t:.2f} | {p_name} | {100 * s['span_precision']:.1f} | "
+                     f"{100 * s['span_recall']:.1f} | {100 * s['span_f1']:.1f} | {100 * s['e2e_f1']:.1f} |")
     pol = ["| polarity variant | gold-span accuracy | training CPU s |", "|---|---|---|"]
     pol += [f"| {k} | {100 * v['gold_accuracy']:.1f} | {v['train_cpu_seconds']:.0f} |" for k, v in polarities.items()]
     asp = ["| aspect variant | training CPU s |", "|---|---|"]
@@ -164,9 +179,40 @@ def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list
     return "\n".join(["\n".join(pol), "", "\n".join(asp), "", "\n".join(top), "", "\n".join(lines)]) + "\n"
 
 
+def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: float) -> str:
+    """The polarity variants trained in every one of ``runs`` (``DOMAIN:SEED``), with the aspect variant
+    ``aspect`` at ``threshold``: end-to-end F1 and gold-span accuracy per run, their means and the training CPU
+    seconds, best mean end-to-end F1 first."""
+    table = {}  # polarity variant -> run -> (e2e F1, gold-span accuracy, CPU s)
+    for run in runs:
+        domain, _, seed = run.partition(":")
+        folder = out / f"{domain}_seed{int(seed)}"
+        saved, found = scores(folder, domain, int(seed), data_dir, [threshold])
+        for (a_name, _, p_name), s in found.items():
+            if a_name == f"aspect_{aspect}":
+                p = saved[p_name]
+                table.setdefault(p_name.removeprefix("polarity_"), {})[run] = (
+                    s["e2e_f1"], p["gold_accuracy"], p["train_cpu_seconds"])
+    complete = {k: v for k, v in table.items() if len(v) == len(runs)}
+    rows = sorted(complete.items(), key=lambda kv: -np.mean([e for e, _, _ in kv[1].values()]))
+    head = (f"polarity variants with aspect variant {aspect} at threshold {threshold:.2f}: end-to-end F1 "
+            "(gold-span accuracy) per run, the means, mean training CPU s")
+    lines = [head, "", "| polarity variant | " + " | ".join(runs) + " | mean e2e F1 | mean accuracy | CPU s |",
+             "|---" * (len(runs) + 4) + "|"]
+    for name, cells in rows:
+        values = [cells[r] for r in runs]
+        lines.append(f"| {name} | " + " | ".join(f"{100 * e:.1f} ({100 * a:.1f})" for e, a, _ in values)
+                     + f" | {100 * np.mean([v[0] for v in values]):.2f} | {100 * np.mean([v[1] for v in values]):.2f}"
+                     + f" | {np.mean([v[2] for v in values]):.0f} |")
+    missing = sorted(set(table) - set(complete))
+    if missing:
+        lines += ["", "not trained in every run: " + ", ".join(missing)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["train", "sweep"])
+    parser.add_argument("mode", choices=["train", "sweep", "compare"])
     parser.add_argument("--domain", default="restaurants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data" / "semeval14_absa")
@@ -176,9 +222,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--thresholds", type=float, nargs="+",
                         default=[round(x, 2) for x in np.arange(0.3, 0.91, 0.05)])
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--runs", nargs="+", default=["restaurants:0", "restaurants:1", "laptops:0", "laptops:1"],
+                        metavar="DOMAIN:SEED", help="compare: the runs (folders under --out) to average over")
+    parser.add_argument("--aspect-variant", default="marked", help="compare: the aspect variant")
+    parser.add_argument("--threshold", type=float, default=0.85, help="compare: its threshold on P(aspect)")
     ns = parser.parse_args(argv)
     if not ns.data_dir.is_dir():
         ns.data_dir = HERE.parent.parent.parent / "shared" / "data" / "semeval14_absa"
+    if ns.mode == "compare":
+        text = compare(ns.out, ns.runs, ns.data_dir, ns.aspect_variant, ns.threshold)
+        (ns.out / "compare.md").write_text(text)
+        print(text)
+        return
     folder = ns.out / f"{ns.domain}_seed{ns.seed}"
     if ns.mode == "sweep":
         text = sweep(folder, ns.domain, ns.seed, ns.data_dir, ns.thresholds)
