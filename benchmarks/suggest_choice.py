@@ -8,8 +8,9 @@ validation texts (TREC has no validation split: ``--val`` training texts held ou
 (``TrainingArguments(max_steps=--max-steps)``; ``--max-steps 0``: the library's defaults) on the labels so far,
 scores it on the validation texts, and asks the strategy for the next round's texts. Strategies: ``random`` every
 round; ``cold_start_kmeans`` every round (diversity only); and ``cold_start_kmeans`` for the first round then
-``uncertainty``, ``margin_diverse``, ``typical``, ``class_typical`` or ``mixed`` (the candidates for ``"auto"``
-with a fitted head; ``--loops`` runs a subset). A labelled set met twice (the shared first round) is trained once.
+``uncertainty``, ``margin_diverse``, ``margin_typical``, ``typical``, ``class_typical`` or ``mixed`` (the
+candidates for ``"auto"`` with a fitted head; ``--loops`` runs a subset). A labelled set met twice (the shared
+first round) is trained once; a labelled set of one class (no model trains on it) scores as answering that class.
 
 Writes ``benchmarks/results/suggest_choice.{json,md}``: accuracy at each budget, its mean over the budgets (the
 area under the learning curve, what the default maximises) and the machine.
