@@ -338,6 +338,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--strategy", default="auto",
                         help="suggest_labels' strategy after the cold-start round (default: the library's auto)")
     parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for setfit_lite")
+    parser.add_argument("--tag", default=None,
+                        help="rows name each task TASK+TAG (another body's rows beside the default's, e.g. e5)")
     parser.add_argument("--merge", type=Path, nargs="+", default=[], help="earlier results JSON of this script")
     parser.add_argument("--merge-only", action="store_true", help="only merge --merge into --out (no run)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "labelling_curves")
@@ -373,10 +375,11 @@ def main(argv: list[str] | None = None) -> None:
         for seed in ns.seeds:
             data = load_pool(ns.data_dir, name, seed, ns.pool, ns.test_limit, ns.split)
             classes = len(data["label_names"])
-            results["classes"][name] = classes
+            row_task = f"{name}+{ns.tag}" if ns.tag else name
+            results["classes"][row_task] = classes
             budgets, step = [b * classes for b in ns.budgets], ns.round * classes
 
-            def emit(contender: str, budget: int, row: dict, name: str = name, seed: int = seed,
+            def emit(contender: str, budget: int, row: dict, name: str = row_task, seed: int = seed,
                      classes: int = classes) -> None:
                 row = {"task": name, "contender": contender, "seed": seed, "budget": budget,
                        "per_class": budget / classes} | row
@@ -392,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
 
                 for point in reply["points"]:
                     emit("smalltext", point["budget"], scores(data["test_labels"], point["predictions"])
-                         | {"train_seconds": point["seconds"]})
+                         | {"train_seconds": point["seconds"], "label_counts": label_counts(data, point["labelled"])})
     if smalltext is not None:
         smalltext.close()
 

@@ -284,6 +284,16 @@ def test_the_pool_is_kept_when_cross_validation_says_it_helps(tiny_body_path: st
     assert info["used"] is True and info["cv"]["gain"] > 0 and info["cv"]["with_pool"] > info["cv"]["without"]
     assert info["rounds"][0]["counts"] == {"negative": 30, "positive": 30}
     assert [e["self_training_used"] for e in trainer.state.log_history if "self_training_used" in e] == [1.0]
+    assert info["cv"]["pseudo_labels"] == [len(POOL)] * 3 and "not tested" not in info["cv"]["reason"]
+
+
+def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_tested(tiny_body_path: str,
+                                                                                       toy_data: dict) -> None:
+    # no probability reaches 1: every fold's round keeps no pool text, so with and without are the same model
+    model, _ = _train(tiny_body_path, toy_data, POOL, **AUTO, pseudo_label_threshold=1.0)
+    cv = model.training_info["self_training"]["cv"]
+    assert cv["used"] is False and cv["pseudo_labels"] == [0, 0, 0] and cv["gain"] == 0.0
+    assert "pseudo-labelled no pool text" in cv["reason"] and "pseudo_label_threshold=" in cv["reason"]
 
 
 def test_the_decision_reads_only_the_labelled_texts_and_the_pool(tiny_body_path: str, toy_data: dict,

@@ -12,7 +12,8 @@ Whether the pool is used at all is decided per task when ``self_training="auto"`
 is held out in turn; a model is trained from the untrained body on the other folds, scored on the held-out texts,
 self-trained on (a seeded subset of) the pool exactly as the real run would be, and scored again. The pool is kept
 when the held-out accuracy with it beats the accuracy without it by more than ``self_training_margin``; otherwise
-the model trained on the labelled texts alone is the result. ``self_training=True`` always self-trains, ``False``
+the model trained on the labelled texts alone is the result; when no fold's model pseudo-labelled any pool text,
+the pool was not tested and the reason says so. ``self_training=True`` always self-trains, ``False``
 ignores the pool.
 
 Labels picked by informativeness (`suggest_labels`) are skewed: some class often has a single labelled text. Such
@@ -244,6 +245,8 @@ class PoolDecision:
         margin: `TrainingArguments.self_training_margin`.
         cv_pool: The pool texts each fold pseudo-labelled.
         train_only: The labelled texts of classes with a single text: in every fold's training, never scored.
+        pseudo_labels: The pool texts each fold's model pseudo-labelled (over its rounds). All 0: no pool text
+            passed the fold models' threshold and vote, so the pool was not tested at all (the reason says so).
     """
 
     used: bool
@@ -256,6 +259,7 @@ class PoolDecision:
     margin: float = 0.0
     cv_pool: int = 0
     train_only: int = 0
+    pseudo_labels: list[int] = field(default_factory=list)
 
     def logs(self) -> dict[str, float]:
         """The decision's entry for ``on_log``: ``self_training_used`` (1/0) and, when cross-validated,
@@ -324,6 +328,7 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
             super().self_train(*a, **k)
 
     right_without = right_with = 0
+    pseudo_labels = []
     for number in range(folds):
         train, held_out = np.flatnonzero(fold_of != number), np.flatnonzero(fold_of == number)
         fold_model = model.with_body(copy.deepcopy(initial_body))
@@ -335,6 +340,8 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
             return PoolDecision(False, "the folds' models were not self-trained", folds=folds, margin=margin,
                                 train_only=train_only)
         with_pool = np.asarray(fold_model.predict_proba(fold.held_texts, as_numpy=True)).argmax(axis=1)
+        rounds = fold_model.training_info.get("self_training", {}).get("rounds", [])
+        pseudo_labels.append(sum(sum(done["counts"].values()) for done in rounds))
         right_without += int((fold.before == ids[held_out]).sum())
         right_with += int((with_pool == ids[held_out]).sum())
     n = int((fold_of >= 0).sum())
@@ -345,5 +352,10 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     reason = (f"cross-validated on the labelled texts ({folds} folds, {n} held out{kept}): accuracy {without:.3f} "
               f"without the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
               f"margin {margin:+.3f})")
+    if not any(pseudo_labels):
+        reason += (f"; the folds' models pseudo-labelled no pool text (none had probability >= "
+                   f"pseudo_label_threshold={args.pseudo_label_threshold}"
+                   + (" with the kNN vote agreeing" if args.pseudo_label_method == "knn" else "")
+                   + "), so the pool was not tested (the folds' models saw fewer labelled texts than the final one)")
     return PoolDecision(used, reason, folds=folds, held_out=n, without=without, with_pool=with_pool_acc, gain=gain,
-                        margin=margin, cv_pool=len(fold_pool), train_only=train_only)
+                        margin=margin, cv_pool=len(fold_pool), train_only=train_only, pseudo_labels=pseudo_labels)
