@@ -10,7 +10,9 @@
 sentences, never test) under ``--out``; ``sweep`` combines them offline: every aspect variant at every decision
 threshold on P(aspect), with every polarity variant, scored as ``benchmarks.absa`` scores (aspect-span and
 end-to-end F1), and the polarity variants' accuracy on the dev sentences' gold aspects; ``compare`` puts the
-polarity variants of several domains and seeds side by side at one aspect variant and threshold, with their means.
+polarity variants of several domains and seeds side by side at one aspect variant and threshold, with their means;
+``compare --ensemble window8+base`` adds ensembles: the saved probabilities of the named polarity variants averaged
+per candidate (no training; their gold-aspect accuracy is not saved, so it shows as "–").
 
 A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
 how a span is written for its model (see ``FORMATS``).
@@ -126,15 +128,35 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
           + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
 
 
-def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float]) -> tuple[dict, dict]:
-    """The variants trained in ``folder`` (name -> saved result) and the scores (``f1_scores``) of every aspect
-    variant, threshold and polarity variant: ``{(aspect, threshold, polarity): scores}``."""
+def ensemble(runs: dict, name: str) -> dict | None:
+    """The polarity variants ``A+B...`` of ``runs`` (saved results by file stem) as one: their candidate
+    probabilities averaged, their training CPU seconds summed, no gold-aspect accuracy; None when one is missing."""
+    parts = [runs.get(f"polarity_{part}") for part in name.split("+")]
+    if any(part is None for part in parts):
+        return None
+    labels = parts[0]["labels"]
+    if any(part["labels"] != labels for part in parts):
+        raise ValueError(f"ensemble {name}: the variants' labels differ")
+    return {"kind": "polarity", "name": name, "labels": labels, "gold_accuracy": None,
+            "train_cpu_seconds": sum(part["train_cpu_seconds"] for part in parts),
+            "candidate_proba": np.mean([part["candidate_proba"] for part in parts], axis=0).tolist()}
+
+
+def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float],
+           ensembles: list[str] = ()) -> tuple[dict, dict]:
+    """The variants trained in ``folder`` (name -> saved result), with the ``ensembles`` (`ensemble`) that can be
+    made of them, and the scores (``f1_scores``) of every aspect variant, threshold and polarity variant:
+    ``{(aspect, threshold, polarity): scores}``."""
     from setfit_lite.absa.aspect_extractor import AspectExtractor
 
     task = load_task(data_dir, domain, seed, "dev")
     docs, candidates = AspectExtractor(SPACY_MODEL)(task["test_texts"])
     texts = [[doc[s].text for s in spans] for doc, spans in zip(docs, candidates)]
     runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    for name in ensembles:
+        made = ensemble(runs, name)
+        if made is not None:
+            runs[f"polarity_{name}"] = made
     found = {}
     for a_name, a in runs.items():
         if a["kind"] != "aspect":
@@ -179,7 +201,8 @@ def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list
     return "\n".join(["\n".join(pol), "", "\n".join(asp), "", "\n".join(top), "", "\n".join(lines)]) + "\n"
 
 
-def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: float) -> str:
+def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: float,
+            ensembles: list[str] = ()) -> str:
     """The polarity variants trained in every one of ``runs`` (``DOMAIN:SEED``), with the aspect variant
     ``aspect`` at ``threshold``: end-to-end F1 and gold-span accuracy per run, their means and the training CPU
     seconds, best mean end-to-end F1 first."""
@@ -187,7 +210,7 @@ def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: 
     for run in runs:
         domain, _, seed = run.partition(":")
         folder = out / f"{domain}_seed{int(seed)}"
-        saved, found = scores(folder, domain, int(seed), data_dir, [threshold])
+        saved, found = scores(folder, domain, int(seed), data_dir, [threshold], ensembles)
         for (a_name, _, p_name), s in found.items():
             if a_name == f"aspect_{aspect}":
                 p = saved[p_name]
@@ -201,8 +224,11 @@ def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: 
              "|---" * (len(runs) + 4) + "|"]
     for name, cells in rows:
         values = [cells[r] for r in runs]
-        lines.append(f"| {name} | " + " | ".join(f"{100 * e:.1f} ({100 * a:.1f})" for e, a, _ in values)
-                     + f" | {100 * np.mean([v[0] for v in values]):.2f} | {100 * np.mean([v[1] for v in values]):.2f}"
+        known = None not in [v[1] for v in values]
+        lines.append(f"| {name} | " + " | ".join(f"{100 * e:.1f}" + (f" ({100 * a:.1f})" if known else "")
+                                                 for e, a, _ in values)
+                     + f" | {100 * np.mean([v[0] for v in values]):.2f} | "
+                     + (f"{100 * np.mean([v[1] for v in values]):.2f}" if known else "–")
                      + f" | {np.mean([v[2] for v in values]):.0f} |")
     missing = sorted(set(table) - set(complete))
     if missing:
@@ -226,12 +252,15 @@ def main(argv: list[str] | None = None) -> None:
                         metavar="DOMAIN:SEED", help="compare: the runs (folders under --out) to average over")
     parser.add_argument("--aspect-variant", default="marked", help="compare: the aspect variant")
     parser.add_argument("--threshold", type=float, default=0.85, help="compare: its threshold on P(aspect)")
+    parser.add_argument("--ensemble", action="append", default=[], metavar="A+B",
+                        help="compare: also the polarity variants A and B (and more) averaged")
+    parser.add_argument("--compare-out", default="compare.md", help="compare: the table's file name under --out")
     ns = parser.parse_args(argv)
     if not ns.data_dir.is_dir():
         ns.data_dir = HERE.parent.parent.parent / "shared" / "data" / "semeval14_absa"
     if ns.mode == "compare":
-        text = compare(ns.out, ns.runs, ns.data_dir, ns.aspect_variant, ns.threshold)
-        (ns.out / "compare.md").write_text(text)
+        text = compare(ns.out, ns.runs, ns.data_dir, ns.aspect_variant, ns.threshold, ns.ensemble)
+        (ns.out / ns.compare_out).write_text(text)
         print(text)
         return
     folder = ns.out / f"{ns.domain}_seed{ns.seed}"

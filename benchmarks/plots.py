@@ -24,7 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_NAMES = {"sst2": "SST-2", "sst5": "SST-5", "emotion": "Emotion", "trec": "TREC", "subj": "SUBJ",
-              "multilingual": "non-English tweets", "clinc150": "CLINC150"}
+              "multilingual": "non-English tweets", "clinc150": "CLINC150",
+              "multilingual+e5": "non-English tweets, multilingual-e5-small"}
 COLOURS = {"setfit_lite": "tab:blue", "setfit": "tab:orange", "model2vec": "tab:green"}
 
 
@@ -110,10 +111,15 @@ LABELLING_STYLES = {"random": ("tab:gray", ":"), "balanced": ("black", "--"), "s
 
 
 def plot_labelling(results: dict, out: Path) -> None:
-    """Mean test accuracy (over seeds) against labels per class, one line per contender, one panel per task."""
+    """Mean test accuracy (over seeds) against labels per class, one line per contender, one panel per task (at
+    most four panels a row)."""
     tasks = list(dict.fromkeys(r["task"] for r in results["rows"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    columns = min(4, len(tasks))
+    rows = -(-len(tasks) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax, task in zip(axes.flat, tasks):
         for contender, (colour, style) in LABELLING_STYLES.items():
             points: dict[float, list[float]] = {}
             for r in results["rows"]:
