@@ -310,11 +310,51 @@ def table(rows: list[dict], classes: dict[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def goals(rows: list[dict], classes: dict[str, int]) -> str:
+    """Markdown lines: issue 38's goals, each side the mean over the tasks where both were measured of the mean
+    over the seeds both have (a contender run on fewer seeds is compared on those)."""
+    acc: dict[tuple, dict[int, float]] = {}
+    for r in rows:
+        acc.setdefault((r["task"], r["budget"] // classes[r["task"]], r["contender"]), {})[r["seed"]] = r["accuracy"]
+
+    def matched(left: tuple[int, str], right: tuple[int, str]) -> list[tuple[str, float, float]]:
+        out = []
+        for t in classes:
+            a, b = acc.get((t, *left), {}), acc.get((t, *right), {})
+            seeds = sorted(set(a) & set(b))
+            if seeds:
+                out.append((t, 100 * statistics.fmean(a[s] for s in seeds),
+                            100 * statistics.fmean(b[s] for s in seeds)))
+        return out
+
+    def versus(left: tuple[int, str], right: tuple[int, str], what: str) -> str | None:
+        pairs = matched(left, right)
+        if not pairs:
+            return None
+        a, b = statistics.fmean(p[1] for p in pairs), statistics.fmean(p[2] for p in pairs)
+        return f"- {what}: {a:.1f} against {b:.1f} ({'met' if a >= b else 'not met'}; {len(pairs)} tasks)"
+
+    lines = [versus((8, "suggest"), (8, "balanced"), "suggest at 8 x classes >= balanced 8 per class"),
+             versus((8, "suggest+pool"), (16, "balanced"), "suggest+pool at 8 x classes >= balanced 16 per class")]
+    lines += [versus((b, "suggest"), (b, "smalltext"), f"suggest >= small-text + setfit at {b} per class")
+              for b in sorted({b for _, b, c in acc if c == "smalltext"})]
+    gaps = [(a - b, t, budget) for budget in sorted({b for _, b, c in acc if c == "suggest+pool"})
+            for t, a, b in matched((budget, "suggest+pool"), (budget, "suggest"))]
+    if gaps:
+        worst = min(gaps)
+        lines.append(f"- the pool never more than 1 point below the same labels: worst {worst[0]:+.1f} ({worst[1]}, "
+                     f"{worst[2]} per class; {'met' if worst[0] >= -1 else 'not met'}; {len(gaps)} points)")
+    lines = [line for line in lines if line]
+    return "\n".join(["Goals, on the seed means:", "", *lines]) + "\n" if lines else ""
+
+
 def write(results: dict, out: Path) -> None:
     """``out``.json and ``out``.md (the commands and the table), machine paths as `shown_paths` writes them."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(shown_paths(json.dumps(results, indent=1)))
     text = table(results["rows"], results["classes"])
+    summary = goals(results["rows"], results["classes"])
+    text += f"\n{summary}" if summary else ""
     out.with_suffix(".md").write_text(shown_paths("\n".join(f"`{c}`" for c in results["commands"]) + f"\n\n{text}"))
     print(text, flush=True)
 

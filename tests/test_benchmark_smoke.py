@@ -91,6 +91,26 @@ def test_labelling_curves_scores_one_labelled_class_as_that_class_everywhere() -
     assert lite.constant([0, 2]) is None  # two classes: the model trains
 
 
+def test_labelling_curves_goals_compare_the_seeds_both_sides_have() -> None:
+    from benchmarks.labelling_curves import goals
+
+    def row(task: str, contender: str, seed: int, per_class: int, accuracy: float) -> dict:
+        return {"task": task, "contender": contender, "seed": seed, "budget": 2 * per_class, "accuracy": accuracy}
+
+    rows = [row("a", "suggest", 0, 8, 0.70), row("a", "suggest", 1, 8, 0.50), row("a", "balanced", 0, 8, 0.60),
+            row("a", "balanced", 1, 8, 0.60), row("a", "smalltext", 0, 8, 0.65), row("a", "balanced", 0, 16, 0.62),
+            row("a", "suggest+pool", 0, 8, 0.68), row("a", "suggest+pool", 1, 8, 0.50),
+            row("b", "suggest", 0, 8, 0.90), row("b", "balanced", 0, 8, 0.80)]
+    text = goals(rows, {"a": 2, "b": 2})
+    # suggest 60 (a, seeds 0-1) and 90 (b) against balanced 60 and 80: 75.0 against 70.0
+    assert "balanced 8 per class: 75.0 against 70.0 (met; 2 tasks)" in text
+    # small-text ran seed 0 only: suggest's seed 0 (70) is compared with it (65), not the two seeds' 60
+    assert "small-text + setfit at 8 per class: 70.0 against 65.0 (met; 1 tasks)" in text
+    assert "balanced 16 per class: 68.0 against 62.0 (met; 1 tasks)" in text  # seed 0 only at 16
+    assert "worst -1.0 (a, 8 per class; met; 1 points)" in text
+    assert goals([], {}) == ""
+
+
 def test_the_readme_table_names_every_benchmark_it_states() -> None:
     modules = {shlex.split(c)[2] for c in readme_commands()}
     assert {"benchmarks.accuracy_suite", "benchmarks.zero_shot", "benchmarks.imbalanced", "benchmarks.inference",
