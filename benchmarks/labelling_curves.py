@@ -311,8 +311,8 @@ def table(rows: list[dict], classes: dict[str, int]) -> str:
 
 
 def goals(rows: list[dict], classes: dict[str, int]) -> str:
-    """Markdown lines: issue 38's goals, each side the mean over the tasks where both were measured of the mean
-    over the seeds both have (a contender run on fewer seeds is compared on those)."""
+    """Markdown lines: the labelling goals (`docs/benchmarks/labelling.md`), each side the mean over the tasks where
+    both were measured of the mean over the seeds both have (a contender run on fewer seeds is compared on those)."""
     acc: dict[tuple, dict[int, float]] = {}
     for r in rows:
         acc.setdefault((r["task"], r["budget"] // classes[r["task"]], r["contender"]), {})[r["seed"]] = r["accuracy"]

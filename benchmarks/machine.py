@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import site
 import sys
 from pathlib import Path
@@ -67,16 +68,19 @@ def cpu_line(info: dict) -> str:
 
 def shown_paths(text: str) -> str:
     """``text`` with this machine's folders written as a reader's: the repository as ``.``, its sibling data
-    folder as ``../shared``, this environment's packages as ``VENV/site-packages`` (a result file names no
+    folder as ``../shared``, this environment's packages as ``VENV/site-packages``, the home folder (a model
+    cache) as ``~``, another environment's python
+    (a peer's, ``/any/where/smalltext/bin/python``) as ``SMALLTEXT_VENV/bin/python`` (a result file names no
     machine path)."""
     root = Path(__file__).resolve().parent.parent
     places = [(p, "VENV/site-packages") for p in site.getsitepackages() if p]
     shared = root.parent / "shared"
     places += [(str(shared), "../shared"), (str(shared.resolve()), "../shared"), (str(root), "."),
-               (sys.prefix, "VENV")]
+               (sys.prefix, "VENV"), (f"{Path.home()}/", "~/")]
     for path, shown in sorted(places, key=lambda place: -len(place[0])):
         text = text.replace(path, shown)
-    return text
+    return re.sub(r"(?<![\w.~])/[^\s\"'`]*?/([^/\s\"'`]+)/bin/(python[0-9.]*)",
+                  lambda m: f"{re.sub(r'[^A-Za-z0-9]', '_', m[1]).upper()}_VENV/bin/{m[2]}", text)
 
 
 def write_result(out: Path, data: dict, markdown: str) -> None:

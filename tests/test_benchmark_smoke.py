@@ -63,6 +63,9 @@ def test_result_files_name_no_machine_path(tmp_path: Path) -> None:
     assert record["data"] == "../shared/data/sst2" and record["out"] == "./benchmarks/results"
     assert "VENV/site-packages/some_model" in (tmp_path / "r.md").read_text()
     assert shown_paths("no path here") == "no path here"
+    assert shown_paths("--smalltext-python /opt/envs/small-text/bin/python3.11 --x") == \
+        "--smalltext-python SMALL_TEXT_VENV/bin/python3.11 --x"
+    assert shown_paths(f"--model {Path.home()}/.cache/m") == "--model ~/.cache/m"
 
 
 def test_labelling_curves_validation_holds_training_rows_out_of_the_pool(tmp_path: Path) -> None:
