@@ -401,6 +401,7 @@ def main(argv: list[str] | None = None) -> None:
         results["commands"] = [c for c in results["commands"] if c != command] + earlier["commands"] + [command]
         results["machine"] = earlier["machine"] | results["machine"]
         results["classes"] |= earlier["classes"]
+        results["pools"] = earlier.get("pools", {}) | results.get("pools", {})
         results["rows"] = [r for r in results["rows"] if key(r) not in {key(e) for e in earlier["rows"]}] \
             + earlier["rows"]
     if ns.merge_only:
@@ -417,6 +418,7 @@ def main(argv: list[str] | None = None) -> None:
             classes = len(data["label_names"])
             row_task = f"{name}+{ns.tag}" if ns.tag else name
             results["classes"][row_task] = classes
+            results.setdefault("pools", {})[row_task] = len(data["pool_texts"])  # fewer than --pool on a small task
             budgets, step = [b * classes for b in ns.budgets], ns.round * classes
 
             def emit(contender: str, budget: int, row: dict, name: str = row_task, seed: int = seed,

@@ -135,7 +135,7 @@ def plot_labelling(results: dict, out: Path) -> None:
         ax.set_xticks(per_class, [f"{x:g}" for x in per_class])
         ax.set_xlabel("labels per class (budget / classes)")
         ax.set_ylabel("test accuracy (%)")
-        ax.set_title(f"{TASK_NAMES.get(task, task)}, pool of {results['pool']:,}")
+        ax.set_title(f"{TASK_NAMES.get(task, task)}, pool of {results.get('pools', {}).get(task, results['pool']):,}")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
