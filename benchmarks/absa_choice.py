@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.absa import SPACY_MODEL, f1_scores, load_task
+from benchmarks.machine import cpu_info
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "absa_choice"
@@ -116,7 +117,8 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
     cpu = time.process_time() - cpu
     dev_texts = [fmt(doc, s, context) for doc, spans in zip(data["dev_docs"], data["dev_candidates"]) for s in spans]
     proba = model.predict_proba(dev_texts, as_numpy=True) if dev_texts else np.zeros((0, len(model.labels)))
-    result = {"kind": kind, "name": name, "spec": spec, "labels": list(model.labels), "train_cpu_seconds": cpu,
+    result = {"kind": kind, "name": name, "spec": spec, "cpu": cpu_info(), "labels": list(model.labels),
+              "train_cpu_seconds": cpu,
               "train_rows": len(texts), "candidate_proba": proba.tolist()}
     if kind == "polarity":
         gold_texts = [fmt(doc, s, context) for doc, s, _ in data["dev_gold"]]
@@ -128,12 +130,16 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
           + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
 
 
-def ensemble(runs: dict, name: str) -> dict | None:
+def ensemble(runs: dict, name: str) -> dict:
     """The polarity variants ``A+B...`` of ``runs`` (saved results by file stem) as one: their candidate
-    probabilities averaged, their training CPU seconds summed, no gold-aspect accuracy; None when one is missing."""
-    parts = [runs.get(f"polarity_{part}") for part in name.split("+")]
-    if any(part is None for part in parts):
-        return None
+    probabilities averaged, their training CPU seconds summed, no gold-aspect accuracy. ValueError naming the
+    variants ``runs`` lacks."""
+    missing = [part for part in name.split("+") if f"polarity_{part}" not in runs]
+    if missing:
+        known = sorted(k.removeprefix("polarity_") for k, v in runs.items() if v["kind"] == "polarity")
+        raise ValueError(f"ensemble {name}: no polarity variant {', '.join(missing)} in this run (it has "
+                         f"{', '.join(known) or 'none'}); train it first or leave it out")
+    parts = [runs[f"polarity_{part}"] for part in name.split("+")]
     labels = parts[0]["labels"]
     if any(part["labels"] != labels for part in parts):
         raise ValueError(f"ensemble {name}: the variants' labels differ")
@@ -154,9 +160,7 @@ def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: lis
     texts = [[doc[s].text for s in spans] for doc, spans in zip(docs, candidates)]
     runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
     for name in ensembles:
-        made = ensemble(runs, name)
-        if made is not None:
-            runs[f"polarity_{name}"] = made
+        runs[f"polarity_{name}"] = ensemble(runs, name)
     found = {}
     for a_name, a in runs.items():
         if a["kind"] != "aspect":

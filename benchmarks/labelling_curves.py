@@ -284,13 +284,19 @@ def key(row: dict) -> tuple:
     return row["task"], row["contender"], row["seed"], row["budget"]
 
 
+def by_seed(rows: list[dict], classes: dict[str, int]) -> dict[tuple, dict[int, float]]:
+    """``{(task, labels per class, contender): {seed: accuracy}}`` of the result rows."""
+    acc: dict[tuple, dict[int, float]] = {}
+    for r in rows:
+        acc.setdefault((r["task"], r["budget"] // classes[r["task"]], r["contender"]), {})[r["seed"]] = r["accuracy"]
+    return acc
+
+
 def table(rows: list[dict], classes: dict[str, int]) -> str:
     """Markdown: mean accuracy (over seeds) per task, budget (per class) and contender; then the mean over the
     tasks measured at that budget by every contender shown."""
     contenders = [c for c in CONTENDERS if any(r["contender"] == c for r in rows)]
-    cell: dict[tuple, list[float]] = {}
-    for r in rows:
-        cell.setdefault((r["task"], r["budget"] // classes[r["task"]], r["contender"]), []).append(r["accuracy"])
+    cell = {k: list(v.values()) for k, v in by_seed(rows, classes).items()}
     mean = {k: 100 * statistics.fmean(v) for k, v in cell.items()}
     lines = ["| task | labels per class | " + " | ".join(contenders) + " | seeds |",
              "|---" * (len(contenders) + 3) + "|"]
@@ -313,9 +319,7 @@ def table(rows: list[dict], classes: dict[str, int]) -> str:
 def goals(rows: list[dict], classes: dict[str, int]) -> str:
     """Markdown lines: the labelling goals (`docs/benchmarks/labelling.md`), each side the mean over the tasks where
     both were measured of the mean over the seeds both have (a contender run on fewer seeds is compared on those)."""
-    acc: dict[tuple, dict[int, float]] = {}
-    for r in rows:
-        acc.setdefault((r["task"], r["budget"] // classes[r["task"]], r["contender"]), {})[r["seed"]] = r["accuracy"]
+    acc = by_seed(rows, classes)
 
     def matched(left: tuple[int, str], right: tuple[int, str]) -> list[tuple[str, float, float]]:
         out = []

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.machine import cpu_class, cpu_info, shown_paths, write_result
@@ -112,6 +113,22 @@ def test_labelling_curves_goals_compare_the_seeds_both_sides_have() -> None:
     assert "balanced 16 per class: 68.0 against 62.0 (met; 1 tasks)" in text  # seed 0 only at 16
     assert "worst -1.0 (a, 8 per class; met; 1 points)" in text
     assert goals([], {}) == ""
+
+
+def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_variant() -> None:
+    from benchmarks.absa_choice import ensemble
+
+    def saved(proba: list[list[float]], seconds: float) -> dict:
+        return {"kind": "polarity", "labels": ["negative", "positive"], "candidate_proba": proba,
+                "train_cpu_seconds": seconds}
+
+    runs = {"polarity_a": saved([[0.9, 0.1], [0.2, 0.8]], 10.0), "polarity_b": saved([[0.3, 0.7], [0.4, 0.6]], 5.0),
+            "aspect_m": {"kind": "aspect"}}
+    made = ensemble(runs, "a+b")
+    np.testing.assert_allclose(made["candidate_proba"], [[0.6, 0.4], [0.3, 0.7]])
+    assert made["train_cpu_seconds"] == 15.0 and made["gold_accuracy"] is None
+    with pytest.raises(ValueError, match="no polarity variant c in this run .it has a, b."):
+        ensemble(runs, "a+c")
 
 
 def test_the_readme_table_names_every_benchmark_it_states() -> None:

@@ -353,9 +353,9 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
               f"without the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
               f"margin {margin:+.3f})")
     if not any(pseudo_labels):
-        reason += (f"; the folds' models pseudo-labelled no pool text (none had probability >= "
-                   f"pseudo_label_threshold={args.pseudo_label_threshold}"
-                   + (" with the kNN vote agreeing" if args.pseudo_label_method == "knn" else "")
-                   + "), so the pool was not tested (the folds' models saw fewer labelled texts than the final one)")
+        vote = ", the kNN vote" if args.pseudo_label_method == "knn" else ""
+        reason += (f"; the folds' models pseudo-labelled no pool text (none passed pseudo_label_threshold="
+                   f"{args.pseudo_label_threshold}{vote} and the per-class cap), so the pool was not tested (the "
+                   "folds' models saw fewer labelled texts than the final one)")
     return PoolDecision(used, reason, folds=folds, held_out=n, without=without, with_pool=with_pool_acc, gain=gain,
                         margin=margin, cv_pool=len(fold_pool), train_only=train_only, pseudo_labels=pseudo_labels)
