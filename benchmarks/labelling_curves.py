@@ -240,16 +240,7 @@ def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, e
             model, seconds, _ = lite.train([r["row"] for r in sample])
             emit("balanced", budget, lite.score(model) | {"train_seconds": seconds})
     if "suggest" in contenders or "suggest+pool" in contenders:
-        from setfit_lite import suggest_labels
-
-        model, labelled, select_seconds = lite.fresh(), [], 0.0
-        for count in rounds(budgets, step):
-            start = time.perf_counter()
-            picks = suggest_labels(model, data["pool_texts"], step, exclude=labelled, seed=seed,
-                                   strategy=strategy if labelled else "auto")
-            select_seconds = time.perf_counter() - start
-            labelled = labelled + [int(i) for i in picks]
-            model, seconds, _ = lite.train(labelled)
+        for count, labelled, model, seconds, select_seconds in suggest_rounds(lite, budgets, step, strategy):
             if count not in budgets:
                 continue
             if "suggest" in contenders:
@@ -259,11 +250,33 @@ def run_lite(contenders: list[str], lite: Lite, budgets: list[int], step: int, e
                                                            "classes_labelled": sum(c > 0 for c in counts),
                                                            "label_counts": counts})
             if "suggest+pool" in contenders:
-                taken = set(labelled)
-                rest = [t for i, t in enumerate(data["pool_texts"]) if i not in taken]
-                pooled, seconds, info = lite.train(labelled, unlabeled=rest)
+                pooled, seconds, info = lite.train(labelled, unlabeled=rest_of_pool(data, labelled))
                 emit("suggest+pool", count, lite.score(pooled) | {"train_seconds": seconds,
                                                                   "self_training": _decision(info)})
+
+
+def suggest_rounds(lite: Lite, budgets: list[int], step: int, strategy: str = "auto"):
+    """The labelling loop of ``suggest_labels`` on ``lite``'s pool: after each round of ``step`` picks, up to the
+    largest budget, yields ``(labelled count, labelled pool rows, the model trained on them, its training seconds,
+    the round's selection seconds)``. ``strategy``: what ``suggest_labels`` is asked for after the cold-start round
+    (the first round is always ``"auto"``)."""
+    from setfit_lite import suggest_labels
+
+    model, labelled = lite.fresh(), []
+    for count in rounds(budgets, step):
+        start = time.perf_counter()
+        picks = suggest_labels(model, lite.data["pool_texts"], step, exclude=labelled, seed=lite.seed,
+                               strategy=strategy if labelled else "auto")
+        select_seconds = time.perf_counter() - start
+        labelled = labelled + [int(i) for i in picks]
+        model, seconds, _ = lite.train(labelled)
+        yield count, labelled, model, seconds, select_seconds
+
+
+def rest_of_pool(data: dict, labelled: list[int]) -> list[str]:
+    """The pool's texts that are not labelled: the ``unlabeled_dataset`` of a model trained on ``labelled``."""
+    taken = set(labelled)
+    return [t for i, t in enumerate(data["pool_texts"]) if i not in taken]
 
 
 def label_counts(data: dict, rows: list[int]) -> list[int]:

