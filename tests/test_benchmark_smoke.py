@@ -116,7 +116,7 @@ def test_labelling_curves_goals_compare_the_seeds_both_sides_have() -> None:
 
 
 def test_pool_choice_compares_each_variant_with_no_pool_on_the_same_runs() -> None:
-    from benchmarks.pool_choice import parse_variant, table
+    from benchmarks.pool_choice import merged, parse_variant, table
 
     assert parse_variant('forced={"self_training": true}') == ("forced", {"self_training": True})
     for bad in ("forced", '=({"a": 1})', "x=[1]"):
@@ -131,9 +131,15 @@ def test_pool_choice_compares_each_variant_with_no_pool_on_the_same_runs() -> No
             row("a", 1, "x", 0.68, False), row("b", 0, "none", 0.80), row("b", 0, "x", 0.83, True)]
     text = table({"commands": ["c"], "split": "validation", "per_class": 8, "rows": rows})
     assert "| a | 65.0 | 66.0 |" in text and "| b | 80.0 | 83.0 |" in text
-    assert "| **mean** (2 tasks) | **72.5** | **74.5** |" in text
+    assert "| **mean** (tasks) | **72.5** (2) | **74.5** (2) |" in text
     assert "| gain over none (mean of runs) | +0.0 | +1.7 |" in text  # (+4 - 2 + 3) / 3
     assert "| worst run against none | +0.0 | -2.0 |" in text and "| pool used (runs) | – | 2 of 3 |" in text
+    first = {"commands": ["c1"], "split": "validation", "per_class": 8, "pool": 3000, "machine": {}, "rows": rows}
+    again = first | {"commands": ["c2"], "rows": [row("a", 0, "x", 0.70, True)]}
+    result, page = merged([first, again])
+    assert result["commands"] == ["c1", "c2"] and len(result["rows"]) == 6 and "| a | 65.0 | 69.0 |" in page
+    with pytest.raises(ValueError, match="different splits or budgets"):
+        merged([first, first | {"per_class": 4}])
 
 
 def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_variant() -> None:

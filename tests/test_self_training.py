@@ -13,7 +13,7 @@ from conftest import make_sentences
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.training import self_training
 from setfit_lite.training.callbacks import TrainerCallback
-from setfit_lite.training.self_training import cv_folds, knn_agreement, select_pseudo_labels
+from setfit_lite.training.self_training import cv_folds, keeps_pool, knn_agreement, select_pseudo_labels
 
 # the tests of the rounds pin the confidence policy, always on; the decision and the kNN vote have their own tests
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
@@ -294,6 +294,14 @@ def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_te
     cv = model.training_info["self_training"]["cv"]
     assert cv["used"] is False and cv["pseudo_labels"] == [0, 0, 0] and cv["gain"] == 0.0
     assert "pseudo-labelled no pool text" in cv["reason"] and "pseudo_label_threshold=" in cv["reason"]
+
+
+def test_a_tie_keeps_a_tested_pool_and_never_an_untested_one() -> None:
+    assert keeps_pool(0.0, 0.0, [3, 0, 1])  # tested, no held-out text lost: kept
+    assert keeps_pool(0.05, 0.0, [2, 2, 2]) and not keeps_pool(-0.01, 0.0, [2, 2, 2])
+    assert not keeps_pool(0.0, 0.0, [0, 0, 0])  # nothing pseudo-labelled: nothing was measured
+    assert not keeps_pool(0.02, 0.05, [1]) and keeps_pool(0.05, 0.05, [1])  # the margin is the least gain
+    assert keeps_pool(-0.01, -0.02, [1])  # a negative margin accepts a small loss
 
 
 def test_the_decision_reads_only_the_labelled_texts_and_the_pool(tiny_body_path: str, toy_data: dict,

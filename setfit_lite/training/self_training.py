@@ -11,9 +11,10 @@ Whether the pool is used at all is decided per task when ``self_training="auto"`
 `decide_pool` cross-validates on the labelled texts only. Each of ``self_training_folds`` stratified folds
 is held out in turn; a model is trained from the untrained body on the other folds, scored on the held-out texts,
 self-trained on (a seeded subset of) the pool exactly as the real run would be, and scored again. The pool is kept
-when the held-out accuracy with it beats the accuracy without it by more than ``self_training_margin``; otherwise
-the model trained on the labelled texts alone is the result; when no fold's model pseudo-labelled any pool text,
-the pool was not tested and the reason says so. ``self_training=True`` always self-trains, ``False``
+when the folds' models pseudo-labelled some pool text and the held-out accuracy with it is at least the accuracy
+without it plus ``self_training_margin`` (`keeps_pool`: a tie keeps a tested pool); otherwise the model trained on
+the labelled texts alone is the result; when no fold's model pseudo-labelled any pool text, the pool was not tested
+and the reason says so. ``self_training=True`` always self-trains, ``False``
 ignores the pool.
 
 Labels picked by informativeness (`suggest_labels`) are skewed: some class often has a single labelled text. Such
@@ -50,7 +51,7 @@ from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
 __all__ = ["CV_POOL", "PoolDecision", "SelfTrainingRound", "check_disjoint", "cv_folds", "decide_pool",
-           "knn_agreement", "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
+           "keeps_pool", "knn_agreement", "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
 
 # the pool texts each cross-validation fold pseudo-labels (a seeded subset: the pseudo-labels per class are capped at
 # a few times the labelled count, so a fold needs candidates, not the whole pool)
@@ -241,7 +242,8 @@ class PoolDecision:
         without: The held-out accuracy over all labelled texts (each scored by the fold model that did not see
             it) without self-training.
         with_pool: The same with self-training on the pool.
-        gain: `with_pool - without`; the pool is used when `gain > margin`.
+        gain: `with_pool - without`; the pool is used when `gain >= margin` and some fold pseudo-labelled a
+            pool text (`keeps_pool`).
         margin: `TrainingArguments.self_training_margin`.
         cv_pool: The pool texts each fold pseudo-labelled.
         train_only: The labelled texts of classes with a single text: in every fold's training, never scored.
@@ -292,6 +294,14 @@ def cv_folds(ids: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, int]:
     return fold_of, folds
 
 
+def keeps_pool(gain: float, margin: float, pseudo_labels: Sequence[int]) -> bool:
+    """Whether `decide_pool` keeps the pool: its folds' models pseudo-labelled some pool text (``pseudo_labels``,
+    one count per fold; all 0: the pool was not tested) and the held-out ``gain`` is at least ``margin``. A tie
+    keeps a tested pool: on a few held-out texts a tie is the common outcome, and on validation data the pool
+    helped in those ties (``benchmarks/pool_choice.py``, docs/unlabeled.md)."""
+    return any(pseudo_labels) and gain >= margin - 1e-12
+
+
 def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, texts: Sequence[str],
                 labels: Sequence[Any], ids: np.ndarray, pool: Sequence[str]) -> PoolDecision:
     """Cross-validate self-training on the labelled texts only: for each fold of `cv_folds` (at most
@@ -300,7 +310,7 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     trained by ``trainer_class`` with ``args`` on the other folds (no evaluation, checkpoints or reporting), scored
     on the fold, self-trained on at most `CV_POOL` texts of ``pool`` (a subset drawn with ``args.seed``) as the
     real run is, and scored again. Nothing but ``texts``, ``labels`` and ``pool`` is read. Returns the decision
-    (``gain > args.self_training_margin``: use the pool); undecidable (fewer than 2 classes with 2 or more
+    (`keeps_pool`: use the pool); undecidable (fewer than 2 classes with 2 or more
     labelled texts): not used, and the reason says why."""
     import copy
 
@@ -347,7 +357,7 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     n = int((fold_of >= 0).sum())
     without, with_pool_acc = right_without / n, right_with / n
     gain = with_pool_acc - without
-    used = gain > margin
+    used = keeps_pool(gain, margin, pseudo_labels)
     kept = f"; {train_only} text(s) of single-text classes only trained on" if train_only else ""
     reason = (f"cross-validated on the labelled texts ({folds} folds, {n} held out{kept}): accuracy {without:.3f} "
               f"without the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
