@@ -1,5 +1,5 @@
 # The suggest+pool points whose pool decision was a tie (held-out accuracy with the pool equal to without it),
-# run again after a tie started keeping a tested pool (`keeps_pool`), on the test split as before; the suggest
+# run again after a tie started keeping a tested pool (`keeps_pool`), on the test split; the suggest
 # rows are run again with them (the same picks: a check that the loop is deterministic). From the repository
 # root: bash benchmarks/results/labelling_curves_tie_rule.sh PART > LOG, PART = a, b or c (three processes);
 # results benchmarks/results/labelling_curves_TASK_seedS_tie_rule.{json,md}.
