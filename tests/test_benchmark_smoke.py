@@ -264,3 +264,16 @@ def test_thread_scaling_runs_in_smoke_mode(tmp_path: Path) -> None:
     assert all(row["max_abs_diff"] == 0.0 for row in task["static"] if row["path"] == "static")
     first = task["onnx"][0]["batch_size"]
     assert all(row["max_abs_diff"] < 1e-5 for row in task["onnx"] if row["batch_size"] == first)
+
+
+@pytest.mark.smoke
+def test_pool_choice_runs_in_smoke_mode(tmp_path: Path) -> None:
+    out = tmp_path / "pool_choice"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.pool_choice", "--smoke", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    # every run: the labels alone, then each variant on the same labels with the pool
+    assert [r["variant"] for r in rows] == ["none", "forced"] * (len(rows) // 2) and rows
+    assert all(r["self_training"]["decision"] == "always" for r in rows if r["variant"] == "forced")
