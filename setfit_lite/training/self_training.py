@@ -298,7 +298,7 @@ def keeps_pool(gain: float, margin: float, pseudo_labels: Sequence[int]) -> bool
     """Whether `decide_pool` keeps the pool: its folds' models pseudo-labelled some pool text (``pseudo_labels``,
     one count per fold; all 0: the pool was not tested) and the held-out ``gain`` is at least ``margin``. A tie
     keeps a tested pool: on a few held-out texts a tie is the common outcome, and on validation data the pool
-    helped in those ties (``benchmarks/pool_choice.py``, docs/unlabeled.md)."""
+    helped in those ties on average (``benchmarks/pool_choice.py``, docs/unlabeled.md)."""
     return any(pseudo_labels) and gain >= margin - 1e-12
 
 
