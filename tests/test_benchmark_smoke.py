@@ -51,6 +51,15 @@ def readme_commands() -> list[str]:
                    for module, args in found})
 
 
+def run_smoke(module: str, out: Path, **env: str) -> None:
+    """``python -m benchmarks.<module> --smoke --out OUT`` from the repository root (``env``: more environment
+    variables); it must exit 0."""
+    done = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", "--smoke", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_result_files_name_no_machine_path(tmp_path: Path) -> None:
     import site
 
@@ -197,10 +206,7 @@ def test_inference_runs_torch_in_fp32_beside_its_bf16_and_takes_it_as_reference(
     # bf16 forced (emulated where the CPU lacks it: a warning, not an error): the torch tier runs in bf16 and the
     # same folder forced to fp32 is the row every accuracy and agreement is measured against
     out = tmp_path / "inference"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.inference", "--smoke", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "SETFIT_LITE_INFERENCE_PRECISION": "bf16"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_smoke("inference", out, SETFIT_LITE_INFERENCE_PRECISION="bf16")
     task = json.loads(out.with_suffix(".json").read_text())["tasks"][0]
     assert task["reference"] == "torch_fp32"
     assert task["rows"]["torch"]["precision"] == "bf16" and task["rows"]["torch_fp32"]["precision"] == "fp32"
@@ -255,10 +261,7 @@ def test_thread_scaling_counts_double_up_to_the_cpus() -> None:
 @pytest.mark.smoke
 def test_thread_scaling_runs_in_smoke_mode(tmp_path: Path) -> None:
     out = tmp_path / "scaling"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.thread_scaling", "--smoke", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_smoke("thread_scaling", out)
     task = json.loads(out.with_suffix(".json").read_text())["tasks"][0]
     # every split of the same work gives the same probabilities (static: exactly; onnxruntime at one batch size)
     assert all(row["max_abs_diff"] == 0.0 for row in task["static"] if row["path"] == "static")
@@ -269,10 +272,7 @@ def test_thread_scaling_runs_in_smoke_mode(tmp_path: Path) -> None:
 @pytest.mark.smoke
 def test_pool_choice_runs_in_smoke_mode(tmp_path: Path) -> None:
     out = tmp_path / "pool_choice"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.pool_choice", "--smoke", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_smoke("pool_choice", out)
     rows = json.loads(out.with_suffix(".json").read_text())["rows"]
     # every run: the labels alone, then each variant on the same labels with the pool
     assert [r["variant"] for r in rows] == ["none", "forced"] * (len(rows) // 2) and rows
