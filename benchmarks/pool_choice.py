@@ -43,10 +43,25 @@ def parse_variant(text: str) -> tuple[str, dict]:
     name, sep, settings = text.partition("=")
     if not sep or not name:
         raise ValueError(f"--variants expects NAME=JSON, got {text!r}")
-    value = json.loads(settings)
+    try:
+        value = json.loads(settings)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--variants {name}: not JSON ({error.msg}): {settings!r}") from None
     if not isinstance(value, dict):
         raise ValueError(f"--variants {name}: expected a JSON object of TrainingArguments, got {settings!r}")
     return name, value
+
+
+def check_settings(lite_args: dict, variants: dict[str, dict]) -> None:
+    """Every variant's TrainingArguments (on top of ``lite_args``) checked before any training: TypeError or
+    ValueError naming the variant and the problem."""
+    from setfit_lite import TrainingArguments
+
+    for name, settings in {"--lite-args": {}, **variants}.items():
+        try:
+            TrainingArguments(**(lite_args | settings))
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{'' if name == '--lite-args' else '--variants '}{name}: {error}") from None
 
 
 def run(lite: Lite, per_class: int, step: int, variants: dict[str, dict], strategy: str = "auto") -> list[dict]:
@@ -57,13 +72,9 @@ def run(lite: Lite, per_class: int, step: int, variants: dict[str, dict], strate
         labelled = done[1]  # the labelled rows after the last round
     model, seconds, _ = lite.train(labelled)
     rows = [{"variant": "none", "train_seconds": seconds} | lite.score(model)]
-    base = dict(lite.lite_args)
     for name, settings in variants.items():
-        lite.lite_args = base | settings
-        try:
-            model, seconds, info = lite.train(labelled, unlabeled=rest_of_pool(lite.data, labelled))
-        finally:
-            lite.lite_args = base
+        variant = Lite(lite.data, lite.model, lite.seed, lite.lite_args | settings)
+        model, seconds, info = variant.train(labelled, unlabeled=rest_of_pool(lite.data, labelled))
         rows.append({"variant": name, "settings": settings, "train_seconds": seconds,
                      "self_training": _decision(info)} | lite.score(model))
     return rows
@@ -141,7 +152,11 @@ def main(argv: list[str] | None = None) -> None:
     add_smoke_option(parser)
     ns = parser.parse_args(argv)
     apply_smoke(ns, parser, "pool_choice")
-    variants = dict(parse_variant(v) for v in ns.variants) if ns.variants else dict(VARIANTS)
+    try:
+        variants = dict(parse_variant(v) for v in ns.variants) if ns.variants else dict(VARIANTS)
+        check_settings(ns.lite_args, variants)
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
     if ns.smoke:  # one variant on the smoke pool: the path, in seconds
         ns.per_class, variants = 2, {"forced": {"self_training": True}}
     if ns.model is None:

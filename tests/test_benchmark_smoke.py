@@ -125,12 +125,17 @@ def test_labelling_curves_goals_compare_the_seeds_both_sides_have() -> None:
 
 
 def test_pool_choice_compares_each_variant_with_no_pool_on_the_same_runs() -> None:
-    from benchmarks.pool_choice import merged, parse_variant, table
+    from benchmarks.pool_choice import check_settings, merged, parse_variant, table
 
     assert parse_variant('forced={"self_training": true}') == ("forced", {"self_training": True})
-    for bad in ("forced", '=({"a": 1})', "x=[1]"):
+    for bad in ("forced", '=({"a": 1})', "x=[1]", "x={nope"):
         with pytest.raises(ValueError, match="--variants"):
             parse_variant(bad)
+    check_settings({}, {"ok": {"self_training": True}})
+    with pytest.raises((TypeError, ValueError), match="--variants typo: .*pseudo_label_treshold"):
+        check_settings({}, {"ok": {}, "typo": {"pseudo_label_treshold": 0.0}})
+    with pytest.raises(ValueError, match="--variants bad: .*self_training_margin"):
+        check_settings({}, {"bad": {"self_training_margin": 5.0}})
 
     def row(task: str, seed: int, variant: str, accuracy: float, used: bool | None = None) -> dict:
         extra = {} if used is None else {"settings": {"v": variant}, "self_training": {"used": used}}
