@@ -218,7 +218,29 @@ def markdown(results: dict) -> str:
                 cpu = f"{r['train_cpu_seconds']:.1f}" if "train_cpu_seconds" in r else "–"  # not in older lines
                 lines.append(f"| {domain} | {r['seed']} | {fw} | {100 * r['span_f1']:.1f} | {100 * r['e2e_f1']:.1f} | "
                              f"{r['train_seconds']:.1f} | {cpu} | {r['peak_rss_mb']:.0f} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + goals(results)) + "\n"
+
+
+def goals(results: dict) -> list[str]:
+    """Per domain, the means over the seeds both frameworks ran (setfit_lite against setfit 1.2): end-to-end F1
+    difference and training CPU ratio, the issue's goals (+3 points, 3x faster). Empty when no domain has both."""
+    lines = []
+    for domain, per in results["domains"].items():
+        runs = {fw: {r["seed"]: r for r in per.get(fw, [])} for fw in ("setfit_lite", "setfit")}
+        seeds = sorted(set(runs["setfit_lite"]) & set(runs["setfit"]))
+        if not seeds:
+            continue
+        mean = {fw: summary([runs[fw][s] for s in seeds]) for fw in runs}
+        lite, peer = mean["setfit_lite"], mean["setfit"]
+        gain = 100 * (lite["e2e_f1"] - peer["e2e_f1"])
+        line = (f"- {domain}, seeds {', '.join(map(str, seeds))}: end-to-end F1 {100 * lite['e2e_f1']:.1f} against "
+                f"{100 * peer['e2e_f1']:.1f} ({gain:+.1f}, goal +3: {'met' if gain >= 3 else 'not met'}); "
+                f"aspect-span F1 {100 * lite['span_f1']:.1f} against {100 * peer['span_f1']:.1f}")
+        if "train_cpu_seconds" in lite and "train_cpu_seconds" in peer:
+            ratio = peer["train_cpu_seconds"] / lite["train_cpu_seconds"]
+            line += f"; training CPU s {ratio:.1f}x less (goal 3x: {'met' if ratio >= 3 else 'not met'})"
+        lines.append(line)
+    return ["", "Means over the seeds both frameworks ran:", "", *lines] if lines else []
 
 
 def write_summary(logs: list[Path], out: Path) -> None:
