@@ -25,9 +25,7 @@ it. When fewer than 2 classes have 2 or more texts, nothing sound can be scored:
 
 Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text only when a strict majority of its
 ``pseudo_label_neighbors`` nearest labelled texts (cosine, in the trained body's embedding space) has the class the
-(calibrated) head predicts (at most ``2 n - 1`` voters for a class of ``n`` labelled texts, so that it can win: a
-class with one labelled text is voted on by the nearest text alone, and a fold model that saw one text per class
-can still test the pool), then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
+(calibrated) head predicts, then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
 Heyer 2024); ``"confidence"`` is the head's confidence alone.
 
 The pool is validated like the other inputs (`read_unlabeled`); texts equal to a labelled text (or to another
@@ -114,25 +112,19 @@ def pool_without(pool: Sequence[str], labelled: Sequence[str]) -> list[str]:
 
 def knn_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarray, labelled_ids: np.ndarray,
                   predicted: np.ndarray, neighbors: int) -> np.ndarray:
-    """Whether each pool row's ``predicted`` class is the class of a strict majority of its nearest labelled rows
-    (cosine distance): the kNN vote agrees with the head. The vote of a row predicted ``c`` counts its
-    ``min(neighbors, 2 * n_c - 1)`` nearest labelled rows, ``n_c`` the labelled rows of ``c``: as many as ``c``
-    can win, so a class with a single labelled text is voted on by the nearest text alone (``neighbors`` of them
-    could never hold a majority of it). A boolean array, one entry per pool row."""
-    from sklearn.neighbors import NearestNeighbors
+    """Whether each pool row's ``predicted`` class is the class of a strict majority of its ``neighbors`` nearest
+    labelled rows (cosine distance; at most as many neighbours as labelled rows): the kNN vote agrees with the
+    head. A boolean array, one entry per pool row."""
+    from sklearn.neighbors import KNeighborsClassifier
 
     labelled_ids = np.asarray(labelled_ids)
     predicted = np.asarray(predicted)
-    if not len(predicted):
-        return np.zeros(0, dtype=bool)
-    counts = np.bincount(labelled_ids, minlength=int(predicted.max()) + 1)
-    reach = min(int(neighbors), len(labelled_ids))
-    index = NearestNeighbors(n_neighbors=reach, metric="cosine").fit(np.asarray(labelled_embeddings))
-    nearest = labelled_ids[index.kneighbors(np.asarray(pool_embeddings), return_distance=False)]  # nearest first
-    voters = np.minimum(reach, 2 * counts[predicted] - 1)  # 0 neighbours for a class with no labelled text
-    same = np.cumsum(nearest == predicted[:, None], axis=1)
-    won = same[np.arange(len(predicted)), np.maximum(voters, 1) - 1]
-    return (voters > 0) & (2 * won > voters)
+    knn = KNeighborsClassifier(n_neighbors=min(neighbors, len(labelled_ids)), metric="cosine")
+    knn.fit(np.asarray(labelled_embeddings), labelled_ids)
+    share = knn.predict_proba(np.asarray(pool_embeddings))  # columns: knn.classes_
+    votes = np.zeros((len(predicted), int(max(labelled_ids.max(), predicted.max(initial=0))) + 1))
+    votes[:, knn.classes_] = share
+    return votes[np.arange(len(predicted)), predicted] > 0.5
 
 
 def select_pseudo_labels(proba: np.ndarray, counts: np.ndarray, threshold: float, per_class: float,
