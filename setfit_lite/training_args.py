@@ -183,8 +183,7 @@ class TrainingArguments:
             `"knn"` keeps a pool text only when a strict majority of its `pseudo_label_neighbors` nearest labelled
             texts in the trained body's embedding space has the class the head predicts (HAST's agreement rule);
             `"confidence"` is the head's confidence alone.
-        pseudo_label_neighbors: The nearest labelled texts of the `"knn"` vote; for a predicted class of `n`
-            labelled texts at most `2 n - 1` of them, so the class can win (one text: the nearest alone).
+        pseudo_label_neighbors: The nearest labelled texts of the `"knn"` vote.
         self_training_rounds: The self-training rounds; 0 ignores the pool.
             A round pseudo-labels the pool with the current (calibrated) head, keeps per class the most confident
             texts, and trains the body (with `self_training_body`) and the head again on the labelled plus
