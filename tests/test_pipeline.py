@@ -87,8 +87,9 @@ def test_tampered_model_folder_is_refused(tmp_path, trained):
     model.save_pretrained(tmp_path / "m")
     config = tmp_path / "m" / "config_setfit_lite.json"
     config.write_text(config.read_text().replace("positive", "positivo"))
-    with pytest.raises(ValueError, match="config_setfit_lite.json"):
+    with pytest.raises(ValueError, match="config_setfit_lite.json") as refused:
         SetFitModel.from_pretrained(tmp_path / "m")
+    assert "edited by hand after saving is refused" in str(refused.value)  # what a deliberate edit should do
     (tmp_path / "m2").mkdir()
     (tmp_path / "m2" / "model_head.pkl").write_bytes(b"\x80\x04N.")
     with pytest.raises(ValueError, match="model_head.pkl"):

@@ -226,8 +226,9 @@ def test_manifest_round_trip_and_tampering(tmp_path: Path) -> None:
     data[-1] ^= 0xFF  # tensor bytes changed: the header still parses, only the manifest notices
     weights.write_bytes(bytes(data))
     load_tensors(weights)
-    with pytest.raises(ValueError, match=r"changed \(truncated or tampered\): head/head\.safetensors"):
+    with pytest.raises(ValueError, match=r"changed \(truncated or tampered\): head/head\.safetensors") as refused:
         verify_manifest(folder)
+    assert "edited by hand" not in str(refused.value)  # the hint is for JSON files a user may edit, not weights
 
     weights.write_bytes(bytes(data[:-10]))
     (folder / "config.json").unlink()

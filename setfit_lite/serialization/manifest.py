@@ -116,4 +116,7 @@ def verify_manifest(folder: str | os.PathLike[str]) -> None:
             parts.append(f"missing: {', '.join(missing)}")
         if changed:
             parts.append(f"changed (truncated or tampered): {', '.join(changed)}")
-        raise ValueError(f"{root} does not match {MANIFEST_NAME}; " + "; ".join(parts))
+        hint = ("; a file edited by hand after saving is refused as well: load the folder as it was saved and pass "
+                "the setting to the loading call instead (e.g. from_pretrained(..., spacy_model=...)), or save "
+                "the model again" if any(rel.endswith(".json") for rel in changed) else "")
+        raise ValueError(f"{root} does not match {MANIFEST_NAME}; " + "; ".join(parts) + hint)
