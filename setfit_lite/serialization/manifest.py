@@ -116,7 +116,7 @@ def verify_manifest(folder: str | os.PathLike[str]) -> None:
             parts.append(f"missing: {', '.join(missing)}")
         if changed:
             parts.append(f"changed (truncated or tampered): {', '.join(changed)}")
-        hint = ("; a file edited by hand after saving is refused as well: load the folder as it was saved and pass "
-                "the setting to the loading call instead (e.g. from_pretrained(..., spacy_model=...)), or save "
-                "the model again" if any(rel.endswith(".json") for rel in changed) else "")
+        edited = any(rel.endswith(".json") for rel in changed)  # a config a user may have edited on purpose
+        hint = ("; a file edited by hand after saving is refused as well: keep the folder as it was saved and pass "
+                "the change as an argument when loading, or save the folder again with it" if edited else "")
         raise ValueError(f"{root} does not match {MANIFEST_NAME}; " + "; ".join(parts) + hint)
