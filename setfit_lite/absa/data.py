@@ -124,3 +124,13 @@ def gold_slices(doc: Doc, rows: AspectRows, indices: Sequence[int]) -> tuple[lis
 def overlaps(aspect: slice, others: Sequence[slice]) -> bool:
     """Whether the token slice ``aspect`` touches any of ``others`` (setfit's test: sharing or adjoining a token)."""
     return any(aspect.start <= other.stop and other.start <= aspect.stop for other in others)
+
+
+def negative_candidates(candidates: Sequence[slice], gold: Sequence[slice]) -> list[slice]:
+    """The candidates an aspect model learns as ``"no aspect"``: those that touch no gold aspect (`overlaps`),
+    and, where candidates overlap, those that touch only gold aspects that are candidates themselves ("battery"
+    beside the candidate "battery life"); a candidate touching a gold aspect that no candidate equals is left out,
+    as setfit leaves it."""
+    exact = {(span.start, span.stop) for span in candidates}
+    return [span for span in candidates if (span.start, span.stop) not in {(g.start, g.stop) for g in gold}
+            and all((g.start, g.stop) in exact for g in gold if overlaps(span, [g]))]

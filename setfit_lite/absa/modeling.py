@@ -5,8 +5,8 @@ Both span models are `SetFitModel` subclasses that classify a text per span, wri
 says (setfit's ``"<span with span_context words either side>:<sentence>"`` is ``"prefix"``; the defaults,
 chosen on held-out training sentences, are ``"marked"`` for aspects and ``"window"`` for polarities); they save,
 load and export as any setfit_lite model, with ``span_context``, ``span_format``, ``spacy_model`` (and the aspect
-model's ``threshold``) in their config (``span_context`` and ``spacy_model`` also in ``config_setfit.json``, as
-setfit writes them).
+model's ``threshold`` and ``candidates``) in their config (``span_context`` and ``spacy_model`` also in
+``config_setfit.json``, as setfit writes them).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..config.params import SPAN_FORMATS, check_param
 from ..data.checks import is_dataframe, is_dataset, validate_texts
 from ..modeling import CONFIG_NAME, SETFIT_CONFIG_NAME, SetFitModel
 from ..serialization import check_output_path, load_json
-from .aspect_extractor import AspectExtractor
+from .aspect_extractor import AspectExtractor, resolve_overlaps
 from .data import PREDICT_COLUMNS, gold_slices, read_aspect_rows
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ _SPAN_KEYS = ("span_context", "spacy_model", "span_format")
 SAVED_SPAN_FORMAT = "prefix"
 #: the aspect threshold of a saved aspect model whose config has none: setfit's argmax of two classes
 SAVED_ASPECT_THRESHOLD = 0.5
+#: the candidate rule of a saved aspect model whose config has none: setfit's runs of nouns
+SAVED_CANDIDATES = "nouns"
 
 
 class SpanSetFitModel(SetFitModel):
@@ -163,61 +165,80 @@ class AspectModel(SpanSetFitModel):
         span_format: How the span is written (see `SpanSetFitModel`); None for `"marked"`.
         threshold: The least probability of `"aspect"` that keeps a candidate, in (0, 1]; None for 0.85
             (0.5 is setfit's argmax).
+        candidates: Which spans are candidates, one of `CANDIDATE_RULES` (see `AspectExtractor`); None for
+            `default_candidates`. Of kept candidates that overlap, the most probable is the aspect.
         **kwargs: Keyword arguments of `SetFitModel`.
     """
 
     # chosen on held-out training sentences (docs/absa.md, "How the defaults were chosen")
     default_span_format: ClassVar[str] = "marked"
     default_threshold: ClassVar[float] = 0.85
+    default_candidates: ClassVar[str] = "nouns"
 
     def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,
                  span_context: int | None = None, span_format: str | None = None, threshold: float | None = None,
-                 **kwargs: Any) -> None:
+                 candidates: str | None = None, **kwargs: Any) -> None:
         threshold = check_param("aspect_threshold", self.default_threshold if threshold is None else threshold)
+        candidates = check_param("aspect_candidates", self.default_candidates if candidates is None else candidates)
         super().__init__(model_body, *args, spacy_model=spacy_model, span_context=span_context,
                          span_format=span_format, **kwargs)
         self.threshold = threshold
+        self.candidates = candidates
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any,
-                        threshold: float | None = None, **kwargs: Any) -> AspectModel:
+                        threshold: float | None = None, candidates: str | None = None,
+                        **kwargs: Any) -> AspectModel:
         """A body, or a saved aspect model, with its saved settings unless given (see
         `SpanSetFitModel.from_pretrained`); a saved model without ``threshold`` (setfit's, or one saved before it
-        existed) keeps setfit's argmax, 0.5.
+        existed) keeps setfit's argmax, 0.5, and one without ``candidates`` setfit's runs of nouns.
 
         Args:
             pretrained_model_name_or_path: a body or a saved model folder.
             *args: positional arguments of `SpanSetFitModel.from_pretrained`.
             threshold: replaces the saved value (a log line says so when it differs).
+            candidates: the candidate rule; replaces the saved value (a log line says so when it differs).
             **kwargs: keyword arguments of `SpanSetFitModel.from_pretrained`.
 
         Returns:
             The model.
 
         Raises:
-            ValueError: ``threshold`` is not in (0, 1] (or what `SpanSetFitModel.from_pretrained` raises).
-            TypeError: ``threshold`` is not a number.
+            ValueError: ``threshold`` is not in (0, 1] or ``candidates`` not one of `CANDIDATE_RULES` (or what
+                `SpanSetFitModel.from_pretrained` raises).
+            TypeError: ``threshold`` is not a number or ``candidates`` not a str.
         """
         if threshold is not None:
             threshold = check_param("aspect_threshold", threshold)
+        if candidates is not None:
+            candidates = check_param("aspect_candidates", candidates)
         model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        span = _saved_span_config(model.source_folder)  # a saved span model without a threshold: setfit's argmax
-        saved = span.get("threshold", SAVED_ASPECT_THRESHOLD if span else None)
-        if threshold is not None and saved is not None and saved != threshold:
-            logger.warning("Overriding threshold in model configuration from %s to %s.", saved, threshold)
-        model.threshold = threshold if threshold is not None else saved if saved is not None else model.threshold
+        span = _saved_span_config(model.source_folder)  # a saved span model without them: setfit's argmax and nouns
+        for key, given, old in (("threshold", threshold, SAVED_ASPECT_THRESHOLD),
+                                ("candidates", candidates, SAVED_CANDIDATES)):
+            saved = span.get(key, old if span else None)
+            if given is not None and saved is not None and saved != given:
+                logger.warning("Overriding %s in model configuration from %s to %s.", key, saved, given)
+            value = given if given is not None else saved
+            if value is not None:
+                setattr(model, key, value)
         return model
 
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[slice]]:  # type: ignore[override]
-        """The spans of ``aspects_list`` whose probability of ``"aspect"`` is at least ``threshold``."""
+        """The spans of ``aspects_list`` whose probability of ``"aspect"`` is at least ``threshold``; of kept spans
+        that share a token, the most probable (`resolve_overlaps`)."""
         texts = list(self.prepend_aspects(docs, aspects_list))
         if not texts:
             return [[] for _ in aspects_list]
-        keep = iter(self.predict_proba(texts, as_numpy=True)[:, self.labels.index("aspect")] >= self.threshold)
-        return [[aspect for aspect in aspects if next(keep)] for aspects in aspects_list]
+        proba = iter(self.predict_proba(texts, as_numpy=True)[:, self.labels.index("aspect")].tolist())
+        kept_list = []
+        for aspects in aspects_list:
+            scored = [(aspect, p) for aspect, p in zip(aspects, proba) if p >= self.threshold]
+            kept_list.append(resolve_overlaps([a for a, _ in scored], [p for _, p in scored]))
+        return kept_list
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "threshold": self.threshold}
+        return {**super().config(), "threshold": self.threshold, "candidates": self.candidates}
 
 
 class PolarityModel(SpanSetFitModel):
@@ -264,6 +285,7 @@ class AbsaModel:
                         spacy_model: str | os.PathLike | None = None,
                         span_contexts: Sequence[int | None] = (None, None),
                         span_formats: Sequence[str | None] = (None, None), aspect_threshold: float | None = None,
+                        aspect_candidates: str | None = None,
                         force_download: bool | None = None,
                         resume_download: bool | None = None, proxies: dict | None = None,
                         token: str | bool | None = None, cache_dir: str | None = None,
@@ -282,6 +304,8 @@ class AbsaModel:
             span_formats: the aspect and the polarity model's ``span_format`` (None: saved or default; see
                 `SpanSetFitModel`).
             aspect_threshold: the aspect model's ``threshold`` (None: saved or default; see `AspectModel`).
+            aspect_candidates: the aspect model's candidate rule, one of `CANDIDATE_RULES` (None: saved or
+                default; see `AspectExtractor`).
             force_download: setfit's hub option: refused (TypeError) unless None, as by
                 `SetFitModel.from_pretrained`; models load from local folders, the offline zoo and the cache.
             resume_download: as ``force_download``.
@@ -322,6 +346,8 @@ class AbsaModel:
                 check_param("span_format", value)
         if aspect_threshold is not None:
             aspect_threshold = check_param("aspect_threshold", aspect_threshold)
+        if aspect_candidates is not None:
+            aspect_candidates = check_param("aspect_candidates", aspect_candidates)
         model_id = _without_revision(model_id)
         polarity_id = _without_revision(polarity_model_id) if polarity_model_id else model_id
         common = {"use_differentiable_head": use_differentiable_head, "normalize_embeddings": normalize_embeddings,
@@ -330,6 +356,7 @@ class AbsaModel:
             common["spacy_model"] = spacy_model
         aspect_model = AspectModel.from_pretrained(model_id, span_context=span_contexts[0],
                                                    span_format=span_formats[0], threshold=aspect_threshold,
+                                                   candidates=aspect_candidates,
                                                    labels=ASPECT_LABELS, **common)
         if common.get("model_card_data") is not None:  # each model states its own card (setfit copies it too)
             common["model_card_data"] = dataclasses.replace(common["model_card_data"])
@@ -366,7 +393,7 @@ class AbsaModel:
             return self.predict_dataset(inputs)
         single = isinstance(inputs, str)
         texts = validate_texts([inputs] if single else inputs, allow_empty=True)
-        docs, candidates = self.aspect_extractor(texts)
+        docs, candidates = self.aspect_extractor(texts, candidates=self.aspect_model.candidates)
         aspects_list = self.aspect_model(docs, candidates)
         polarities = self.polarity_model(docs, aspects_list)
         outputs = [[{"span": doc[aspect].text, "polarity": polarity} for aspect, polarity in zip(aspects, labels)]
@@ -519,6 +546,8 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                 span["span_format"] = check_param("span_format", span.get("span_format", SAVED_SPAN_FORMAT))
                 if config.get("threshold") is not None:  # an aspect model's
                     span["threshold"] = check_param("aspect_threshold", config["threshold"])
+                if config.get("candidates") is not None:
+                    span["candidates"] = check_param("aspect_candidates", config["candidates"])
                 return span
     return {}
 

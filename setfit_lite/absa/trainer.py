@@ -2,8 +2,9 @@
 
 The dataset (one row per aspect: ``text``, ``span``, ``label``, ``ordinal``) is checked once, before spaCy or any
 model runs. Per sentence, the gold aspects are matched to spaCy tokens; the aspect model learns them as
-``"aspect"`` and every candidate span that does not overlap one as ``"no aspect"``; the polarity model learns the
-gold aspects' labels.
+``"aspect"`` and every candidate span that does not overlap one as ``"no aspect"`` (where candidates overlap, also
+those beside a gold aspect that is a candidate: `negative_candidates`); the polarity model learns the gold aspects'
+labels.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..trainer import Trainer
 from ..training_args import TrainingArguments
-from .data import AspectRows, gold_slices, overlaps, read_aspect_rows
+from .data import AspectRows, gold_slices, negative_candidates, read_aspect_rows
 from .modeling import ASPECT_LABELS, SAVED_ASPECT_THRESHOLD, AbsaModel, AspectModel, PolarityModel
 
 logger = logging.getLogger(__name__)
@@ -112,11 +113,11 @@ class AbsaTrainer:
             return None, None
         rows = dataset if isinstance(dataset, AspectRows) else read_aspect_rows(dataset, self.column_mapping)
         groups = rows.grouped()
-        docs, candidates = self.aspect_extractor(groups)
+        docs, candidates = self.aspect_extractor(groups, candidates=aspect_model.candidates)
         aspect_spans, aspect_labels, polarity_spans, polarity_labels = [], [], [], []
         for doc, spans, indices in zip(docs, candidates, groups.values()):
             gold, kept = gold_slices(doc, rows, indices)
-            others = [span for span in spans if not overlaps(span, gold)]
+            others = negative_candidates(spans, gold)
             aspect_spans.append(gold + others)
             aspect_labels += [ASPECT_LABELS[1]] * len(gold) + [ASPECT_LABELS[0]] * len(others)
             polarity_spans.append(gold)

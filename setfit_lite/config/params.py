@@ -37,6 +37,8 @@ PRECISION_ENV = "SETFIT_LITE_INFERENCE_PRECISION"
 
 #: how an ABSA span model writes a span for its body (``setfit_lite.absa.modeling.SpanSetFitModel.span_text``)
 SPAN_FORMATS = ("prefix", "marked", "window")
+#: which spans of a sentence are aspect candidates (``setfit_lite.absa.aspect_extractor.AspectExtractor``)
+CANDIDATE_RULES = ("nouns", "nouns+adjectives", "nouns+adjectives+parts")
 
 MULTI_TARGET_STRATEGY_NAMES = ("one-vs-rest", "multi-output", "classifier-chain")  # setfit_lite.heads' wrappers
 
@@ -95,6 +97,7 @@ PARAMS: dict[str, Rule] = {
     "prompt": TRAINING_RULES["prompt"],
     # ABSA span models (setfit_lite.absa): how a span and its sentence are written
     "span_format": option(SPAN_FORMATS),
+    "aspect_candidates": option(CANDIDATE_RULES),
     "aspect_threshold": number(high=1.0, low_open=True, note="a probability"),
     # Ray Data scoring (setfit_lite.integrations.ray_data, predict --ray)
     "num_cpus": number(low_open=True, note="CPUs per actor"),
