@@ -39,7 +39,6 @@ LOOPS = {  # loop name -> (first round's strategy, later rounds' strategy)
     "cold_start_kmeans, then class_typical": ("cold_start_kmeans", "class_typical"),
     "cold_start_kmeans, then mixed": ("cold_start_kmeans", "mixed"),
     "cold_start_kmeans, then margin_typical": ("cold_start_kmeans", "margin_typical"),
-    "cold_start_kmeans, then class_margin_typical": ("cold_start_kmeans", "class_margin_typical"),
 }
 
 

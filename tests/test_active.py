@@ -118,20 +118,6 @@ def test_class_typical_spreads_the_picks_over_the_predicted_classes() -> None:
     assert (ids[picks] == 2).sum() == 5
 
 
-def test_class_margin_typical_takes_uncertain_texts_of_every_predicted_class() -> None:
-    # the head predicts "a" for 45 texts (cluster 0 unsure, cluster 1 sure) and "b" for 10 (cluster 2 sure, cluster
-    # 3 unsure): margin_typical takes only unsure "a" texts; the class split takes half of each side, and within
-    # each side its uncertain texts
-    texts, ids, x = clusters([30, 15, 5, 5])
-    top = np.select([ids == 0, ids == 1, ids == 2], [0.55, 0.95, 0.05], 0.4)
-    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([top, 1 - top], axis=1))), ["a", "b"])
-    assert set(ids[suggest_labels(model, texts, 2, strategy="margin_typical")].tolist()) == {0}
-    picks = suggest_labels(model, texts, 2, strategy="class_margin_typical")
-    assert sorted(ids[picks].tolist()) == [0, 3]
-    picks = suggest_labels(model, texts, 14, strategy="class_margin_typical")
-    assert (top[picks] < 0.5).sum() == 7  # seven of each predicted class
-
-
 def test_mixed_takes_half_uncertain_and_half_typical_texts() -> None:
     texts, ids, x = clusters([20, 15, 5])
     top = np.where(ids == 1, 0.52, np.where(ids == 2, 0.1, 0.95))

@@ -21,7 +21,7 @@ __all__ = ["RULES", "STRATEGIES", "check_exclude", "check_label_names_arg", "che
 
 # "auto": cold_start_kmeans for a model without a fitted head, else the strategy benchmarks/suggest_choice.py chose
 STRATEGIES = ("auto", "random", "cold_start_kmeans", "uncertainty", "margin_diverse", "typical", "class_typical",
-              "mixed", "margin_typical", "class_margin_typical")
+              "mixed", "margin_typical")
 
 RULES: dict[str, Rule] = {
     "k": integer(note="how many texts to suggest"),

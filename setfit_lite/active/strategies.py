@@ -13,9 +13,6 @@
   nearest the centre of each cluster no labelled text is in, the largest first (`uncovered_representatives`);
 - ``"class_typical"``: the ``k`` picks shared evenly over the head's predicted classes (`shares`), and within
   each class its k-means representatives;
-- ``"class_margin_typical"``: the ``k`` picks shared evenly over the head's predicted classes (`shares`), and
-  within each class ``"margin_typical"`` on the texts predicted that class (a model that predicts one class for
-  most texts still gets picks from the others);
 - ``"mixed"``: half ``margin_diverse``, half ``class_typical``;
 - ``"auto"``: ``cold_start_kmeans`` for a model without a fitted head, else `TRAINED_DEFAULT` (chosen on
   validation data by ``benchmarks/suggest_choice.py``, see docs/active_learning.md).
@@ -45,7 +42,7 @@ __all__ = ["CANDIDATES_PER_PICK", "NEEDS_HEAD", "SELECTORS", "TRAINED_DEFAULT", 
 
 CANDIDATES_PER_PICK = 10  # margin_diverse clusters the 10 x k most uncertain texts into k
 TRAINED_DEFAULT = "margin_typical"  # "auto" with a fitted head (benchmarks/suggest_choice.py)
-NEEDS_HEAD = ("uncertainty", "margin_diverse", "margin_typical", "class_typical", "class_margin_typical", "mixed")
+NEEDS_HEAD = ("uncertainty", "margin_diverse", "margin_typical", "class_typical", "mixed")
 
 
 @dataclass
@@ -116,17 +113,6 @@ def _margin_typical(req: Request) -> list[int]:
     return picks + representatives(req.view.embeddings(), top, n, req.seed)
 
 
-def _class_margin_typical(req: Request) -> list[int]:
-    picks, n, rest = req.names_then()
-    if n <= 0:
-        return picks
-    predicted = req.view.proba()[rest].argmax(axis=1)
-    for c, share in shares(predicted, n):
-        top, _ = _uncertain_top(req, rest[predicted == c], share)
-        picks += representatives(req.view.embeddings(), top, share, req.seed)
-    return picks
-
-
 def _typical(req: Request) -> list[int]:
     picks, n, rest = req.names_then()
     labelled = np.setdiff1d(np.arange(len(req.view.texts)), rest)  # the excluded rows and the names' picks
@@ -160,7 +146,6 @@ SELECTORS: dict[str, Callable[[Request], list[int]]] = {
     "typical": _typical,
     "margin_typical": _margin_typical,
     "class_typical": _class_typical,
-    "class_margin_typical": _class_margin_typical,
     "mixed": _mixed,
 }
 

@@ -39,8 +39,7 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
         k: how many texts to suggest, at most the number not in ``exclude``.
         exclude: indices of texts not to suggest (those already labelled or suggested).
         strategy: "auto" (default), "random", "cold_start_kmeans", "uncertainty", "margin_diverse",
-            "margin_typical", "typical", "class_typical", "class_margin_typical" or "mixed"
-            (docs/active_learning.md, "Strategies").
+            "margin_typical", "typical", "class_typical" or "mixed" (docs/active_learning.md, "Strategies").
         label_names: the classes' names to search the pool for (default: the model's ``labels`` when they are
             names; ``[]``: no search). With a fitted head, one name per column of ``predict_proba``.
         seed: seeds k-means and the random draw: the same seed, model and pool give the same indices.
