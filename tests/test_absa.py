@@ -95,7 +95,7 @@ def test_span_formats_write_the_span_as_chosen_on_held_out_sentences(absa_body: 
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
     assert (model.aspect_model.span_format, model.polarity_model.span_format) == ("marked", "window")
     assert (model.aspect_model.span_context, model.polarity_model.span_context) == (0, 8)
-    assert model.aspect_model.threshold == 0.85
+    assert model.aspect_model.threshold == 0.95
     aspect, polarity = AbsaTrainer(model).preprocess_dataset(model.aspect_model, model.polarity_model, ABSA)
     sentence = TEXTS[0]
     assert polarity["text"][0] == "food:It is about food and ambiance, and imagine how dreadful it"
@@ -154,9 +154,9 @@ def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel
 
 
 def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> None:
-    """A candidate is an aspect when P("aspect") >= threshold (default 0.85, chosen on held-out sentences), not
+    """A candidate is an aspect when P("aspect") >= threshold (default 0.95, chosen on held-out sentences), not
     the argmax: raising the threshold drops the candidates below it."""
-    assert AspectModel.default_threshold == 0.85
+    assert AspectModel.default_threshold == 0.95
     original = trained.aspect_model.threshold
     texts = ["Best pizza outside of Italy and really tasty.", BAGELS, ENGINE]
     docs, candidates = trained.aspect_extractor(texts)
@@ -174,12 +174,12 @@ def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> N
         trained.aspect_model.threshold = original
 
 
-@pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.9, 0.85), (0.7, 0.5)])
+@pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.97, 0.95), (0.7, 0.5)])
 def test_threshold_falls_back_to_argmax_when_the_model_doubts_its_own_aspects(
         absa_body: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, aspect_proba: float,
         threshold: float) -> None:
-    """A model trained on a few sentences scores even its training aspects near 0.6: the 0.85 threshold would find
-    nothing, so training falls back to setfit's argmax (and says so); a confident model keeps 0.85."""
+    """A model trained on a few sentences scores even its training aspects near 0.6: the 0.95 threshold would find
+    nothing, so training falls back to setfit's argmax (and says so); a confident model keeps 0.95."""
     import numpy as np
 
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
@@ -192,7 +192,7 @@ def test_threshold_falls_back_to_argmax_when_the_model_doubts_its_own_aspects(
         return np.array([[1 - aspect_proba, aspect_proba]] * len(texts))
 
     monkeypatch.setattr(model.aspect_model, "predict_proba", proba)
-    model.aspect_model.threshold = 0.85  # the tiny model of train_aspect() fell back already
+    model.aspect_model.threshold = 0.95  # the tiny model of train_aspect() fell back already
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="setfit_lite.absa.trainer"):
         trainer.settle_threshold()

@@ -163,7 +163,7 @@ class AspectModel(SpanSetFitModel):
         spacy_model: The spaCy pipeline (name or folder) that finds the candidate spans.
         span_context: Words either side of the span that its text shows; None for 0.
         span_format: How the span is written (see `SpanSetFitModel`); None for `"marked"`.
-        threshold: The least probability of `"aspect"` that keeps a candidate, in (0, 1]; None for 0.85
+        threshold: The least probability of `"aspect"` that keeps a candidate, in (0, 1]; None for 0.95
             (0.5 is setfit's argmax).
         candidates: Which spans are candidates, one of `CANDIDATE_RULES` (see `AspectExtractor`); None for
             `default_candidates`. Of kept candidates that overlap, the most probable is the aspect.
@@ -172,7 +172,7 @@ class AspectModel(SpanSetFitModel):
 
     # chosen on held-out training sentences (docs/absa.md, "How the defaults were chosen")
     default_span_format: ClassVar[str] = "marked"
-    default_threshold: ClassVar[float] = 0.85
+    default_threshold: ClassVar[float] = 0.95
     default_candidates: ClassVar[str] = "nouns"
 
     def __init__(self, model_body: Any, *args: Any, spacy_model: str | os.PathLike = DEFAULT_SPACY_MODEL,

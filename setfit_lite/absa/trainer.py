@@ -152,7 +152,7 @@ class AbsaTrainer:
         """Keep the aspect model's ``threshold`` when it scores at least `MIN_TRAINING_ASPECTS_KEPT` (half) of its
         own training aspects at or above it; otherwise use setfit's argmax, 0.5, with a warning.
 
-        The default threshold (0.85) was chosen on models trained on 64 sentences, which score their training
+        The default threshold (0.95) was chosen on models trained on 64 sentences, which score their training
         aspects near 1; a model trained on a handful of sentences scores them near 0.6 and would find no aspect at
         all. Recorded in ``aspect_model.training_info["aspect_threshold"]``.
         """
