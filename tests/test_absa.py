@@ -174,12 +174,13 @@ def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> N
         trained.aspect_model.threshold = original
 
 
-@pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.97, 0.95), (0.7, 0.5)])
-def test_threshold_falls_back_to_argmax_when_the_model_doubts_its_own_aspects(
+@pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.96, 0.95), (0.9, 0.85), (0.7, 0.5)])
+def test_threshold_falls_back_when_the_model_doubts_its_own_aspects(
         absa_body: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, aspect_proba: float,
         threshold: float) -> None:
     """A model trained on a few sentences scores even its training aspects near 0.6: the 0.95 threshold would find
-    nothing, so training falls back to setfit's argmax (and says so); a confident model keeps 0.95."""
+    nothing, so training falls back to setfit's argmax (and says so); one whose aspects reach 0.9 falls back to the
+    0.85 below it, not to 0.5; a confident model keeps 0.95."""
     import numpy as np
 
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
@@ -200,6 +201,7 @@ def test_threshold_falls_back_to_argmax_when_the_model_doubts_its_own_aspects(
     assert model.aspect_model.threshold == threshold
     assert model.aspect_model.training_info["aspect_threshold"]["used"] == threshold
     assert any("using 0.5" in m for m in caplog.messages) == (threshold == 0.5)
+    assert any(f"using {threshold} instead" in m for m in caplog.messages) == (threshold != 0.95)
 
 
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:

@@ -20,11 +20,15 @@ from .modeling import ASPECT_LABELS, SAVED_ASPECT_THRESHOLD, AbsaModel, AspectMo
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AbsaTrainer", "MIN_TRAINING_ASPECTS_KEPT"]
+__all__ = ["AbsaTrainer", "FALLBACK_THRESHOLDS", "MIN_TRAINING_ASPECTS_KEPT"]
 
 #: the least share of its own training aspects the trained aspect model must score at or above its threshold to keep
-#: it; below, it falls back to setfit's argmax (0.5): a model trained on a few sentences is not that confident
+#: it; below, it falls back to the highest of `FALLBACK_THRESHOLDS` that keeps that share: a model trained on a few
+#: sentences is not that confident
 MIN_TRAINING_ASPECTS_KEPT = 0.5
+#: the thresholds `AbsaTrainer.settle_threshold` tries below the model's own, highest first: the default before 0.95
+#: (0.85), then setfit's argmax (0.5)
+FALLBACK_THRESHOLDS = (0.85, SAVED_ASPECT_THRESHOLD)
 
 
 class AbsaTrainer:
@@ -150,11 +154,13 @@ class AbsaTrainer:
 
     def settle_threshold(self) -> None:
         """Keep the aspect model's ``threshold`` when it scores at least `MIN_TRAINING_ASPECTS_KEPT` (half) of its
-        own training aspects at or above it; otherwise use setfit's argmax, 0.5, with a warning.
+        own training aspects at or above it; otherwise use the highest of `FALLBACK_THRESHOLDS` below it that does
+        (0.85, else setfit's argmax, 0.5), with a warning.
 
         The default threshold (0.95) was chosen on models trained on 64 sentences, which score their training
-        aspects near 1; a model trained on a handful of sentences scores them near 0.6 and would find no aspect at
-        all. Recorded in ``aspect_model.training_info["aspect_threshold"]``.
+        aspects near their highest probability (about 0.96 there); a model trained on fewer sentences has a lower
+        ceiling, and one trained on a handful scores its aspects near 0.6 and would find no aspect at all.
+        Recorded in ``aspect_model.training_info["aspect_threshold"]``.
         """
         model, data = self.model.aspect_model, self.aspect_trainer.train_dataset
         texts = [] if data is None else [text for text, label in zip(data["text"], data["label"])
@@ -165,10 +171,12 @@ class AbsaTrainer:
         kept = float((proba >= model.threshold).mean())
         info = {"threshold": model.threshold, "training_aspects_kept": kept}
         if kept < MIN_TRAINING_ASPECTS_KEPT:
+            lower = [t for t in FALLBACK_THRESHOLDS if t < model.threshold]
+            used = next((t for t in lower if (proba >= t).mean() >= MIN_TRAINING_ASPECTS_KEPT), lower[-1])
             logger.warning("The aspect model scores %.0f%% of its %d training aspects at or above its threshold %s: "
-                           "using %s (the more likely label) instead; set aspect_model.threshold to change it.",
-                           100 * kept, len(texts), model.threshold, SAVED_ASPECT_THRESHOLD)
-            model.threshold = SAVED_ASPECT_THRESHOLD
+                           "using %s instead%s; set aspect_model.threshold to change it.", 100 * kept, len(texts),
+                           model.threshold, used, " (the more likely label)" if used == SAVED_ASPECT_THRESHOLD else "")
+            model.threshold = used
         model.training_info["aspect_threshold"] = info | {"used": model.threshold}
 
     def train_polarity(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
