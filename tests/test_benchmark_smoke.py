@@ -172,6 +172,21 @@ def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_varia
         ensemble(runs, "a+c")
 
 
+def test_suggest_choice_writes_a_summary_only_where_told(tmp_path: Path) -> None:
+    """Runs append JSON lines to a file of the user's; a summary is written only to an --out given (a run without
+    it once wrote over another study's summary), and merging needs one."""
+    from benchmarks.suggest_choice import main
+
+    row = {"labels": 4, "accuracy": 0.5, "classes_labelled": 2, "suggest_seconds": 0.1}
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text(json.dumps({"task": "sst2", "seed": 0, "loop": "random", "rows": [row], "seconds": 1.0}) + "\n")
+    with pytest.raises(SystemExit):
+        main(["--merge-lines", str(lines), "--seeds", "0"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.jsonl"]
+    main(["--merge-lines", str(lines), "--seeds", "0", "--tasks", "sst2", "--out", str(tmp_path / "merged")])
+    assert "| random | 0.500 |" in (tmp_path / "merged.md").read_text()
+
+
 def test_the_readme_table_names_every_benchmark_it_states() -> None:
     modules = {shlex.split(c)[2] for c in readme_commands()}
     assert {"benchmarks.accuracy_suite", "benchmarks.zero_shot", "benchmarks.imbalanced", "benchmarks.inference",
