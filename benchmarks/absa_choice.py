@@ -4,6 +4,7 @@
         --aspect base='{}' --polarity base='{}' --polarity marked='{"format": "marked"}'
     python -m benchmarks.absa_choice sweep --domain restaurants --seed 0
     python -m benchmarks.absa_choice compare --runs restaurants:0 laptops:0 --aspect-variant marked
+    python -m benchmarks.absa_choice coverage --out benchmarks/results/absa_choice/candidates
 
 ``train`` trains each named aspect / polarity variant once on the 64 training sentences of ``benchmarks.absa``
 (same draw) and saves its probabilities for every spaCy candidate of the 300 dev sentences (other training
@@ -12,7 +13,8 @@ threshold on P(aspect), with every polarity variant, scored as ``benchmarks.absa
 end-to-end F1), and the polarity variants' accuracy on the dev sentences' gold aspects; ``compare`` puts the
 polarity variants of several domains and seeds side by side at one aspect variant and threshold, with their means;
 ``compare --ensemble window8+base`` adds ensembles: the saved probabilities of the named polarity variants averaged
-per candidate (no training; their gold-aspect accuracy is not saved, so it shows as "–").
+per candidate (no training; their gold-aspect accuracy is not saved, so it shows as "–"); ``coverage`` counts, per
+candidate rule, the training sentences' gold aspects that a candidate equals (no model).
 
 A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
 how a span is written for its model (see ``FORMATS``); an aspect variant's ``"candidates"`` is its candidate rule
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.absa import SPACY_MODEL, f1_scores, load_task
+from benchmarks.absa import SPACY_MODEL, f1_scores, load_task, read_sentences
 from benchmarks.machine import cpu_info
 
 HERE = Path(__file__).resolve().parent
@@ -79,10 +81,10 @@ def dev_listing(docs, rules: list[str]) -> list[list[slice]]:
     order: the candidates every variant of a run saves its probabilities for."""
     from setfit_lite.absa.aspect_extractor import AspectExtractor
 
-    extractors = [AspectExtractor(SPACY_MODEL, rule) for rule in rules]
+    extractor = AspectExtractor(SPACY_MODEL)
     listing = []
     for doc in docs:
-        spans = {(s.start, s.stop) for extractor in extractors for s in extractor.candidates(doc)}
+        spans = {(s.start, s.stop) for rule in rules for s in extractor.candidates(doc, rule)}
         listing.append([slice(a, b) for a, b in sorted(spans)])
     return listing
 
@@ -103,7 +105,7 @@ def prepare(domain: str, seed: int, data_dir: Path, rules: list[str], dev_rules:
     for doc, indices in zip(docs, groups.values()):
         gold, kept = gold_slices(doc, rows, indices)
         for rule in rules:
-            spans = AspectExtractor(SPACY_MODEL, rule).candidates(doc)
+            spans = extractor.candidates(doc, rule)
             aspect_items[rule] += [(doc, s, "aspect") for s in gold]
             aspect_items[rule] += [(doc, s, "no aspect") for s in negative_candidates(spans, gold)]
         polarity_items += [(doc, s, rows.labels[i]) for s, i in zip(gold, kept)]
@@ -184,7 +186,8 @@ def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: lis
         raise ValueError(f"{folder}: the variants saved probabilities for different dev candidates "
                          f"({sorted(listings)}); train them again with one --dev-candidates")
     dev_rules = list(listings.pop()) if listings else ["nouns"]
-    docs = AspectExtractor(SPACY_MODEL).docs(task["test_texts"])
+    extractor = AspectExtractor(SPACY_MODEL)
+    docs = extractor.docs(task["test_texts"])
     listing = dev_listing(docs, dev_rules)
     for name in ensembles:
         runs[f"polarity_{name}"] = ensemble(runs, name)
@@ -192,8 +195,8 @@ def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: lis
     for a_name, a in runs.items():
         if a["kind"] != "aspect":
             continue
-        rule = AspectExtractor(SPACY_MODEL, a["spec"].get("candidates", "nouns"))
-        own = [{(s.start, s.stop) for s in rule.candidates(doc)} for doc in docs]
+        rule = a["spec"].get("candidates", "nouns")
+        own = [{(s.start, s.stop) for s in extractor.candidates(doc, rule)} for doc in docs]
         p_aspect = np.asarray(a["candidate_proba"])[:, a["labels"].index("aspect")]
         for p_name, p in runs.items():
             if p["kind"] != "polarity":
@@ -272,9 +275,35 @@ def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: 
     return "\n".join(lines) + "\n"
 
 
+def coverage(data_dir: Path, domains: list[str]) -> str:
+    """Per domain and candidate rule (`CANDIDATE_RULES`): the share of the gold aspects of all training sentences
+    (with aspects) that some candidate equals, and the candidates per sentence. No model."""
+    from setfit_lite.absa.aspect_extractor import CANDIDATE_RULES, AspectExtractor
+    from setfit_lite.absa.data import occurrence
+
+    extractor = AspectExtractor(SPACY_MODEL)
+    lines = ["| domain | candidate rule | gold aspects that are candidates | candidates per sentence |",
+             "|---|---|---|---|"]
+    for domain in domains:
+        sentences = [s for s in read_sentences(data_dir, domain, "train") if s["aspects"]]
+        docs = extractor.docs([s["text"] for s in sentences])
+        for rule in CANDIDATE_RULES:
+            found = total = count = 0
+            for sentence, doc in zip(sentences, docs):
+                spans = extractor.candidates(doc, rule)
+                count += len(spans)
+                chars = {(doc[s].start_char, doc[s].end_char) for s in spans}
+                for aspect in sentence["aspects"]:
+                    total += 1
+                    found += occurrence(doc.text, aspect["span"], aspect.get("ordinal", 0)) in chars
+            lines.append(f"| {domain} | {rule} | {100 * found / total:.1f} % of {total} | "
+                         f"{count / len(sentences):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["train", "sweep", "compare"])
+    parser.add_argument("mode", choices=["train", "sweep", "compare", "coverage"])
     parser.add_argument("--domain", default="restaurants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data" / "semeval14_absa")
@@ -297,6 +326,12 @@ def main(argv: list[str] | None = None) -> None:
     ns = parser.parse_args(argv)
     if not ns.data_dir.is_dir():
         ns.data_dir = HERE.parent.parent.parent / "shared" / "data" / "semeval14_absa"
+    if ns.mode == "coverage":
+        text = coverage(ns.data_dir, ["laptops", "restaurants"])
+        ns.out.mkdir(parents=True, exist_ok=True)
+        (ns.out / "coverage.md").write_text(text)
+        print(text)
+        return
     if ns.mode == "compare":
         text = compare(ns.out, ns.runs, ns.data_dir, ns.aspect_variant, ns.threshold, ns.ensemble)
         (ns.out / ns.compare_out).write_text(text)

@@ -134,9 +134,13 @@ class AspectExtractor:
             doc: a spaCy document.
             rule: one of `CANDIDATE_RULES` (None: the extractor's ``candidates``).
         """
+        return self._spans(doc, self.candidate_rule if rule is None else check_param("aspect_candidates", rule))
+
+    def _spans(self, doc: Doc, rule: str) -> list[slice]:
+        """`candidates` by a checked ``rule``."""
         runs = list(self.find_groups([token.pos_ in ("NOUN", "PROPN") for token in doc]))
         spans = {(run.start, run.stop) for run in runs}
-        parts = (self.candidate_rule if rule is None else check_param("aspect_candidates", rule)).split("+")
+        parts = rule.split("+")
         for run in runs:
             if "adjectives" in parts and run.start > 0 and doc[run.start - 1].pos_ == "ADJ":
                 spans.add((run.start - 1, run.stop))
@@ -147,9 +151,9 @@ class AspectExtractor:
     def __call__(self, texts: Iterable[str], candidates: str | None = None) -> tuple[list[Doc], list[list[slice]]]:
         """The documents of ``texts`` and, per document, its aspect candidates (token slices) by the rule
         ``candidates`` (None: the extractor's; `AbsaModel` passes its aspect model's)."""
-        rule = None if candidates is None else check_param("aspect_candidates", candidates)
+        rule = self.candidate_rule if candidates is None else check_param("aspect_candidates", candidates)
         docs = self.docs(texts)
-        return docs, [self.candidates(doc, rule) for doc in docs]
+        return docs, [self._spans(doc, rule) for doc in docs]
 
     def __repr__(self) -> str:
         return f"AspectExtractor(spacy_model={self.spacy_model!r}, candidates={self.candidate_rule!r})"

@@ -132,5 +132,6 @@ def negative_candidates(candidates: Sequence[slice], gold: Sequence[slice]) -> l
     beside the candidate "battery life"); a candidate touching a gold aspect that no candidate equals is left out,
     as setfit leaves it."""
     exact = {(span.start, span.stop) for span in candidates}
-    return [span for span in candidates if (span.start, span.stop) not in {(g.start, g.stop) for g in gold}
+    golds = {(g.start, g.stop) for g in gold}
+    return [span for span in candidates if (span.start, span.stop) not in golds
             and all((g.start, g.stop) in exact for g in gold if overlaps(span, [g]))]
