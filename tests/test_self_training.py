@@ -268,6 +268,8 @@ def test_the_pool_is_dropped_when_cross_validation_says_it_hurts(tiny_body_path:
     model, trainer = _train(tiny_body_path, toy_data, POOL, **AUTO)
     info = model.training_info["self_training"]
     assert info["used"] is False and info["rounds"] == [] and info["cv"]["gain"] < 0
+    # the continuous score sees the wrong pseudo-labels too: the held-out texts' own class lost probability
+    assert 0.0 <= info["cv"]["proba_with"] < info["cv"]["proba_without"] <= 1.0
     assert info["cv"]["held_out"] == len(toy_data["text"]) and info["cv"]["folds"] == 3
     np.testing.assert_allclose(model.predict_proba(toy_eval["text"], as_numpy=True),
                                alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
@@ -285,6 +287,7 @@ def test_the_pool_is_kept_when_cross_validation_says_it_helps(tiny_body_path: st
     assert info["rounds"][0]["counts"] == {"negative": 30, "positive": 30}
     assert [e["self_training_used"] for e in trainer.state.log_history if "self_training_used" in e] == [1.0]
     assert info["cv"]["pseudo_labels"] == [len(POOL)] * 3 and "not tested" not in info["cv"]["reason"]
+    assert 0.0 <= info["cv"]["proba_without"] < info["cv"]["proba_with"] <= 1.0
 
 
 def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_tested(tiny_body_path: str,
@@ -293,6 +296,7 @@ def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_te
     model, _ = _train(tiny_body_path, toy_data, POOL, **AUTO, pseudo_label_threshold=1.0)
     cv = model.training_info["self_training"]["cv"]
     assert cv["used"] is False and cv["pseudo_labels"] == [0, 0, 0] and cv["gain"] == 0.0
+    assert cv["proba_with"] == pytest.approx(cv["proba_without"])
     assert "pseudo-labelled no pool text" in cv["reason"] and "pseudo_label_threshold=" in cv["reason"]
 
 
