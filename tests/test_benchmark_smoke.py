@@ -156,6 +156,38 @@ def test_pool_choice_compares_each_variant_with_no_pool_on_the_same_runs() -> No
         merged([first, first | {"per_class": 4}])
 
 
+def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
+    from benchmarks.pool_choice import rules_table
+
+    def runs(task: str, seed: int, none: float, forced: float, gain: float, proba: float,
+             tested: bool = True) -> list[dict]:
+        cv = {"folds": 3, "gain": gain, "proba_without": 0.5, "proba_with": 0.5 + proba,
+              "pseudo_labels": [5 if tested else 0] * 3}
+        kept = tested and gain >= 0
+        return [{"task": task, "seed": seed, "variant": "none", "accuracy": none},
+                {"task": task, "seed": seed, "variant": "forced", "accuracy": forced},
+                {"task": task, "seed": seed, "variant": "default", "accuracy": forced if kept else none,
+                 "self_training": {"cv": cv}}]
+
+    rows = (runs("a", 0, 0.60, 0.64, 0.0, +0.02)      # tie, probability up: R0, R1, R2 keep (+4)
+            + runs("a", 1, 0.70, 0.66, 0.0, -0.03)    # tie, probability down: R0 keeps (-4), R1 and R2 do not
+            + runs("b", 0, 0.80, 0.83, -0.1, +0.01)   # accuracy down, probability up: R1 alone keeps (+3)
+            + runs("b", 1, 0.80, 0.90, 0.1, +0.05, tested=False)  # untested: nobody keeps it
+            + runs("b", 3, 0.50, 0.40, 0.1, -0.01))   # the fresh draw: R0 keeps (-10), R1 not, R2 keeps
+    figures, page = rules_table(rows, {3})
+    chosen, fresh = figures["chosen_on"], figures["fresh_draw"]
+    assert chosen["R0"]["sum_gain"] == pytest.approx(0.0) and chosen["R1"]["sum_gain"] == pytest.approx(0.07)
+    assert chosen["R2"]["sum_gain"] == pytest.approx(0.04) and chosen["oracle"]["sum_gain"] == pytest.approx(0.17)
+    assert chosen["always"]["worst_run"] == pytest.approx(-0.04) and chosen["R0"]["worst_task_mean"] == 0.0
+    assert fresh["R0"]["sum_gain"] == pytest.approx(-0.1) and fresh["R1"]["sum_gain"] == 0.0
+    assert fresh["R2"]["sum_gain"] == pytest.approx(-0.1)
+    assert "| a | 1 | 70.0 | 66.0 | +0.000 | -0.030 | yes | 66.0 | 70.0 | 70.0 | 66.0 |" in page
+    # a run without the probability scores (recorded before them) is left out, not guessed
+    old = [r | ({"self_training": {"cv": {"folds": 3, "gain": 0.0}}} if r["variant"] == "default" else {})
+           for r in runs("c", 0, 0.5, 0.6, 0.0, 0.0)]
+    assert [r["task"] for r in rules_table(rows + old, {3})[0]["runs"]] == ["a", "a", "b", "b", "b"]
+
+
 def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_variant() -> None:
     from benchmarks.absa_choice import ensemble
 
