@@ -4,6 +4,7 @@ embeddings and predictions stay close to fp32 ones."""
 
 from __future__ import annotations
 
+import copy
 import json
 import warnings
 from pathlib import Path
@@ -163,6 +164,31 @@ def test_the_bf16_copy_follows_the_body(fitted) -> None:
         assert not np.allclose(model.encode(texts), first, atol=1e-3)
 
 
+def test_the_bf16_copy_follows_a_fused_optimizer_step(fitted) -> None:
+    """torch's fused AdamW (what the CPU and CUDA backends train with) updates weights in place without counting a
+    version: the copy must still follow it, or prediction runs the body from before the step."""
+    model, texts = fitted
+    model.inference_precision = "bf16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        first = model.encode(texts)
+        copy_before = model._bf16_body()
+        body = model.model_body
+        versions = [p._version for p in body.parameters()]
+        optimizer = torch.optim.AdamW(body.parameters(), lr=1e-2, fused=True)
+        body.train()
+        torch.stack([out.sum() for out in body(body.tokenize(texts)).values()
+                     if isinstance(out, torch.Tensor) and out.is_floating_point()]).sum().backward()
+        optimizer.step()
+        body.eval()
+        assert [p._version for p in body.parameters()] == versions  # the step counted no version
+        assert model._bf16_body() is not copy_before
+        fresh = model.with_body(copy.deepcopy(body))
+        fresh.inference_precision = "bf16"
+        np.testing.assert_allclose(model.encode(texts), fresh.encode(texts), atol=1e-6)
+        assert not np.allclose(model.encode(texts), first, atol=1e-3)
+
+
 def test_the_environment_pins_auto(fitted, cpu_flags, monkeypatch: pytest.MonkeyPatch) -> None:
     model, _ = fitted
     model.inference_precision = "auto"
@@ -176,3 +202,20 @@ def test_the_environment_pins_auto(fitted, cpu_flags, monkeypatch: pytest.Monkey
     model.inference_precision = "auto"
     with pytest.raises(ValueError, match="inference_precision"):
         model.embedding_precision()
+
+
+def test_evaluation_during_training_leaves_no_stale_bf16_copy(tiny_body_path: str) -> None:
+    """An evaluation between training steps embeds with a bf16 copy of the body; the steps after it (fused AdamW)
+    must not leave the head fitted on, or prediction run by, that copy."""
+    from setfit_lite import Trainer, TrainingArguments
+
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["positive", "negative"], inference_precision="bf16")
+    args = TrainingArguments(max_steps=6, eval_strategy="steps", eval_steps=2, body_learning_rate=1e-2,
+                             show_progress_bar=False, backend="cpu", seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        Trainer(model, args, train_dataset={"text": texts, "label": labels},
+                eval_dataset={"text": texts[:6], "label": labels[:6]}).train()
+        final = model.with_body(copy.deepcopy(model.model_body))
+        np.testing.assert_allclose(model.encode(texts), final.encode(texts), atol=1e-6)

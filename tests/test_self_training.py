@@ -409,3 +409,20 @@ def test_a_large_pool_reports_its_tokenising_progress(size: int, reports: int, c
     assert len(lines) == reports
     if reports:
         assert lines[-1] == f"unlabeled pool: {size} of {size} texts tokenised"
+
+
+def test_with_bf16_prediction_the_round_s_body_is_the_one_that_predicts(tiny_body_path: str, toy_data: dict,
+                                                                           toy_eval: dict) -> None:
+    """Pseudo-labelling predicts (a bf16 copy of the body is made), then the round trains the body with the fused
+    AdamW: the trained model must embed with its final body, not with a copy made before the round."""
+    import copy
+    import warnings
+
+    model = SetFitModel.from_pretrained(tiny_body_path, inference_precision="bf16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # bf16 emulated on a CPU without it: slower, same numbers
+        trainer = Trainer(model, TrainingArguments(**FAST), train_dataset=toy_data, unlabeled_dataset=POOL)
+        trainer.train()
+        assert model.training_info["self_training"]["rounds"][0]["body"] is True
+        final = model.with_body(copy.deepcopy(model.model_body))
+        np.testing.assert_allclose(model.encode(toy_eval["text"]), final.encode(toy_eval["text"]), atol=1e-6)
