@@ -3,17 +3,5 @@
 # only, on the pool choice's runs (TASK:SEED items), validation; results here
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-R=benchmarks/results/pool_body
-N="nice -n 5 env OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false"
-for item in "$@"; do
-    task=${item%%:*}; seed=${item##*:}
-    extra=(); name=$task
-    if [ "$task" = multilingual ]; then
-        E5=$(python -c "from setfit_lite.zoo.resolve import resolve_model_path as r
-print(r('intfloat/multilingual-e5-small'))")
-        extra=(--model "$E5" --tag e5); name=multilingual_e5
-    fi
-    $N python -m benchmarks.pool_choice --data-dir ../shared/data --tasks "$task" --seeds "$seed" \
-        --test-limit 500 "${extra[@]}" --variants 'forced={"self_training": true}' \
-        'head only={"self_training": true, "self_training_body": false}' --out "$R/${name}_seed$seed"
-done
+bash benchmarks/results/pool_choice_chain.sh benchmarks/results/pool_body 'forced={"self_training": true}' \
+    'head only={"self_training": true, "self_training_body": false}' -- "$@"
