@@ -472,3 +472,40 @@ def test_ray_serve_replicas_on_two_nodes_lose_no_retried_request_when_one_is_kil
         serve.shutdown()
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_a_request_is_counted_before_its_answer_leaves() -> None:
+    """The last body message is handed on only after the request is counted: a client that has its answer and
+    scrapes at once (another worker may answer the scrape) never misses it. A request that fails before a complete
+    answer is counted once, as a 500."""
+    import asyncio
+
+    from setfit_lite.serving.metrics import MetricsMiddleware, ServingMetrics
+
+    metrics = ServingMetrics()
+    counted_at_send: list[float] = []
+
+    def requests_of(status: str) -> float:  # 0 before the first count (no sample yet)
+        name = f'setfit_lite_requests_total{{path="/health",status="{status}"}}'
+        page = metrics.exposition().decode()
+        return metric(page, name) if name in page else 0.0
+
+    async def app(scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{", "more_body": True})
+        await send({"type": "http.response.body", "body": b"}"})
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.body":
+            counted_at_send.append(requests_of("200"))
+
+    async def broken(scope, receive, send) -> None:
+        raise RuntimeError("no answer")
+
+    scope = {"type": "http", "path": "/health"}
+    asyncio.run(MetricsMiddleware(app, metrics)(scope, None, send))
+    assert counted_at_send == [0.0, 1.0]  # counted before the last part, once
+    assert requests_of("200") == 1.0
+    with pytest.raises(RuntimeError):
+        asyncio.run(MetricsMiddleware(broken, metrics)(scope, None, send))
+    assert requests_of("500") == 1.0 and requests_of("200") == 1.0

@@ -75,7 +75,9 @@ class ServingMetrics:
 
 class MetricsMiddleware:
     """ASGI middleware counting every HTTP request by route and status, and timing it (the outermost layer, so the
-    body-size limit's 413 answers and server errors are counted too)."""
+    body-size limit's 413 answers and server errors are counted too). A request is counted as its last body message
+    is handed on, before the client can have its answer: a client that scrapes right after an answer sees it counted
+    (with ``--workers`` too, whichever worker answers the scrape)."""
 
     def __init__(self, app: Any, metrics: ServingMetrics) -> None:
         self.app = app
@@ -88,15 +90,22 @@ class MetricsMiddleware:
         path = scope.get("path", "")
         path = path if path in ROUTES else "other"
         start = time.perf_counter()
-        status = {"code": 500}  # an exception before the response starts is a server error
+        status = {"code": 500, "counted": False}  # an exception before the response starts is a server error
+
+        def count() -> None:
+            if not status["counted"]:
+                status["counted"] = True
+                self.metrics.requests.labels(path, str(status["code"])).inc()
+                self.metrics.latency.labels(path).observe(time.perf_counter() - start)
 
         async def send_status(message: dict) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                count()
             await send(message)
 
         try:
             await self.app(scope, receive, send_status)
         finally:
-            self.metrics.requests.labels(path, str(status["code"])).inc()
-            self.metrics.latency.labels(path).observe(time.perf_counter() - start)
+            count()  # a request that ended without a complete answer
