@@ -118,18 +118,21 @@ def table(results: dict) -> str:
 
 
 def _kept_by(rule: str, cv: dict) -> bool:
-    """Whether decision rule ``rule`` (`RULES`) keeps the pool of a run whose cross-validation recorded ``cv``: only
-    a tested pool (some fold pseudo-labelled a pool text) can be kept."""
-    if not cv.get("folds") or not any(cv.get("pseudo_labels") or []):
+    """Whether decision rule ``rule`` (a value of `RULES`) keeps the pool of a run whose cross-validation recorded
+    ``cv``: the library's `keeps_pool` (a tested pool only) on the score the rule reads."""
+    from setfit_lite.training.self_training import keeps_pool
+
+    if not cv.get("folds"):
         return False
     gain, proba_gain = cv["gain"], cv["proba_with"] - cv["proba_without"]
-    tie = abs(gain) <= 1e-12
-    return {"accuracy": gain >= -1e-12, "probability": proba_gain >= -1e-12,
-            "accuracy, ties by probability": gain > 1e-12 or (tie and proba_gain >= -1e-12)}[rule]
+    score = {"accuracy": gain, "probability": proba_gain,
+             "accuracy, ties by probability": proba_gain if abs(gain) <= 1e-12 else gain}[rule]
+    return keeps_pool(score, cv.get("margin", 0.0) if rule == "accuracy" else 0.0, cv.get("pseudo_labels") or [])
 
 
 #: the decision rules the pool-decision study compares (benchmarks/results/pool_decision/RULE.md): R0 is the
-#: library's (`keeps_pool`), R1 and R2 score the held-out probability of the own class (``cv["proba_*"]``)
+#: library's (`keeps_pool` on the held-out accuracy), R1 and R2 read the held-out probability of the own class
+#: (``cv["proba_*"]``)
 RULES = {"R0": "accuracy", "R1": "probability", "R2": "accuracy, ties by probability"}
 
 
