@@ -125,15 +125,18 @@ def _kept_by(rule: str, cv: dict) -> bool:
     if not cv.get("folds"):
         return False
     gain, proba_gain = cv["gain"], cv["proba_with"] - cv["proba_without"]
+    net = round(gain * cv["held_out"])  # held-out texts right with the pool, less those right without it
     score = {"accuracy": gain, "probability": proba_gain,
-             "accuracy, ties by probability": proba_gain if abs(gain) <= 1e-12 else gain}[rule]
+             "accuracy, ties by probability": proba_gain if abs(gain) <= 1e-12 else gain,
+             "one text": net - 1, "two texts": net - 2}[rule]
     return keeps_pool(score, cv.get("margin", 0.0) if rule == "accuracy" else 0.0, cv.get("pseudo_labels") or [])
 
 
-#: the decision rules the pool-decision study compares (benchmarks/results/pool_decision/RULE.md): R0 is the
+#: the decision rules the pool-decision studies compare (benchmarks/results/pool_decision/RULE.md): R0 is the
 #: library's (`keeps_pool` on the held-out accuracy), R1 and R2 read the held-out probability of the own class
-#: (``cv["proba_*"]``)
-RULES = {"R0": "accuracy", "R1": "probability", "R2": "accuracy, ties by probability"}
+#: (``cv["proba_*"]``), R3 and R4 ask the pool for at least one or two more held-out texts right (ties drop it)
+RULES = {"R0": "accuracy", "R1": "probability", "R2": "accuracy, ties by probability", "R3": "one text",
+         "R4": "two texts"}
 
 
 def rules_table(rows: list[dict], fresh: set[int]) -> tuple[dict, str]:
