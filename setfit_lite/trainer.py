@@ -36,7 +36,7 @@ from .search.seeding import seed_everything
 from .serialization import check_output_path
 from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
 from .training.callbacks import CallbackHandler, TrainerControl, TrainerState
-from .training.checkpoints import check_resume_data, data_digest, resolve_checkpoint
+from .training.checkpoints import check_resume_data, data_digest, resolve_checkpoint, rng_state, set_rng_state
 from .training.cross_fit import fold_trainer
 from .training.head_fit import fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
@@ -396,7 +396,15 @@ class Trainer:
         info: dict[str, Any] = {"pool": len(pool), "dropped": len(self._unlabeled) - len(pool),
                                 "decision": "auto" if args.self_training == "auto" else "always"}
         if args.self_training == "auto":
-            decision = decide_pool(type(self), model, session.pool_body, args, data.texts, data.labels, ids, pool)
+            # the folds' trainings draw random numbers: the run goes on with the generators as they were, so a kept
+            # pool trains the model self_training=True trains (the decision only decides)
+            generators = rng_state(self.backend.rng_state())
+            try:
+                decision = decide_pool(type(self), model, session.pool_body, args, data.texts, data.labels, ids,
+                                       pool)
+            finally:
+                set_rng_state(generators)
+                self.backend.set_rng_state(generators)
             session.pool_body = None
             logger.info("self-training: %s", decision.reason)
             session.log(decision.logs())

@@ -290,6 +290,20 @@ def test_the_pool_is_kept_when_cross_validation_says_it_helps(tiny_body_path: st
     assert 0.0 <= info["cv"]["proba_without"] < info["cv"]["proba_with"] <= 1.0
 
 
+def test_a_kept_pool_trains_the_model_forcing_the_pool_trains(tiny_body_path: str, toy_data: dict,
+                                                              toy_eval: dict, monkeypatch) -> None:
+    """The decision only decides: its folds' trainings draw random numbers, and the round after it must draw the
+    ones it would have drawn without the decision, so "auto" that keeps the pool is `self_training=True`."""
+    monkeypatch.setattr(self_training, "pseudo_label", _fake_pseudo_labels(wrong=False))
+    kept, _ = _train(tiny_body_path, toy_data, POOL, **AUTO)
+    forced, _ = _train(tiny_body_path, toy_data, POOL, **(AUTO | {"self_training": True}))
+    assert kept.training_info["self_training"]["used"] is True
+    assert [r["body"] for r in kept.training_info["self_training"]["rounds"]] == [True]
+    np.testing.assert_array_equal(kept.encode(toy_eval["text"]), forced.encode(toy_eval["text"]))
+    np.testing.assert_array_equal(kept.predict_proba(toy_eval["text"], as_numpy=True),
+                                  forced.predict_proba(toy_eval["text"], as_numpy=True))
+
+
 def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_tested(tiny_body_path: str,
                                                                                        toy_data: dict) -> None:
     # no probability reaches 1: every fold's round keeps no pool text, so with and without are the same model
