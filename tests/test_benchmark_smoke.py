@@ -161,7 +161,7 @@ def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
 
     def runs(task: str, seed: int, none: float, forced: float, gain: float, proba: float,
              tested: bool = True) -> list[dict]:
-        cv = {"folds": 3, "gain": gain, "proba_without": 0.5, "proba_with": 0.5 + proba,
+        cv = {"folds": 3, "gain": gain, "held_out": 10, "proba_without": 0.5, "proba_with": 0.5 + proba,
               "pseudo_labels": [5 if tested else 0] * 3}
         kept = tested and gain >= 0
         return [{"task": task, "seed": seed, "variant": "none", "accuracy": none},
@@ -181,7 +181,10 @@ def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
     assert chosen["always"]["worst_run"] == pytest.approx(-0.04) and chosen["R0"]["worst_task_mean"] == 0.0
     assert fresh["R0"]["sum_gain"] == pytest.approx(-0.1) and fresh["R1"]["sum_gain"] == 0.0
     assert fresh["R2"]["sum_gain"] == pytest.approx(-0.1)
-    assert "| a | 1 | 70.0 | 66.0 | +0.000 | -0.030 | yes | 66.0 | 70.0 | 70.0 | 66.0 |" in page
+    # R3 and R4 ask for one and two more held-out texts right: the ties are dropped, one text of 10 keeps for R3
+    assert chosen["R3"]["sum_gain"] == 0.0 and chosen["R4"]["sum_gain"] == 0.0
+    assert fresh["R3"]["sum_gain"] == pytest.approx(-0.1) and fresh["R4"]["sum_gain"] == 0.0
+    assert "| a | 1 | 70.0 | 66.0 | +0.000 | -0.030 | yes | 66.0 | 70.0 | 70.0 | 70.0 | 70.0 | 66.0 |" in page
     # a run without the probability scores (recorded before them) is left out, not guessed
     old = [r | ({"self_training": {"cv": {"folds": 3, "gain": 0.0}}} if r["variant"] == "default" else {})
            for r in runs("c", 0, 0.5, 0.6, 0.0, 0.0)]
