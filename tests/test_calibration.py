@@ -215,6 +215,30 @@ def test_cross_fitting_does_not_sharpen_what_the_trained_body_memorised(tiny_bod
     assert "embeddings" in how and crossed.calibration_temperature > leaky
 
 
+def test_the_cross_fitted_folds_bodies_are_freed_as_they_go(tiny_body_path, monkeypatch) -> None:
+    """A sentence-transformers body is in reference cycles: with the cyclic collector off, no fold's copy of the
+    body may be alive once training ends (the folds free theirs as they are scored)."""
+    import gc
+    import weakref
+
+    made = []
+    with_body = SetFitModel.with_body
+
+    def recording(self, body):  # type: ignore[no-untyped-def]
+        made.append(weakref.ref(body))
+        return with_body(self, body)
+
+    monkeypatch.setattr(SetFitModel, "with_body", recording)
+    gc.collect()
+    gc.disable()
+    try:
+        model = _train(tiny_body_path, calibration="temperature")
+        assert "cross-fitting" in model.training_info["calibration"]["method"] and len(made) >= 2
+        assert [ref() for ref in made] == [None] * len(made)
+    finally:
+        gc.enable()
+
+
 def test_an_end_to_end_head_is_not_calibrated_and_trains_no_folds(tiny_body_path, monkeypatch) -> None:
     def no_folds(*args, **kwargs):
         raise AssertionError("an end-to-end head is never calibrated: no fold may be trained for it")

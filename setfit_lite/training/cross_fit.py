@@ -11,16 +11,25 @@ other folds' texts only, and scores the held-out texts with it: honest out-of-fo
 from __future__ import annotations
 
 import copy
+import gc
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FOLD_ARGUMENTS", "fold_trainer"]
+__all__ = ["FOLD_ARGUMENTS", "fold_trainer", "free_folds"]
 
 # A fold's training: the run's arguments, without what writes, reports, evaluates or self-trains
 FOLD_ARGUMENTS = {"calibration": "none", "save_strategy": "no", "eval_strategy": "no", "report_to": "none",
                   "early_stopping_patience": None, "load_best_model_at_end": False, "self_training_rounds": 0}
+
+
+def free_folds() -> None:
+    """Collect a scored fold's garbage now: a sentence-transformers body is in reference cycles (its model card data
+    holds it), so a fold's copy of the body, its optimizer state and bf16 copy would stay alive until Python's
+    cyclic collector next ran, several folds' bodies at once (multilingual-e5-small with a 3,000-text pool: a
+    9.2 GiB peak where freeing fold by fold gives 6.0). Called after the fold's model is dropped."""
+    gc.collect()
 
 
 def fold_trainer(trainer_class: type, model: Any, initial_body: Any, args: Any, texts: Sequence[str],
@@ -35,6 +44,9 @@ def fold_trainer(trainer_class: type, model: Any, initial_body: Any, args: Any, 
         fold_model = model.with_body(copy.deepcopy(initial_body))
         trainer_class(model=fold_model, args=fold_args, train_dataset={
             "text": [texts[i] for i in train], "label": [labels[i] for i in train]}).train()
-        return np.asarray(fold_model.predict_proba([texts[i] for i in held_out], as_numpy=True))
+        proba = np.asarray(fold_model.predict_proba([texts[i] for i in held_out], as_numpy=True))
+        del fold_model
+        free_folds()
+        return proba
 
     return fit_predict

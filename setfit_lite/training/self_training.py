@@ -318,9 +318,8 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     (`keeps_pool`: use the pool); undecidable (fewer than 2 classes with 2 or more
     labelled texts): not used, and the reason says why."""
     import copy
-    import gc
 
-    from .cross_fit import FOLD_ARGUMENTS
+    from .cross_fit import FOLD_ARGUMENTS, free_folds
 
     margin = float(args.self_training_margin)
     fold_of, folds = cv_folds(ids, args.self_training_folds, args.seed)
@@ -364,11 +363,8 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
         right_with += int((with_pool.argmax(axis=1) == truth).sum())
         proba_without += float(fold.before[np.arange(len(truth)), truth].sum())
         proba_with += float(with_pool[np.arange(len(truth)), truth].sum())
-        # the fold's body is in reference cycles (sentence-transformers' model card data holds it): free it, its
-        # optimizer state and bf16 copy now, not when the cyclic collector next runs (the folds' bodies alive at
-        # once: a peak of 9.2 GiB for multilingual-e5-small with a 3,000-text pool, 6.0 GiB freed fold by fold)
         del fold, fold_model
-        gc.collect()
+        free_folds()
     n = int((fold_of >= 0).sum())
     without, with_pool_acc = right_without / n, right_with / n
     gain = with_pool_acc - without
