@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +66,25 @@ def tier_models(tiny_body_path: str, tmp_path_factory: pytest.TempPathFactory) -
         folder / "static", texts, labels, pca_dims=16, dtype="float32", refine_epochs=0))
     models["folders"] = {"onnx": folder / "onnx", "static": folder / "static"}  # to load them again
     return models
+
+
+@contextlib.contextmanager
+def fold_bodies(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[weakref.ref]]:
+    """Weak references to every body given to `SetFitModel.with_body` (the folds' copies) inside the block, which
+    runs with Python's cyclic garbage collector off: a body still alive at the end is one nothing freed."""
+    from setfit_lite import SetFitModel
+
+    made: list[weakref.ref] = []
+    with_body = SetFitModel.with_body
+
+    def recording(self: SetFitModel, body: object) -> SetFitModel:
+        made.append(weakref.ref(body))
+        return with_body(self, body)
+
+    monkeypatch.setattr(SetFitModel, "with_body", recording)
+    gc.collect()
+    gc.disable()
+    try:
+        yield made
+    finally:
+        gc.enable()

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import make_sentences
+from conftest import fold_bodies, make_sentences
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
@@ -218,25 +218,10 @@ def test_cross_fitting_does_not_sharpen_what_the_trained_body_memorised(tiny_bod
 def test_the_cross_fitted_folds_bodies_are_freed_as_they_go(tiny_body_path, monkeypatch) -> None:
     """A sentence-transformers body is in reference cycles: with the cyclic collector off, no fold's copy of the
     body may be alive once training ends (the folds free theirs as they are scored)."""
-    import gc
-    import weakref
-
-    made = []
-    with_body = SetFitModel.with_body
-
-    def recording(self, body):  # type: ignore[no-untyped-def]
-        made.append(weakref.ref(body))
-        return with_body(self, body)
-
-    monkeypatch.setattr(SetFitModel, "with_body", recording)
-    gc.collect()
-    gc.disable()
-    try:
+    with fold_bodies(monkeypatch) as made:  # checked inside: the collector, on again, would free them
         model = _train(tiny_body_path, calibration="temperature")
         assert "cross-fitting" in model.training_info["calibration"]["method"] and len(made) >= 2
         assert [ref() for ref in made] == [None] * len(made)
-    finally:
-        gc.enable()
 
 
 def test_an_end_to_end_head_is_not_calibrated_and_trains_no_folds(tiny_body_path, monkeypatch) -> None:

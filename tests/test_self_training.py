@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_sentences
+from conftest import fold_bodies, make_sentences
 
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.training import self_training
@@ -308,25 +308,10 @@ def test_the_folds_models_are_freed_as_the_decision_goes(tiny_body_path: str, to
     """A sentence-transformers body is in reference cycles (its model card data holds it): without an explicit
     collection each fold's copy of the body (with its optimizer state and bf16 copy) stays alive until the cyclic
     collector runs, and the decision held several at once. With the collector off, none may be alive at the end."""
-    import gc
-    import weakref
-
-    made = []
-    with_body = SetFitModel.with_body
-
-    def recording(self, body):  # type: ignore[no-untyped-def]
-        made.append(weakref.ref(body))
-        return with_body(self, body)
-
-    monkeypatch.setattr(SetFitModel, "with_body", recording)
-    gc.collect()
-    gc.disable()
-    try:
+    with fold_bodies(monkeypatch) as made:  # checked inside: the collector, on again, would free them
         model, _ = _train(tiny_body_path, toy_data, POOL, **AUTO)
         assert len(made) == model.training_info["self_training"]["cv"]["folds"] == 3  # the folds' bodies
         assert [ref() for ref in made] == [None, None, None]
-    finally:
-        gc.enable()
 
 
 def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_tested(tiny_body_path: str,
