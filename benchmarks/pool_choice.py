@@ -128,15 +128,27 @@ def _kept_by(rule: str, cv: dict) -> bool:
     net = round(gain * cv["held_out"])  # held-out texts right with the pool, less those right without it
     score = {"accuracy": gain, "probability": proba_gain,
              "accuracy, ties by probability": proba_gain if abs(gain) <= 1e-12 else gain,
-             "one text": net - 1, "two texts": net - 2}[rule]
-    return keeps_pool(score, cv.get("margin", 0.0) if rule == "accuracy" else 0.0, cv.get("pseudo_labels") or [])
+             "one text": net - 1, "two texts": net - 2,
+             "accuracy, folds' models saw 2 of each class": gain if fold_min_train(cv) >= 2 else -1.0}[rule]
+    margin = cv.get("margin", 0.0) if rule.startswith("accuracy") else 0.0
+    return keeps_pool(score, margin, cv.get("pseudo_labels") or [])
+
+
+def fold_min_train(cv: dict) -> int:
+    """``cv["fold_min_train"]`` (the fewest texts of a scored class a fold's model trained on); runs recorded
+    before the library kept it, all with ``self_training_folds=3``: 2 where there were 3 folds (every scored
+    class had 3 or more texts, so each fold trained on at least 2), else 1 (a class of 2 texts: one per fold)."""
+    if "fold_min_train" in cv:
+        return int(cv["fold_min_train"])
+    return 2 if cv.get("folds", 0) >= 3 else 1
 
 
 #: the decision rules the pool-decision studies compare (benchmarks/results/pool_decision/RULE.md): R0 is the
 #: library's (`keeps_pool` on the held-out accuracy), R1 and R2 read the held-out probability of the own class
-#: (``cv["proba_*"]``), R3 and R4 ask the pool for at least one or two more held-out texts right (ties drop it)
+#: (``cv["proba_*"]``), R3 and R4 ask the pool for at least one or two more held-out texts right (ties drop it),
+#: R5 is R0 where every fold's model trained on at least 2 texts of each scored class (else the pool is dropped)
 RULES = {"R0": "accuracy", "R1": "probability", "R2": "accuracy, ties by probability", "R3": "one text",
-         "R4": "two texts"}
+         "R4": "two texts", "R5": "accuracy, folds' models saw 2 of each class"}
 
 
 def rules_table(rows: list[dict], fresh: set[int]) -> tuple[dict, str]:

@@ -184,7 +184,15 @@ def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
     # R3 and R4 ask for one and two more held-out texts right: the ties are dropped, one text of 10 keeps for R3
     assert chosen["R3"]["sum_gain"] == 0.0 and chosen["R4"]["sum_gain"] == 0.0
     assert fresh["R3"]["sum_gain"] == pytest.approx(-0.1) and fresh["R4"]["sum_gain"] == 0.0
-    assert "| a | 1 | 70.0 | 66.0 | +0.000 | -0.030 | yes | 66.0 | 70.0 | 70.0 | 70.0 | 70.0 | 66.0 |" in page
+    assert "| a | 1 | 70.0 | 66.0 | +0.000 | -0.030 | yes | 66.0 | 70.0 | 70.0 | 70.0 | 70.0 | 66.0 | 66.0 |" in page
+    # R5 is R0 where every fold's model saw 2 texts of each class: recorded, or 3 folds for older runs
+    assert chosen["R5"] == chosen["R0"] and fresh["R5"] == fresh["R0"]
+    two_folds = [r | ({"self_training": {"cv": r["self_training"]["cv"] | {"folds": 2}}}
+                      if r["variant"] == "default" else {}) for r in rows]
+    assert rules_table(two_folds, {3})[0]["chosen_on"]["R5"]["sum_gain"] == 0.0
+    recorded = [r | ({"self_training": {"cv": r["self_training"]["cv"] | {"folds": 2, "fold_min_train": 2}}}
+                     if r["variant"] == "default" else {}) for r in rows]
+    assert rules_table(recorded, {3})[0]["chosen_on"]["R5"] == chosen["R0"]
     # a run without the probability scores (recorded before them) is left out, not guessed
     old = [r | ({"self_training": {"cv": {"folds": 3, "gain": 0.0}}} if r["variant"] == "default" else {})
            for r in runs("c", 0, 0.5, 0.6, 0.0, 0.0)]

@@ -13,7 +13,7 @@ from conftest import fold_bodies, make_sentences
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.training import self_training
 from setfit_lite.training.callbacks import TrainerCallback
-from setfit_lite.training.self_training import cv_folds, keeps_pool, knn_agreement, select_pseudo_labels
+from setfit_lite.training.self_training import cv_folds, fewest_trained, keeps_pool, knn_agreement, select_pseudo_labels
 
 # the tests of the rounds pin the confidence policy, always on; the decision and the kNN vote have their own tests
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
@@ -373,6 +373,17 @@ def test_the_folds_keep_single_text_classes_in_every_training_and_score_the_othe
     assert cv_folds(np.array([0, 0, 1, 1, 1, 2]), 3, seed=0)[1] == 2  # at most the smallest scored class's count
 
 
+@pytest.mark.parametrize(("ids", "fewest"), [([0, 0, 1, 1, 2, 2], 1), ([0, 0, 0, 1, 1, 1], 2),
+                                             ([0, 0, 0, 0, 1, 1, 1, 2], 2), ([0, 0, 0, 0, 0, 1, 1, 1, 1, 1], 3),
+                                             ([0, 1, 1, 1], 0)])
+def test_the_fewest_texts_of_a_class_a_fold_trains_on(ids: list[int], fewest: int) -> None:
+    fold_of, folds = cv_folds(np.array(ids), 3, seed=0)
+    assert fewest_trained(np.array(ids), fold_of, folds) == fewest
+    counts = [int(((np.array(ids) == c) & (fold_of != f)).sum()) for f in range(folds) for c in set(ids)
+              if (fold_of[np.array(ids) == c] >= 0).any()]
+    assert min(counts, default=0) == fewest
+
+
 @pytest.mark.parametrize("ids", [[0, 0, 0, 1], [0, 1, 2], [0, 0, 0, 0]])
 def test_the_folds_are_empty_when_fewer_than_two_classes_can_be_scored(ids: list[int]) -> None:
     fold_of, folds = cv_folds(np.array(ids), 3, seed=0)
@@ -389,6 +400,7 @@ def test_a_class_with_one_labelled_text_still_gets_a_decision(tiny_body_path: st
     info = model.training_info["self_training"]
     cv = info["cv"]
     assert cv["folds"] == 3 and cv["held_out"] == len(toy_data["text"]) and cv["train_only"] == 1
+    assert cv["fold_min_train"] >= 2  # every scored class has 3 or more texts: each fold trains on 2 or more
     assert cv["gain"] is not None and "1 text(s) of single-text classes" in cv["reason"]
     assert info["used"] is True and info["rounds"]  # right pseudo-labels help: the pool is used
     again, _ = _train(tiny_body_path, data, POOL, **AUTO)

@@ -252,6 +252,8 @@ class PoolDecision:
         proba_without: The mean probability the fold models gave each held-out text's own class, without
             self-training (a continuous score beside the accuracy: on a few held-out texts accuracies tie often).
         proba_with: The same with self-training on the pool.
+        fold_min_train: The fewest labelled texts of one scored class that a fold's model trained on (1 when a
+            class has 2 labelled texts: each fold's model saw one of them).
     """
 
     used: bool
@@ -267,6 +269,7 @@ class PoolDecision:
     pseudo_labels: list[int] = field(default_factory=list)
     proba_without: float | None = None
     proba_with: float | None = None
+    fold_min_train: int = 0
 
     def logs(self) -> dict[str, float]:
         """The decision's entry for ``on_log``: ``self_training_used`` (1/0) and, when cross-validated,
@@ -299,6 +302,14 @@ def cv_folds(ids: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, int]:
     return fold_of, folds
 
 
+def fewest_trained(ids: np.ndarray, fold_of: np.ndarray, folds: int) -> int:
+    """The fewest texts of one scored class (fold >= 0) that a fold's model of `cv_folds`'s split ``fold_of``
+    trains on; 0 when there are no folds."""
+    ids, fold_of = np.asarray(ids), np.asarray(fold_of)
+    scored = np.unique(ids[fold_of >= 0])
+    return min((int(((ids == c) & (fold_of != f)).sum()) for f in range(folds) for c in scored), default=0)
+
+
 def keeps_pool(gain: float, margin: float, pseudo_labels: Sequence[int]) -> bool:
     """Whether `decide_pool` keeps the pool: its folds' models pseudo-labelled some pool text (``pseudo_labels``,
     one count per fold; all 0: the pool was not tested) and the held-out ``gain`` is at least ``margin``. A tie
@@ -324,6 +335,7 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     margin = float(args.self_training_margin)
     fold_of, folds = cv_folds(ids, args.self_training_folds, args.seed)
     train_only = int((fold_of < 0).sum())
+    fold_min_train = fewest_trained(ids, fold_of, folds)
     if folds < 2:
         return PoolDecision(False, "fewer than 2 classes have 2 or more labelled texts: nothing can be held out and "
                                    "scored, so self-training cannot be cross-validated; the pool is not used "
@@ -380,4 +392,4 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
                    "folds' models saw fewer labelled texts than the final one)")
     return PoolDecision(used, reason, folds=folds, held_out=n, without=without, with_pool=with_pool_acc, gain=gain,
                         margin=margin, cv_pool=len(fold_pool), train_only=train_only, pseudo_labels=pseudo_labels,
-                        proba_without=proba_without / n, proba_with=proba_with / n)
+                        proba_without=proba_without / n, proba_with=proba_with / n, fold_min_train=fold_min_train)
