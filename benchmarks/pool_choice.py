@@ -163,8 +163,10 @@ def rules_table(rows: list[dict], fresh: set[int]) -> tuple[dict, str]:
         if "proba_with" not in cv or (task, seed, "none") not in acc or (task, seed, "forced") not in acc:
             continue
         none, forced = acc[task, seed, "none"]["accuracy"], acc[task, seed, "forced"]["accuracy"]
-        run = {"task": task, "seed": seed, "none": none, "forced": forced, "gain": cv["gain"],
-               "proba_gain": cv["proba_with"] - cv["proba_without"], "tested": any(cv.get("pseudo_labels") or []),
+        scored = cv["proba_with"] is not None  # None: nothing could be held out (no folds), no rule keeps the pool
+        run = {"task": task, "seed": seed, "none": none, "forced": forced, "gain": cv["gain"] if scored else 0.0,
+               "proba_gain": cv["proba_with"] - cv["proba_without"] if scored else 0.0,
+               "tested": any(cv.get("pseudo_labels") or []),
                "default": acc[task, seed, "default"]["accuracy"]}
         for name, rule in RULES.items():
             run[name] = forced if _kept_by(rule, cv) else none

@@ -197,6 +197,12 @@ def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
     old = [r | ({"self_training": {"cv": {"folds": 3, "gain": 0.0}}} if r["variant"] == "default" else {})
            for r in runs("c", 0, 0.5, 0.6, 0.0, 0.0)]
     assert [r["task"] for r in rules_table(rows + old, {3})[0]["runs"]] == ["a", "a", "b", "b", "b"]
+    # a run that could not be cross-validated (no folds: the figures are None) counts, and no rule keeps its pool
+    none = [r | ({"self_training": {"cv": {"folds": 0, "gain": None, "proba_with": None, "proba_without": None,
+                                           "pseudo_labels": []}}} if r["variant"] == "default" else {})
+            for r in runs("d", 0, 0.5, 0.6, 0.0, 0.0)]
+    undecided = rules_table(rows + none, {3})[0]["runs"][-1]
+    assert undecided["task"] == "d" and all(undecided[n] == 0.5 for n in ("R0", "R1", "R2", "R3", "R4", "R5"))
 
 
 def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_variant() -> None:
