@@ -185,7 +185,8 @@ def rules_table(rows: list[dict], fresh: set[int]) -> tuple[dict, str]:
         return out
 
     chosen, fresh_runs = [r for r in runs if r["seed"] not in fresh], [r for r in runs if r["seed"] in fresh]
-    figures = {"runs": runs, "chosen_on": summary(chosen), "fresh_draw": summary(fresh_runs) if fresh_runs else {}}
+    figures = {"runs": runs, "chosen_on": summary(chosen) if chosen else {},
+               "fresh_draw": summary(fresh_runs) if fresh_runs else {}}
     lines = ["| task | seed | none | forced | acc. gain (CV) | prob. gain (CV) | tested | "
              + " | ".join(RULES) + " | default (check) |", "|---|---|---|---|---|---|---|" + "---|" * len(RULES)
              + "---|"]

@@ -203,6 +203,9 @@ def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
             for r in runs("d", 0, 0.5, 0.6, 0.0, 0.0)]
     undecided = rules_table(rows + none, {3})[0]["runs"][-1]
     assert undecided["task"] == "d" and all(undecided[n] == 0.5 for n in ("R0", "R1", "R2", "R3", "R4", "R5"))
+    # every run a fresh draw: no table of runs chosen on, the fresh draw's alone
+    figures, page = rules_table(rows, {0, 1, 3})
+    assert figures["chosen_on"] == {} and "runs the rule is chosen on" not in page and "fresh draw" in page
 
 
 def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_variant() -> None:
