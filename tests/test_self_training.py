@@ -420,6 +420,36 @@ def test_a_class_with_one_labelled_text_cannot_be_cross_validated(tiny_body_path
                                alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
 
 
+def _per_class(data: dict, count: int) -> dict:
+    """The first ``count`` texts of each class of ``data``."""
+    keep = [i for i, label in enumerate(data["label"]) if data["label"][:i].count(label) < count]
+    return {"text": [data["text"][i] for i in keep], "label": [data["label"][i] for i in keep]}
+
+
+def test_under_three_labelled_texts_per_class_the_pool_is_not_decided_on(tiny_body_path: str, toy_data: dict,
+                                                                       toy_eval: dict, monkeypatch) -> None:
+    """2 labelled texts per class: the folds' models would see one text of a class; no fold is trained, the
+    labels alone are the model, even where right pseudo-labels would pass the folds (they do at 3 per class)."""
+    monkeypatch.setattr(self_training, "pseudo_label", _fake_pseudo_labels(wrong=False))
+    two = _per_class(toy_data, 2)
+    alone, _ = _train(tiny_body_path, two)
+    model, _ = _train(tiny_body_path, two, POOL, **AUTO)
+    info = model.training_info["self_training"]
+    assert info["used"] is False and info["rounds"] == [] and info["cv"]["folds"] == 0 and info["cv"]["gain"] is None
+    assert "4 labelled texts for 2 classes, fewer than 3 per class" in info["cv"]["reason"]
+    np.testing.assert_allclose(model.predict_proba(toy_eval["text"], as_numpy=True),
+                               alone.predict_proba(toy_eval["text"], as_numpy=True), atol=1e-6)
+    three, _ = _train(tiny_body_path, _per_class(toy_data, 3), POOL, **AUTO)
+    assert three.training_info["self_training"]["cv"]["folds"] == 3 and three.training_info["self_training"]["used"]
+    # the classes the model knows count: 6 texts of two classes, a third class named with no text yet
+    named = SetFitModel.from_pretrained(tiny_body_path, labels=[*dict.fromkeys(toy_data["label"]), "mixed"])
+    Trainer(named, TrainingArguments(**(FAST | AUTO)), train_dataset=_per_class(toy_data, 3),
+            unlabeled_dataset=POOL).train()
+    assert "6 labelled texts for 3 classes" in named.training_info["self_training"]["cv"]["reason"]
+    forced, _ = _train(tiny_body_path, two, POOL, self_training=True)
+    assert forced.training_info["self_training"]["used"] is True  # True uses it anyway
+
+
 def test_self_training_false_ignores_the_pool(tiny_body_path: str, toy_data: dict) -> None:
     model, _ = _train(tiny_body_path, toy_data, POOL, self_training=False)
     assert "self_training" not in model.training_info

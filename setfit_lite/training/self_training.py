@@ -50,12 +50,16 @@ from ..logging import tqdm_disable
 from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
-__all__ = ["CV_POOL", "PoolDecision", "SelfTrainingRound", "check_disjoint", "cv_folds", "decide_pool",
+__all__ = ["CV_POOL", "MIN_PER_CLASS", "PoolDecision", "SelfTrainingRound", "check_disjoint", "cv_folds", "decide_pool",
            "keeps_pool", "knn_agreement", "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
 
 # the pool texts each cross-validation fold pseudo-labels (a seeded subset: the pseudo-labels per class are capped at
 # a few times the labelled count, so a fold needs candidates, not the whole pool)
 CV_POOL = 1024
+# the labelled texts per class (in all: texts / classes) below which `decide_pool` decides nothing and the pool is not
+# used: with fewer, the folds' models train on one or two texts of a class and are scored on 4 to 12 held-out texts,
+# and on validation the pools kept there cost (benchmarks/results/pool_decision_pc2/)
+MIN_PER_CLASS = 3
 
 logger = logging.getLogger(__name__)
 
@@ -326,8 +330,9 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     trained by ``trainer_class`` with ``args`` on the other folds (no evaluation, checkpoints or reporting), scored
     on the fold, self-trained on at most `CV_POOL` texts of ``pool`` (a subset drawn with ``args.seed``) as the
     real run is, and scored again. Nothing but ``texts``, ``labels`` and ``pool`` is read. Returns the decision
-    (`keeps_pool`: use the pool); undecidable (fewer than 2 classes with 2 or more
-    labelled texts): not used, and the reason says why."""
+    (`keeps_pool`: use the pool); undecidable (fewer than `MIN_PER_CLASS` labelled texts per class the model
+    knows, or fewer than 2 classes with 2 or more labelled texts): not used, no fold trained, and the reason says
+    why."""
     import copy
 
     from .cross_fit import FOLD_ARGUMENTS, free_folds
@@ -336,6 +341,12 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
     fold_of, folds = cv_folds(ids, args.self_training_folds, args.seed)
     train_only = int((fold_of < 0).sum())
     fold_min_train = fewest_trained(ids, fold_of, folds)
+    classes = len(getattr(model, "labels", None) or ()) or int(np.max(ids, initial=-1)) + 1
+    if len(ids) < MIN_PER_CLASS * classes:
+        return PoolDecision(False, f"{len(ids)} labelled texts for {classes} classes, fewer than {MIN_PER_CLASS} per "
+                                   "class: too few to tell whether the pool helps (the folds' models would see one or "
+                                   "two texts of a class), so the pool is not used (self_training=True uses it "
+                                   "anyway)", margin=margin, train_only=train_only, fold_min_train=fold_min_train)
     if folds < 2:
         return PoolDecision(False, "fewer than 2 classes have 2 or more labelled texts: nothing can be held out and "
                                    "scored, so self-training cannot be cross-validated; the pool is not used "
