@@ -172,7 +172,7 @@ class TrainingArguments:
             self-trained exactly as the real run) and uses the pool when the folds pseudo-labelled some pool text
             and the held-out accuracy gains at least `self_training_margin` (a tie keeps it). A class with one
             labelled text is in every fold's training and not scored; when fewer than 2 classes have 2 or more
-            texts, nothing can be scored and the pool is not used.
+            texts, or fewer than 3 labelled texts per class were given, nothing is scored and the pool is not used.
             The decision and its figures are in `model.training_info["self_training"]`. Cost: about
             `2 * folds` extra trainings. See [Self-training](self-training.md).
         self_training_folds: The stratified folds of `self_training="auto"`'s cross-validation (at most the

@@ -21,7 +21,8 @@ Labels picked by informativeness (`suggest_labels`) are skewed: some class often
 a text cannot be held out (its fold model would never have seen the class), so it is in every fold's training
 and never scored (`cv_folds`); the folds split the classes with 2 or more texts, and only those are scored. A
 wrong pseudo-label into a single-text class still costs held-out texts of the others, so the score still sees
-it. When fewer than 2 classes have 2 or more texts, nothing sound can be scored: the pool is not used.
+it. When fewer than 2 classes have 2 or more texts, nothing sound can be scored: the pool is not used. Nor is it
+with fewer than `MIN_PER_CLASS` labelled texts per class: the folds' models would see one or two texts of a class.
 
 Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text only when a strict majority of its
 ``pseudo_label_neighbors`` nearest labelled texts (cosine, in the trained body's embedding space) has the class the

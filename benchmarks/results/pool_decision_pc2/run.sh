@@ -10,4 +10,4 @@ PER_CLASS=2 bash $C $S "${both[@]}" -- multilingual:0 multilingual:1 multilingua
 PER_CLASS=2 bash $C $S "${both[@]}" -- sst2:0 subj:0 trec:0 sst5:0 emotion:0 sst2:1 subj:1 trec:1 sst5:1 &
 PER_CLASS=2 bash $C $S "${both[@]}" -- emotion:1 sst2:2 subj:2 trec:2 sst5:2 emotion:2 &
 wait
-python -m benchmarks.pool_choice --merge $S/*_seed*.json --rules --out $S/rules_pc2
+python -m benchmarks.pool_choice --merge $S/*_seed*.json --rules --fresh-seeds --out $S/rules_pc2

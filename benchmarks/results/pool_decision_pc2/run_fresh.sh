@@ -11,4 +11,4 @@ PER_CLASS=2 bash $C $S "${both[@]}" -- multilingual:3 multilingual:4 multilingua
 PER_CLASS=2 bash $C $S "${both[@]}" -- sst2:3 subj:3 trec:3 sst5:3 emotion:3 sst2:4 subj:4 trec:4 sst5:4 &
 PER_CLASS=2 bash $C $S "${both[@]}" -- emotion:4 sst2:5 subj:5 trec:5 sst5:5 emotion:5 &
 wait
-python -m benchmarks.pool_choice --merge $S/*_seed*.json --rules --out $S/rules_pc2_fresh
+python -m benchmarks.pool_choice --merge $S/*_seed*.json --rules --fresh-seeds 3 4 5 --out $S/rules_pc2_fresh
