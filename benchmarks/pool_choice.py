@@ -130,7 +130,7 @@ def _kept_by(rule: str, cv: dict) -> bool:
              "accuracy, ties by probability": proba_gain if abs(gain) <= 1e-12 else gain,
              "one text": net - 1, "two texts": net - 2,
              "accuracy, folds' models saw 2 of each class": gain if fold_min_train(cv) >= 2 else -1.0}[rule]
-    margin = cv.get("margin", 0.0) if rule.startswith("accuracy") else 0.0
+    margin = cv.get("margin", 0.0) if rule in ("accuracy", RULES["R5"]) else 0.0  # R5 is R0 where it decides
     return keeps_pool(score, margin, cv.get("pseudo_labels") or [])
 
 

@@ -193,6 +193,11 @@ def test_pool_choice_rules_read_the_model_each_decision_rule_keeps() -> None:
     recorded = [r | ({"self_training": {"cv": r["self_training"]["cv"] | {"folds": 2, "fold_min_train": 2}}}
                      if r["variant"] == "default" else {}) for r in rows]
     assert rules_table(recorded, {3})[0]["chosen_on"]["R5"] == chosen["R0"]
+    # a margin is R0's and R5's alone: with a margin of 0.05 a tie no longer keeps for them, and still does for R2
+    margined = [r | ({"self_training": {"cv": r["self_training"]["cv"] | {"margin": 0.05}}}
+                     if r["variant"] == "default" else {}) for r in rows]
+    strict = rules_table(margined, {3})[0]["runs"][0]  # a, seed 0: a tie, probability up
+    assert strict["R0"] == strict["R5"] == 0.60 and strict["R2"] == 0.64
     # a run without the probability scores (recorded before them) is left out, not guessed
     old = [r | ({"self_training": {"cv": {"folds": 3, "gain": 0.0}}} if r["variant"] == "default" else {})
            for r in runs("c", 0, 0.5, 0.6, 0.0, 0.0)]

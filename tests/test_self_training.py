@@ -379,9 +379,6 @@ def test_the_folds_keep_single_text_classes_in_every_training_and_score_the_othe
 def test_the_fewest_texts_of_a_class_a_fold_trains_on(ids: list[int], fewest: int) -> None:
     fold_of, folds = cv_folds(np.array(ids), 3, seed=0)
     assert fewest_trained(np.array(ids), fold_of, folds) == fewest
-    counts = [int(((np.array(ids) == c) & (fold_of != f)).sum()) for f in range(folds) for c in set(ids)
-              if (fold_of[np.array(ids) == c] >= 0).any()]
-    assert min(counts, default=0) == fewest
 
 
 @pytest.mark.parametrize("ids", [[0, 0, 0, 1], [0, 1, 2], [0, 0, 0, 0]])
