@@ -3,8 +3,8 @@
 # self-training), for a chain of TASK:SEED items: from the repository root,
 # bash benchmarks/results/labelling_curves_body_round.sh "BUDGETS" TASK:SEED... > LOG
 # results benchmarks/results/labelling_curves_TASK_seedSEED_NAME.{json,md}, NAME from the environment
-# (body_round when unset); the tweets (TASK multilingual) with multilingual-e5-small, as multilingual_e5;
-# CLINC150 scored on 1,500 test texts, the others on 500
+# (body_round when unset), the contenders CONTENDERS from the environment (suggest suggest+pool when unset); the
+# tweets (TASK multilingual) with multilingual-e5-small, as multilingual_e5; CLINC150 scored on 1,500 test texts, the others on 500
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=1
 budgets=${1:?budgets}; shift
 for item in "${@:?TASK:SEED items}"; do
@@ -18,7 +18,7 @@ print(r('intfloat/multilingual-e5-small'))")
     fi
     date -u
     nice -n 5 .venv/bin/python -m benchmarks.labelling_curves --data-dir ../shared/data --tasks $t --seeds $seed \
-        --test-limit $limit --budgets $budgets --contenders suggest suggest+pool "${extra[@]}" \
+        --test-limit $limit --budgets $budgets --contenders ${CONTENDERS:-suggest suggest+pool} "${extra[@]}" \
         --out benchmarks/results/labelling_curves_${name}_seed${seed}_${NAME:-body_round}
 done
 date -u
