@@ -4,7 +4,8 @@
 # bash benchmarks/results/labelling_curves_body_round.sh "BUDGETS" TASK:SEED... > LOG
 # results benchmarks/results/labelling_curves_TASK_seedSEED_NAME.{json,md}, NAME from the environment
 # (body_round when unset), the contenders CONTENDERS from the environment (suggest suggest+pool when unset); the
-# tweets (TASK multilingual) with multilingual-e5-small, as multilingual_e5; CLINC150 scored on 1,500 test texts, the others on 500
+# tweets (TASK multilingual) with multilingual-e5-small, as multilingual_e5; CLINC150
+# scored on 1,500 test texts, the others on 500
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=1
 budgets=${1:?budgets}; shift
 for item in "${@:?TASK:SEED items}"; do
