@@ -219,6 +219,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     random.Random(0).shuffle(pool)
 
     folders: dict[str, Path] = {"torch": Path(model_dir)}
+    student_fp32: dict[str, Path] = {}  # the students' fp32 exports, run by OpenVINO only
     export_s: dict[str, float] = {}
     for variant, quantize in (("onnx_fp32", None), ("onnx_int8", "int8"), ("onnx_int8_static", "int8-static")):
         start = time.perf_counter()
@@ -233,9 +234,11 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         layers, _, keep = student_spec.partition(":")
         variant = f"student{layers}_int8"
         start = time.perf_counter()
-        folders[variant] = distil_student(model, int(layers), keep or "first",
-                                          task["texts"] + pool[:args.student_unlabeled], folder / variant)
+        folders[variant], fp32 = distil_student(model, int(layers), keep or "first",
+                                                task["texts"] + pool[:args.student_unlabeled], folder / variant,
+                                                folder / f"student{layers}_fp32")
         export_s[variant] = time.perf_counter() - start
+        student_fp32[f"openvino_student{layers}_fp32"] = fp32
 
     # the torch tier as a user gets it (inference_precision="auto": bf16 where the CPU computes it natively) and,
     # where that is not fp32, the same folder forced to fp32: the reference every accuracy and agreement is taken to
@@ -255,6 +258,9 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
             ov_name = variant.replace("onnx", "openvino")
             runners[ov_name] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads, runtime="openvino"),
                                 folders[variant], "openvino")
+        for ov_name, path in student_fp32.items():  # the student under OpenVINO's precision hint (bf16 on AMX)
+            runners[ov_name] = (OnnxSetFitModel.load(path, num_threads=args.threads, runtime="openvino"), path,
+                                "openvino")
     static = StaticSetFitModel.load(folders["static"], num_threads=args.threads)
     runners["static"] = (static, folders["static"], "onnxruntime")
     if importlib.util.find_spec("model2vec") is not None:
@@ -363,9 +369,11 @@ def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, 
     return out
 
 
-def distil_student(teacher: object, layers: int, keep: str, texts: list[str], folder: Path) -> Path:
+def distil_student(teacher: object, layers: int, keep: str, texts: list[str], folder: Path,
+                   fp32_folder: Path) -> tuple[Path, Path]:
     """A ``layers``-layer student of the fine-tuned ``teacher`` (``shrink_body``), distilled on ``texts`` (training
-    and unlabeled training-split texts, never test texts) with ``DistillationTrainer``'s defaults, exported int8."""
+    and unlabeled training-split texts, never test texts) with ``DistillationTrainer``'s defaults, exported int8 to
+    ``folder`` and fp32 to ``fp32_folder`` (the graph OpenVINO runs in its precision hint's)."""
     from setfit_lite import DistillationTrainer, TrainingArguments
     from setfit_lite.distillation import shrink_body
 
@@ -373,7 +381,7 @@ def distil_student(teacher: object, layers: int, keep: str, texts: list[str], fo
     DistillationTrainer(teacher_model=teacher, student_model=student,
                         args=TrainingArguments(seed=0, show_progress_bar=False),
                         train_dataset={"text": texts}).train()
-    return student.export_onnx(folder, quantize="int8")
+    return student.export_onnx(folder, quantize="int8"), student.export_onnx(fp32_folder)
 
 
 class Model2VecPeer:
