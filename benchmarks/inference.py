@@ -343,7 +343,7 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
     result = {"task": spec, "test_texts": len(texts), "rows": rows, "threads": settings, "reference": reference,
               "static_profile": static_profile(static, texts)}
     if args.peaks:
-        result["roofline"] = roofline_fractions(rows, runners["onnx_fp32"][0].tokenize(texts), args.batch_size,
+        result["roofline"] = roofline_fractions(rows, runners["onnx_fp32"][0].tokenize(texts), args.batch_size or 32,
                                                 args.peaks)
     return result
 
@@ -531,7 +531,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-limit", type=int, default=None, help="a random sample of the test split")
     parser.add_argument("--latency-n", type=int, default=50)
     parser.add_argument("--cold-n", type=int, default=3, help="cold starts per variant (median)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="texts a forward pass of every tier (default: each tier's own, as predict() runs it)")
     parser.add_argument("--rounds", type=int, default=2, help="throughput rounds (setfit, then every variant)")
     parser.add_argument("--calibration", type=int, default=256, help="training-split texts added for int8-static")
     parser.add_argument("--static-unlabeled", type=int, default=4000,

@@ -192,3 +192,37 @@ def prediction_precision(device: str | torch.device = "cpu", precision: str = "a
             raise ValueError(f"bf16 prediction runs on cpu and cuda, not on {kind!r}; use 'auto' or 'fp32'")
         return "fp32"
     return backend_class(_PREDICTION_BACKENDS[kind])(precision=precision).precision
+
+
+#: texts per forward pass of ``predict``/``predict_proba``/``encode`` when the caller gives none
+PREDICTION_BATCH_SIZE = 32
+#: the same where the body runs bf16 on a CPU with AMX tiles: measured on validation texts (SST-2, Emotion) on a
+#: 2-vCPU Xeon with AMX, 64 texts a pass ran 1.18x 32's; 128 no faster; fp32 there, and other CPUs, keep 32
+AMX_BF16_BATCH_SIZE = 64
+
+
+def prediction_batch_size(device: str | torch.device = "cpu", precision: str = "fp32",
+                          cpuinfo: str | None = None) -> int:
+    """The texts per forward pass prediction uses when the caller does not say: `AMX_BF16_BATCH_SIZE` where
+    ``precision`` (resolved, `prediction_precision`) is bf16 on a CPU with AMX tiles (the ``amx_bf16`` flag),
+    `PREDICTION_BATCH_SIZE` otherwise.
+
+    Args:
+        device: Where the body is (``model.device``).
+        precision: The resolved precision, ``"fp32"`` or ``"bf16"``.
+        cpuinfo: ``/proc/cpuinfo`` text to read the flags from instead of this machine's (tests).
+
+    Returns:
+        The batch size.
+
+    Examples:
+        >>> prediction_batch_size("cpu", "bf16", cpuinfo="flags : avx512f avx512_bf16 amx_bf16 amx_tile")
+        64
+        >>> prediction_batch_size("cpu", "bf16", cpuinfo="flags : avx512f avx512_bf16")
+        32
+    """
+    from .cpu import detect_cpu_features  # the probe the precision rule reads
+
+    if precision != "bf16" or torch.device(device).type != "cpu":
+        return PREDICTION_BATCH_SIZE
+    return AMX_BF16_BATCH_SIZE if detect_cpu_features(cpuinfo).amx_bf16 else PREDICTION_BATCH_SIZE

@@ -139,6 +139,10 @@ def text_stream(inputs: Iterable[str] | os.PathLike) -> Iterable[str]:
     return inputs
 
 
+#: texts encoded at once when a prediction call gives no ``batch_size`` (`Predictor.default_batch_size`)
+DEFAULT_BATCH_SIZE = 32
+
+
 def length_sorted_batches(token_ids: Sequence[Sequence[int]], batch_size: int) -> list[np.ndarray]:
     """Index batches of ``token_ids`` from longest to shortest (little padding); together they cover every row."""
     order = np.argsort([-len(t) for t in token_ids], kind="stable")
@@ -232,13 +236,18 @@ class Predictor:
         """Probabilities (len(texts), len(labels)), float32, of validated texts."""
         raise NotImplementedError
 
-    def predict_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
-                      show_progress_bar: bool | None = None) -> np.ndarray:
+    def default_batch_size(self) -> int:
+        """The texts encoded at once when a prediction call gives no ``batch_size`` (32; the torch tier: 64 where
+        its body runs bf16 on a CPU with AMX tiles)."""
+        return DEFAULT_BATCH_SIZE
+
+    def predict_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int | None = None,
+                      as_numpy: bool = False, show_progress_bar: bool | None = None) -> np.ndarray:
         """The class probabilities of texts, columns in `labels` order.
 
         Args:
             inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
-            batch_size: The texts encoded at once.
+            batch_size: The texts encoded at once; None for the tier's `default_batch_size`.
             as_numpy: Accepted on every tier; the exported tiers always return numpy (the torch `SetFitModel`
                 returns a tensor without it).
             show_progress_bar: Whether to show a progress bar; None follows the library's setting.
@@ -252,13 +261,13 @@ class Predictor:
         """
         return self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
-    def class_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32,
+    def class_proba(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int | None = None,
                     show_progress_bar: bool | None = None) -> np.ndarray:
         """The class probabilities of texts as a numpy array, the same on every tier and for every head.
 
         Args:
             inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
-            batch_size: The texts encoded at once.
+            batch_size: The texts encoded at once; None for the tier's `default_batch_size`.
             show_progress_bar: Whether to show a progress bar; None follows the library's setting.
 
         Returns:
@@ -276,7 +285,7 @@ class Predictor:
         proba = np.concatenate(parts) if parts else np.zeros((0, len(self.labels)), dtype=np.float32)
         return proba[0] if single else proba
 
-    def iter_proba(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
+    def iter_proba(self, inputs: Iterable[str] | os.PathLike, batch_size: int | None = None,
                    show_progress_bar: bool | None = None) -> Iterator[tuple[list[str], np.ndarray]]:
         """The probabilities of a stream of texts, chunk by chunk, computed as they are consumed.
 
@@ -284,7 +293,7 @@ class Predictor:
 
         Args:
             inputs: An iterable of texts or a text file (`os.PathLike`: one text per non-blank line).
-            batch_size: The texts encoded at once.
+            batch_size: The texts encoded at once; None for the tier's `default_batch_size`.
             show_progress_bar: Whether to show a progress bar; None follows the library's setting.
 
         Returns:
@@ -295,7 +304,7 @@ class Predictor:
                 the call, before anything is read.
         """
         self._check_fitted()
-        batch_size = check_param("batch_size", batch_size)
+        batch_size = check_param("batch_size", self.default_batch_size() if batch_size is None else batch_size)
         return self._iter_proba(text_stream(inputs), batch_size, show_progress_bar)
 
     def _iter_proba(self, texts: Iterable[str], batch_size: int, show_progress_bar: bool | None
@@ -305,14 +314,14 @@ class Predictor:
             proba = self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)
             yield chunk, temper(proba, temperature)
 
-    def predict_iter(self, inputs: Iterable[str] | os.PathLike, batch_size: int = 32,
+    def predict_iter(self, inputs: Iterable[str] | os.PathLike, batch_size: int | None = None,
                      use_labels: bool = True, abstain_below: float | None = None,
                      abstain_label: Any = None) -> Iterator[Any]:
         """`predict`'s label of each text, one at a time, over a stream of any size with bounded memory.
 
         Args:
             inputs: An iterable of texts or a text file (`os.PathLike`: one text per non-blank line).
-            batch_size: The texts encoded at once.
+            batch_size: The texts encoded at once; None for the tier's `default_batch_size`.
             use_labels: Whether to give the label names (False: class ids), as in `predict`.
             abstain_below: As in `predict`.
             abstain_label: As in `predict`.
@@ -345,14 +354,14 @@ class Predictor:
             raise ValueError("abstain_below applies to single-label models (a multi-label row has no single "
                              "probability to abstain on)")
 
-    def predict(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int = 32, as_numpy: bool = False,
+    def predict(self, inputs: str | Iterable[str] | os.PathLike, batch_size: int | None = None, as_numpy: bool = False,
                 use_labels: bool = True, show_progress_bar: bool | None = None, abstain_below: float | None = None,
                 abstain_label: Any = None) -> Any:
         """The predicted label of each text.
 
         Args:
             inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
-            batch_size: The texts encoded at once.
+            batch_size: The texts encoded at once; None for the tier's `default_batch_size`.
             as_numpy: Whether label values or ids come as a numpy array rather than setfit's tensor.
             use_labels: setfit's: with False a model whose labels are names gives class ids.
             show_progress_bar: Whether to show a progress bar; None follows the library's setting.
@@ -394,7 +403,7 @@ class Predictor:
         array[:] = values
         return array
 
-    def __call__(self, inputs: str | Iterable[str], batch_size: int = 32, as_numpy: bool = False,
+    def __call__(self, inputs: str | Iterable[str], batch_size: int | None = None, as_numpy: bool = False,
                  use_labels: bool = True, show_progress_bar: bool | None = None, abstain_below: float | None = None,
                  abstain_label: Any = None) -> Any:
         """Same as `predict`."""
