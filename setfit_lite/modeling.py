@@ -498,9 +498,13 @@ class SetFitModel(Predictor):
         """The texts encoded at once when `predict`, `predict_proba` or `encode` gets no ``batch_size``: 64 where
         the body runs bf16 on a CPU with AMX tiles (1.18x the speed of 32 there, on validation texts), else 32
         (`trainers.registry.prediction_batch_size`)."""
-        from trainers.registry import prediction_batch_size
+        key = (self.embedding_precision(), str(self.device))
+        cached = getattr(self, "_default_batch", None)
+        if cached is None or cached[0] != key:  # asked once per precision and device (the rule reads /proc/cpuinfo)
+            from trainers.registry import prediction_batch_size
 
-        return prediction_batch_size(self.device, self.embedding_precision())
+            cached = self._default_batch = (key, prediction_batch_size(self.device, key[0]))
+        return cached[1]
 
     # ---- prediction ---------------------------------------------------------------------------
     def _check_fitted(self) -> None:
