@@ -17,6 +17,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # prediction in fp32 whatever the CPU, so that comparisons between tiers do not depend on the machine; the tests of
 # bf16 prediction (test_inference_precision.py) remove it
 os.environ.setdefault("SETFIT_LITE_INFERENCE_PRECISION", "fp32")
+# a test (or a docs page) that calls ray.init() with no address starts a Ray of its own: without this it would join
+# the cluster Ray's record names (the last one started on this machine, which the Ray tests' own clusters write), a
+# cluster another test is using or has just stopped
+os.environ.setdefault("RAY_ADDRESS", "local")
 
 # the repository root on the path for subprocess workers that import this file outside pytest (pytest's
 # pythonpath setting covers only its own process)

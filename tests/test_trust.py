@@ -214,11 +214,13 @@ def _refused_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("given", ["cli-option", "cli-RAY_ADDRESS", "score_dataset-RAY_ADDRESS"])
+@pytest.mark.parametrize("given", ["cli-option", "cli-RAY_ADDRESS", "score_dataset-RAY_ADDRESS", "cli-record",
+                                   "score_dataset-record"])
 def test_refused_ray_address_fails_fast(given: str, tier_models: dict, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    """An address that refuses connections (the option, or RAY_ADDRESS) ends within seconds with an error naming
-    it, before ray.init (which would wait minutes there); no cluster is needed."""
+    """An address that refuses connections (the option, RAY_ADDRESS, or, given neither, Ray's record of the last
+    cluster started here, which a dead cluster leaves behind) ends within seconds with an error naming it, before
+    ray.init (which would wait minutes there); no cluster is needed."""
     import time
 
     import ray
@@ -232,8 +234,13 @@ def test_refused_ray_address_fails_fast(given: str, tier_models: dict, tmp_path:
     monkeypatch.setattr(ray, "init", no_ray)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     address = f"127.0.0.1:{_refused_port()}"
-    if given != "cli-option":
+    if given.endswith("RAY_ADDRESS"):
         monkeypatch.setenv("RAY_ADDRESS", address)
+    elif given.endswith("record"):
+        import ray._private.utils
+
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        monkeypatch.setattr(ray._private.utils, "read_ray_address", lambda temp_dir=None: address)
     model, data, out = tier_models["folders"]["static"], tmp_path / "texts.txt", tmp_path / "scores"
     data.write_text("good film\n")
     started = time.perf_counter()
@@ -248,6 +255,7 @@ def test_refused_ray_address_fails_fast(given: str, tier_models: dict, tmp_path:
         message = str(error.value)
     assert time.perf_counter() - started < 10
     assert address in message and "no Ray cluster answers" in message
+    assert ("Ray's record" in message) == given.endswith("record")
     assert not out.exists()
 
 

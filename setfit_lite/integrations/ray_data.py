@@ -36,7 +36,7 @@ import numpy as np
 from ..runtime.predictor import labels_from_proba
 
 __all__ = ["RAY_PROBE_SECONDS", "TIER_DEFAULTS", "BatchScorer", "check_ray_address", "check_score_request",
-           "connect_ray", "read_texts", "score_dataset"]
+           "connect_ray", "read_texts", "recorded_ray_address", "score_dataset"]
 
 RAY_PROBE_SECONDS = 5.0  # how long a cluster's address may take to accept a connection before Ray is started
 
@@ -62,15 +62,36 @@ def require_ray() -> Any:
     return ray
 
 
+def recorded_ray_address() -> str | None:
+    """The cluster ``ray.init()`` joins when given no address and no ``RAY_ADDRESS``: Ray's record of the last
+    cluster started on this machine (``ray start --head`` and Ray's test clusters write it; ``ray stop`` removes it),
+    None when there is none or this Ray keeps it elsewhere."""
+    try:
+        from ray._private.utils import read_ray_address
+        return read_ray_address() or None
+    except (ImportError, AttributeError, OSError):
+        return None
+
+
 def check_ray_address(address: str | None = None, timeout: float = RAY_PROBE_SECONDS) -> None:
-    """ConnectionError within ``timeout`` seconds when the cluster address ``ray.init`` would connect to (``address``,
-    else ``RAY_ADDRESS``) is a ``host:port`` (or ``ray://host:port``) that accepts no connection: ``ray.init``
-    itself would wait minutes there. No address, ``"auto"`` and ``"local"`` are not probed (Ray starts or finds a
-    local cluster); ValueError for an address of no known form."""
+    """ConnectionError within ``timeout`` seconds when the cluster ``ray.init`` would connect to accepts no
+    connection: ``ray.init`` itself would wait minutes there. That cluster is ``address``, else ``RAY_ADDRESS``, else
+    (no address, or ``"auto"``) the one Ray's record names (`recorded_ray_address`: a cluster that has since died
+    leaves its record behind); ``"local"`` and no address with no record start a local cluster and are not probed.
+    ValueError for an address of no known form."""
     given = address or os.environ.get("RAY_ADDRESS") or ""
-    if given in ("", "auto", "local"):
+    if given == "local":
         return
-    where = f"{given!r}" + ("" if address else " (from RAY_ADDRESS)")
+    if given in ("", "auto"):
+        recorded = recorded_ray_address()
+        if recorded is None:
+            return
+        given, where = recorded, (f"{recorded!r} (Ray's record of the cluster last started on this machine, which "
+                                  "ray.init joins when given no address)")
+        advice = "`ray stop` removes the record, or pass the address 'local' to start a local cluster"
+    else:
+        where = f"{given!r}" + ("" if address else " (from RAY_ADDRESS)")
+        advice = "start one there (`ray start --head`), pass its address, or give none to start a local one"
     host, sep, port = given.split("://", 1)[-1].rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"Ray address {where} is not host:port, ray://host:port, 'auto' or 'local'")
@@ -78,15 +99,15 @@ def check_ray_address(address: str | None = None, timeout: float = RAY_PROBE_SEC
         with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
             pass
     except OSError as error:
-        raise ConnectionError(f"no Ray cluster answers at {where} within {timeout:g} s ({error}): start one there "
-                              "(`ray start --head`), pass its address, or give none to start a local one") from None
+        raise ConnectionError(f"no Ray cluster answers at {where} within {timeout:g} s ({error}): {advice}") from None
 
 
 def connect_ray(address: str | None = None, **init_args: Any) -> Any:
     """Connect to a Ray cluster (nothing when Ray is already initialised), checking first that the address answers.
 
     Args:
-        address: The cluster's address; None starts a local cluster.
+        address: The cluster's address; None: ``RAY_ADDRESS``, else the cluster Ray's record names
+            (`recorded_ray_address`), else a new local one.
         **init_args: Keyword arguments of `ray.init`.
 
     Returns:

@@ -25,7 +25,8 @@ def add_arguments(predict: argparse.ArgumentParser) -> None:
     add_runtime_arg(predict)
     predict.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                          help="score on a Ray cluster with Ray Data (ADDRESS: a running cluster's, e.g. "
-                              "127.0.0.1:6379 or auto; none: RAY_ADDRESS, else a local one); needs --output")
+                              "127.0.0.1:6379 or auto; none: RAY_ADDRESS, else the cluster last started on this "
+                              "machine, else a local one); needs --output")
     predict.add_argument("--output", default=None, help="with --ray: a new folder of Parquet files, one row per text")
     predict.add_argument("--id-column", default=None,
                          help="with --ray: the input's id column, copied to the output (default: a row index)")
