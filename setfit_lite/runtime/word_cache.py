@@ -1,0 +1,101 @@
+"""Token ids by the space-separated word, remembered: the static tier's tokenizer step without re-tokenising the
+words it has seen.
+
+With a BERT-style ``tokenizer.json`` (a normalizer that works character by character, a pre-tokenizer that splits
+on whitespace and punctuation, WordPiece or a word-level vocabulary) a space never falls inside a token and never
+changes the tokens around it, so a text's ids are the concatenation of its space-separated words' ids. Words repeat
+(Zipf): after a few thousand texts almost every word is known, and a text costs a split and a few dictionary
+lookups instead of a pass through the tokenizer and the conversion of its encodings into Python lists. The ids are
+the tokenizer's own, word for word: the tokenizer computes every word's ids the first time it is seen.
+
+Any other tokenizer (SentencePiece, byte-level BPE, a normalizer that looks across characters, an added token with
+a space in it) is run as it is (`word_cache_applies` says which).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_CACHED_WORDS", "WordCachedTokenizer", "word_cache_applies"]
+
+MAX_CACHED_WORDS = 1 << 17
+"""Words remembered at most (about 20 MB); past it the cache starts again empty."""
+
+# normalizers that map each character on its own (none looks at its neighbours), and pre-tokenizers that split on
+# whitespace (and maybe punctuation) without adding anything at a word's start
+_PER_CHARACTER_NORMALIZERS = {"BertNormalizer", "Lowercase", "StripAccents", "NFD", "NFKD", "NFC", "NFKC"}
+_WHITESPACE_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits"}
+
+
+def _parts(component: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:
+    """A ``tokenizer.json`` component as its list of parts (a ``Sequence``'s, else itself; none for null)."""
+    if component is None:
+        return []
+    return [part for item in component.get(key, [component]) for part in _parts(item, key)] \
+        if component.get("type") == "Sequence" else [component]
+
+
+def word_cache_applies(tokenizer_json: dict[str, Any]) -> bool:
+    """Whether a text's ids are its space-separated words' ids put end to end, for this ``tokenizer.json``
+    (parsed): a WordPiece or WordLevel model, a normalizer of per-character steps, a pre-tokenizer that splits on
+    whitespace, and no added token that contains a space."""
+    model = tokenizer_json.get("model") or {}
+    normalizers = _parts(tokenizer_json.get("normalizer"), "normalizers")
+    pre_tokenizers = _parts(tokenizer_json.get("pre_tokenizer"), "pretokenizers")
+    return (model.get("type") in {"WordPiece", "WordLevel"}
+            and all(part.get("type") in _PER_CHARACTER_NORMALIZERS for part in normalizers)
+            and bool(pre_tokenizers)
+            and any(part.get("type") in {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+                    for part in pre_tokenizers)
+            and all(part.get("type") in _WHITESPACE_PRE_TOKENIZERS for part in pre_tokenizers)
+            and not any(" " in token.get("content", "") for token in tokenizer_json.get("added_tokens") or []))
+
+
+class WordCachedTokenizer:
+    """Flat token ids of texts (no special tokens), each space-separated word tokenised once and remembered.
+
+    Args:
+        backend: A ``tokenizers.Tokenizer`` for which `word_cache_applies`, without truncation or padding.
+        max_words: Words remembered at most.
+    """
+
+    def __init__(self, backend: Any, max_words: int = MAX_CACHED_WORDS) -> None:
+        self.backend = backend
+        self.max_words = max_words
+        self._encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    @classmethod
+    def for_tokenizer(cls, backend: Any) -> WordCachedTokenizer | None:
+        """A cache for ``backend`` where `word_cache_applies` to it, else None."""
+        return cls(backend) if word_cache_applies(json.loads(backend.to_str())) else None
+
+    def flat_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(flat ids, lengths)``: every text's ids end to end (int64) and each text's count of them, as the
+        tokenizer gives them with ``add_special_tokens=False``. Thread-safe: a call that would fill the cache past
+        `max_words` starts a new one with its own words (a call still reading the old one reads it whole)."""
+        words = [text.split(" ") for text in texts]
+        counts = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        every = list(chain.from_iterable(words))
+        cache = self._cache
+        unique = set(every)
+        missing = list(unique.difference(cache))
+        if missing:
+            if len(cache) + len(missing) > self.max_words:
+                # a new cache with this call's known words (entries are never removed, so this one stays whole)
+                cache = self._cache = {word: cache[word] for word in unique if word in cache}
+            cache.update(zip(missing, (tuple(e.ids) for e in self._encode(missing, add_special_tokens=False))))
+        ids = list(map(cache.__getitem__, every))
+        per_word = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(per_word.sum()))
+        lengths = np.zeros(len(texts), dtype=np.int64)
+        # every text has at least one word ("".split(" ") == [""]), so each text's words start where the last ended
+        starts = np.cumsum(counts) - counts
+        if len(per_word):
+            lengths[:] = np.add.reduceat(per_word, starts)
+        return flat, lengths

