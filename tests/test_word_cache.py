@@ -144,3 +144,21 @@ def test_minilm_tokenizer_word_for_word(tmp_path: Path) -> None:
     texts = TRICKY + ["Crème brûlée, İstanbul ıi", "\ufb01ne ligature", "dash\u2014x y", "It's a 10/10 film!!!"]
     flat, lengths = WordCachedTokenizer(tokenizer).flat_ids(texts)
     assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, texts)
+
+
+def test_each_texts_embedding_is_the_mean_of_its_rows_whatever_its_neighbours(tier_models: dict) -> None:
+    """Rows are gathered a few texts at a time, in order of length, padded with a zero row: every text's
+    embedding is its own rows' mean, bit for bit the same alone, in any company and at any batch size."""
+    model = StaticSetFitModel.load(tier_models["folders"]["static"])
+    words = "a good fine film dull plot the boring moving".split()
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(words, size=n)) for n in rng.integers(1, 120, 50)] + ["zzz unknown", "film"]
+    together = model.encode(texts)
+    for batch_size in (1, 3, 64):
+        np.testing.assert_array_equal(model.encode(texts[::-1], batch_size=batch_size)[::-1], together)
+    for i, text in enumerate(texts):
+        np.testing.assert_array_equal(model.encode([text])[0], together[i])
+        ids = model.tokenize([text])[0]
+        mean = model.embeddings[ids].astype(np.float64).mean(0) if ids else np.zeros(model.embeddings.shape[1])
+        expected = mean / (np.linalg.norm(mean) + 1e-32)
+        np.testing.assert_allclose(together[i], expected, atol=1e-6)
