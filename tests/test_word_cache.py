@@ -55,12 +55,26 @@ def test_ids_are_the_tokenizers_own_on_tricky_texts() -> None:
         assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, [text]), repr(text)
 
 
+@pytest.mark.parametrize("per_pass", [1, 3, 512])
+def test_new_words_tokenised_together_get_each_their_own_ids(per_pass: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """New words are tokenised several to a text and the tokens given back by their offsets: each word's ids are
+    the ones it gets alone, words that give no token (a control character, the empty word) included."""
+    import setfit_lite.runtime.word_cache as word_cache
+
+    monkeypatch.setattr(word_cache, "WORDS_PER_PASS", per_pass)
+    tokenizer = wordpiece_tokenizer()
+    words = sorted({w for text in TRICKY for w in text.split(" ")}) + ["\x1c", "", "(x)!", "\u4e2d\u4e2d"]
+    alone = [tuple(tokenizer.encode(w, add_special_tokens=False).ids) for w in words]
+    assert WordCachedTokenizer(tokenizer).word_ids(words) == alone
+    assert any(ids == () for ids in alone) and any(len(ids) > 1 for ids in alone)
+
+
 def test_a_known_word_is_not_tokenised_again() -> None:
     tokenizer = wordpiece_tokenizer()
     cache = WordCachedTokenizer(tokenizer)
     seen: list[str] = []
-    encode = cache._encode
-    cache._encode = lambda words, **kwargs: (seen.extend(words), encode(words, **kwargs))[1]
+    word_ids = cache.word_ids
+    cache.word_ids = lambda words: (seen.extend(words), word_ids(words))[1]
     cache.flat_ids(["fine film", "good film"])
     assert sorted(seen) == ["film", "fine", "good"]
     seen.clear()
