@@ -252,11 +252,13 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         runners["torch_fp32"] = (SetFitModel.from_pretrained(model_dir, inference_precision="fp32"),
                                  folders["torch"], "")
     for variant in ("onnx_fp32", "onnx_int8", "onnx_int8_static"):
-        runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads), folders[variant],
+        runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads,
+                                                  runtime="onnxruntime"), folders[variant],
                             "onnxruntime")
     for variant in folders:
         if variant.startswith("student"):
-            runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads), folders[variant],
+            runners[variant] = (OnnxSetFitModel.load(folders[variant], num_threads=args.threads,
+                                                  runtime="onnxruntime"), folders[variant],
                                 "onnxruntime")
     if importlib.util.find_spec("openvino") is not None:
         for variant in ("onnx_fp32", "onnx_int8_static"):

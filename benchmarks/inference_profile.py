@@ -38,7 +38,7 @@ def profile(folder: str, texts: list[str], threads: int, batch_size: int) -> dic
     from setfit_lite.runtime.onnx import OnnxSetFitModel
     from setfit_lite.runtime.predictor import length_sorted_batches
 
-    model = OnnxSetFitModel.load(folder, num_threads=threads)
+    model = OnnxSetFitModel.load(folder, num_threads=threads, runtime="onnxruntime")
     model.predict_proba(texts[:64], batch_size=batch_size)  # warm-up
     timings: Counter = Counter()
     session, tokenizer = model.session, model.tokenizer

@@ -55,7 +55,7 @@ def ort_profile(folder: Path, texts: list[str]) -> dict[str, float]:
 
     from setfit_lite.runtime.onnx import OnnxSetFitModel
 
-    model = OnnxSetFitModel.load(folder, num_threads=1)
+    model = OnnxSetFitModel.load(folder, num_threads=1, runtime="onnxruntime")
     options = ort.SessionOptions()
     options.enable_profiling, options.profile_file_prefix = True, str(folder / "ort_profile")
     options.intra_op_num_threads = 1
@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.loop:
         from setfit_lite.runtime.onnx import OnnxSetFitModel
 
-        model, end = OnnxSetFitModel.load(args.loop[0], num_threads=1), time.time() + float(args.loop[1])
+        model = OnnxSetFitModel.load(args.loop[0], num_threads=1, runtime="onnxruntime")
+        end = time.time() + float(args.loop[1])
         texts = json.loads((Path(args.loop[0]) / "texts.json").read_text())
         while time.time() < end:
             model.class_proba(texts, batch_size=32)

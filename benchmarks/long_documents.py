@@ -122,7 +122,8 @@ def timings(model, task: dict, chosen: dict, texts: list[str], static_tier: bool
             fit_head(head, model.encode(task["texts"]), np.asarray(task["labels"]),
                      TrainingArguments(seed=task["seed"]))
             model.model_head = head
-            onnx = SetFitModel.from_onnx(model.export_onnx(Path(tmp) / setting["long_text"]))
+            onnx = SetFitModel.from_onnx(model.export_onnx(Path(tmp) / setting["long_text"]),
+                                             runtime="onnxruntime")
             for tier, runner in (("torch", model), ("onnx", onnx)):
                 start = time.perf_counter()
                 runner.predict(texts)

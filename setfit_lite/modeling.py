@@ -565,14 +565,15 @@ class SetFitModel(Predictor):
         return export_onnx(self, path, quantize=quantize, opset=opset, calibration_texts=calibration_texts)
 
     @staticmethod
-    def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "onnxruntime",
+    def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "auto",
                   inference_precision: str = "auto") -> Any:
         """Load a folder written by `export_onnx` (onnxruntime or OpenVINO; no torch).
 
         Args:
             path: The exported folder.
             num_threads: The threads a prediction uses; None for the CPUs this process may use.
-            runtime: `"onnxruntime"` or `"openvino"`.
+            runtime: `"auto"` (OpenVINO for an fp32 graph on a CPU with AMX when it is installed, else
+                onnxruntime; `OnnxSetFitModel.load`), `"onnxruntime"` or `"openvino"`.
             inference_precision: `"auto"` (OpenVINO: bf16 where the CPU computes bf16 natively, fp32 otherwise;
                 onnxruntime: fp32), `"fp32"` or `"bf16"` (OpenVINO only); see `OnnxSetFitModel.load`.
 
@@ -745,12 +746,12 @@ def _is_saved_model(folder: Path) -> bool:
     return (folder / CONFIG_NAME).is_file() and (folder / MANIFEST_NAME).is_file()
 
 
-def load_model_folder(model_dir: str | os.PathLike, runtime: str = "onnxruntime") -> Any:
+def load_model_folder(model_dir: str | os.PathLike, runtime: str = "auto") -> Any:
     """Load any model folder: a saved `SetFitModel`, or, without importing torch, an exported one.
 
     Args:
         model_dir: A folder written by `save_pretrained`, `export_onnx` or `export_static` (or `setfit-lite export`).
-        runtime: The runtime of an ONNX folder: `"onnxruntime"` or `"openvino"`.
+        runtime: The runtime of an ONNX folder: `"auto"`, `"onnxruntime"` or `"openvino"`.
 
     Returns:
         A [`SetFitModel`][setfit_lite.modeling.SetFitModel],

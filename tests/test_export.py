@@ -217,7 +217,7 @@ def test_openvino_runtime_matches_torch(lr_model, tmp_path):
     assert result["labels"] == lr_model.predict(texts)
     assert np.mean(np.array(result["int8"]) == np.array(lr_model.predict(texts))) >= 0.9
     assert [json.loads(line)["label"] for line in lines[:-1]] == lr_model.predict(TEXTS[:3])
-    assert result["refused"] == "runtime must be 'onnxruntime' or 'openvino', got 'tensorrt'"
+    assert result["refused"] == "runtime must be one of 'auto', 'onnxruntime', 'openvino', got 'tensorrt'"
 
 
 def test_export_into_an_existing_folder_keeps_the_users_files(lr_model, tmp_path):
@@ -344,3 +344,82 @@ def test_openvino_runs_bf16_on_a_bf16_cpu_and_fp32_otherwise(lr_model, tmp_path)
     np.testing.assert_allclose(out["bf16_cpu"]["proba"], reference, atol=3e-2)
     assert np.mean(np.argmax(out["bf16_cpu"]["proba"], 1) == reference.argmax(1)) >= 0.9
     assert "inference_precision" in out["refused"]
+
+
+@pytest.mark.parametrize(("requested", "quantized", "precision", "cpuinfo", "installed", "expected"), [
+    ("auto", None, "auto", AMX_CPU, True, "openvino"),  # the fp32 graph on AMX tiles: OpenVINO's bf16
+    ("auto", "int8", "auto", AMX_CPU, True, "onnxruntime"),  # dynamic int8 is onnxruntime's own operators
+    ("auto", "int8-static", "auto", AMX_CPU, True, "onnxruntime"),  # OpenVINO: 2.6-9x slower on a single text
+    ("auto", None, "auto", BF16_CPU, True, "onnxruntime"),  # no AMX: not measured faster there
+    ("auto", None, "auto", AVX2_CPU, True, "onnxruntime"),
+    ("auto", None, "auto", AMX_CPU, False, "onnxruntime"),  # OpenVINO not installed
+    ("auto", None, "fp32", AMX_CPU, True, "onnxruntime"),  # fp32 forced: OpenVINO's lead was bf16's
+    ("auto", None, "bf16", AVX2_CPU, True, "openvino"),  # only OpenVINO runs bf16
+    ("onnxruntime", None, "auto", AMX_CPU, True, "onnxruntime"), ("openvino", "int8", "auto", AVX2_CPU, True,
+                                                                  "openvino")])
+def test_auto_runtime_is_openvino_only_for_an_fp32_graph_on_amx(monkeypatch, requested, quantized, precision,
+                                                                cpuinfo, installed, expected):
+    import importlib.util
+
+    from setfit_lite.runtime import onnx as onnx_runtime
+
+    monkeypatch.delenv("SETFIT_LITE_INFERENCE_PRECISION", raising=False)
+    real = importlib.util.find_spec
+    found = object() if installed else None
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: found if name == "openvino" else real(name, *a))
+    assert onnx_runtime.resolve_runtime(requested, quantized, precision, cpuinfo=cpuinfo) == expected
+
+
+def test_auto_runtime_follows_the_precision_environment_and_refuses_unknown_names(monkeypatch):
+    import importlib.util
+
+    from setfit_lite.runtime.onnx import resolve_runtime
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "openvino" else real(name, *a))
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "fp32")  # pins "auto" to fp32: onnxruntime
+    assert resolve_runtime("auto", None, "auto", cpuinfo=AMX_CPU) == "onnxruntime"
+    monkeypatch.setenv("SETFIT_LITE_INFERENCE_PRECISION", "auto")
+    assert resolve_runtime("auto", None, "auto", cpuinfo=AMX_CPU) == "openvino"
+    with pytest.raises(ValueError, match="runtime must be one of 'auto', 'onnxruntime', 'openvino', got 'ort'"):
+        resolve_runtime("ort")
+
+
+OPENVINO_AUTO = """
+import json, os, sys
+from pathlib import Path
+import trainers.cpu_flags
+from setfit_lite import SetFitModel
+
+fp32, int8, texts, fake = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), Path(sys.argv[4])
+os.environ.pop("SETFIT_LITE_INFERENCE_PRECISION", None)
+trainers.cpu_flags.CPUINFO_PATH = fake
+out = {}
+for name, folder, cpuinfo in (("fp32_amx", fp32, sys.argv[5]), ("int8_amx", int8, sys.argv[5]),
+                              ("fp32_avx2", fp32, sys.argv[6])):
+    fake.write_text(cpuinfo)
+    model = SetFitModel.from_onnx(folder)  # runtime="auto", the default
+    out[name] = {"runtime": model.runtime, "precision": model.inference_precision,
+                 "labels": model.predict(texts)}
+print(json.dumps(out))
+"""
+
+
+def test_default_runtime_runs_an_fp32_graph_with_openvino_on_amx(lr_model, tmp_path):
+    """Faked CPU flags in a child process (OpenVINO's threads stay out of pytest's): with no runtime given, an fp32
+    export runs under OpenVINO in bf16 on a CPU with AMX, and under onnxruntime without AMX; an int8 export runs
+    under onnxruntime either way; the labels are the torch model's."""
+    pytest.importorskip("openvino")
+    from test_torch_free import run_python
+
+    lr_model.export_onnx(tmp_path / "fp32")
+    lr_model.export_onnx(tmp_path / "int8", quantize="int8")
+    texts = eval_texts()
+    out = json.loads(run_python(OPENVINO_AUTO, str(tmp_path / "fp32"), str(tmp_path / "int8"), json.dumps(texts),
+                                str(tmp_path / "cpuinfo"), AMX_CPU, AVX2_CPU).stdout.splitlines()[-1])
+    assert (out["fp32_amx"]["runtime"], out["fp32_amx"]["precision"]) == ("openvino", "bf16")
+    assert (out["int8_amx"]["runtime"], out["int8_amx"]["precision"]) == ("onnxruntime", "fp32")
+    assert (out["fp32_avx2"]["runtime"], out["fp32_avx2"]["precision"]) == ("onnxruntime", "fp32")
+    assert np.mean(np.array(out["fp32_amx"]["labels"]) == np.array(lr_model.predict(texts))) >= 0.9
+    assert out["fp32_avx2"]["labels"] == lr_model.predict(texts)

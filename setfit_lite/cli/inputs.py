@@ -23,7 +23,7 @@ def check_output(output: str, *inputs: str | None, suffix: str) -> None:
     check_output_path(output, *inputs, suffix=suffix)
 
 
-def load_model(model_dir: str, runtime: str = "onnxruntime") -> Any:
+def load_model(model_dir: str, runtime: str = "auto") -> Any:
     """The model in ``model_dir``, of any tier (`setfit_lite.modeling.load_model_folder`)."""
     from ..modeling import load_model_folder
 

@@ -19,5 +19,6 @@ def add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
 
 def add_runtime_arg(p: argparse.ArgumentParser) -> None:
     """``--runtime``: what runs a folder exported to ONNX."""
-    p.add_argument("--runtime", choices=["onnxruntime", "openvino"], default="onnxruntime",
-                   help="runtime for an exported (ONNX) model")
+    p.add_argument("--runtime", choices=["auto", "onnxruntime", "openvino"], default="auto",
+                   help="runtime for an exported (ONNX) model; auto: OpenVINO for an fp32 graph on a CPU with AMX "
+                        "when it is installed, else onnxruntime (default: %(default)s)")

@@ -170,11 +170,11 @@ class BatchScorer:
         id_column: The batch's id column, copied to the output.
         proba: Whether to add the probabilities.
         model_batch_size: The texts of one model batch.
-        runtime: The runtime of an ONNX folder: `"onnxruntime"` or `"openvino"`.
+        runtime: The runtime of an ONNX folder: `"auto"`, `"onnxruntime"` or `"openvino"`.
     """
 
     def __init__(self, model_dir: str, text_column: str, id_column: str, proba: bool = False,
-                 model_batch_size: int = 64, runtime: str = "onnxruntime") -> None:
+                 model_batch_size: int = 64, runtime: str = "auto") -> None:
         from ..modeling import load_model_folder
 
         # Ray sets OMP_NUM_THREADS to the actor's num_cpus: the tiers take their thread count from it
@@ -259,7 +259,7 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
                   text_column: str = "text", id_column: str | None = None, index_column: str = "row",
                   proba: bool = False, batch_size: int | None = None, model_batch_size: int | None = None,
                   concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1.0,
-                  max_retries: int = 3, runtime: str = "onnxruntime", verify: bool = True,
+                  max_retries: int = 3, runtime: str = "auto", verify: bool = True,
                   scorer: type[BatchScorer] = BatchScorer) -> dict[str, Any]:
     """Score every text of a corpus with a saved model on the connected Ray cluster (one is started locally when
     Ray is not initialised) and write a folder of Parquet files with one row per input row.
@@ -281,7 +281,7 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
             `(1, cluster CPUs / num_cpus)`.
         num_cpus: The CPUs of an actor, the threads its model uses.
         max_retries: The restarts of a dead actor, and the retries of its batch and of a read or write task.
-        runtime: The runtime of an ONNX folder: `"onnxruntime"` or `"openvino"`.
+        runtime: The runtime of an ONNX folder: `"auto"`, `"onnxruntime"` or `"openvino"`.
         verify: Whether to compare the output's row count (from the Parquet metadata) with the input's before
             publishing it (with an `id_column`, counting the input is a second read of it, free for Parquet).
         scorer: The callable class the actors run ([`BatchScorer`][setfit_lite.integrations.ray_data.BatchScorer]

@@ -25,7 +25,7 @@ SERVE_RULES: dict[str, Rule] = {
     "max_texts": integer(note="texts in one request"),
     "max_text_chars": integer(note="characters in one text"),
     "max_body_bytes": integer(low=64, note="bytes in one request body"),
-    "runtime": option(("onnxruntime", "openvino")),
+    "runtime": option(("auto", "onnxruntime", "openvino")),
 }
 
 
@@ -49,7 +49,8 @@ class ServeSettings:
         max_texts: Most texts in one request (more: 422).
         max_text_chars: Most characters in one text (more: 422).
         max_body_bytes: Largest request body, checked from ``Content-Length`` and while reading (more: 413).
-        runtime: What runs an ONNX folder: ``"onnxruntime"`` or ``"openvino"``.
+        runtime: What runs an ONNX folder: ``"auto"`` (``OnnxSetFitModel.load``'s rule), ``"onnxruntime"`` or
+            ``"openvino"``.
 
     Raises:
         TypeError: A value of the wrong type, naming the setting.
@@ -69,7 +70,7 @@ class ServeSettings:
     max_texts: int = 256
     max_text_chars: int = 10_000
     max_body_bytes: int = 1_048_576
-    runtime: str = "onnxruntime"
+    runtime: str = "auto"
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
