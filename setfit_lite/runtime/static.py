@@ -69,6 +69,7 @@ HEAD_KINDS = ("binary", "softmax", "normalized_sigmoid", "sigmoid")
 MIN_SLICE = 256  # fewer texts than this per thread: one thread (a thread's start costs about 50 texts' work)
 HEAD_BLOCK = 64  # rows per BLAS call of the head's product (see StaticSetFitModel._proba_chunk)
 MEAN_BLOCK = 16  # texts whose token rows are gathered and summed at once (the fastest of 4 to 128 on SST-2)
+MAX_GATHER_ROWS = 8192  # token rows gathered at once at most (8 MB at 256 dimensions): long texts stay bounded
 
 
 # ------------------------------------------------------------------------------------------------------ the head
@@ -231,25 +232,38 @@ class StaticSetFitModel(Predictor):
     def _mean_rows(self, flat: np.ndarray, lengths: np.ndarray, batch_size: int) -> np.ndarray:
         """`encode` from the texts' token ids (`_flat_token_ids`); each text's row depends on its own ids only.
 
-        The texts are taken in order of length, at most `MEAN_BLOCK` (or ``batch_size``, when smaller) at a
-        time: their ids padded with the zero row to the longest, gathered into one ``(texts, width, dim)`` array
-        and summed over the width (a zero row adds nothing, so the sums do not depend on the padding)."""
-        zero_row = len(self.embeddings)
-        out = np.zeros((len(lengths), self.embeddings.shape[1]), dtype=np.float32)
+        The texts are taken in order of length, at most `MEAN_BLOCK` (or ``batch_size``, when smaller) and at most
+        `MAX_GATHER_ROWS` padded rows at a time: their ids padded with the zero row to the longest, gathered into
+        one ``(texts, width, dim)`` array and summed over the width, row after row (a zero row adds nothing, so the
+        sums do not depend on the padding). A text longer than `MAX_GATHER_ROWS` is summed on its own in pieces
+        of that many rows, each piece added onto the running sum in the same order."""
+        zero_row, dim = len(self.embeddings), self.embeddings.shape[1]
+        out = np.zeros((len(lengths), dim), dtype=np.float32)
         starts = np.cumsum(lengths) - lengths
         order = np.argsort(lengths, kind="stable")
-        block = min(batch_size, MEAN_BLOCK)
-        for first in range(0, len(order), block):
-            texts = order[first:first + block]
-            counts = lengths[texts]
-            width = int(counts.max(initial=0))
-            if width == 0:
-                continue
-            offsets = np.arange(width)
-            inside = offsets[None, :] < counts[:, None]
-            positions = np.minimum(starts[texts][:, None] + offsets[None, :], len(flat) - 1)
-            index = np.where(inside, flat[positions], zero_row)
-            out[texts] = np.take(self._padded_table, index, axis=0).sum(axis=1)
+        most = min(batch_size, MEAN_BLOCK)
+        first = 0
+        while first < len(order):
+            count = 1  # the longest text of a block is its last (they come in order of length)
+            while (count < most and first + count < len(order)
+                   and (count + 1) * lengths[order[first + count]] <= MAX_GATHER_ROWS):
+                count += 1
+            texts = order[first:first + count]
+            first += count
+            width = int(lengths[texts[-1]])
+            if width > MAX_GATHER_ROWS:  # one long text, in pieces
+                ids, total = flat[starts[texts[0]]:starts[texts[0]] + width], None
+                for begin in range(0, width, MAX_GATHER_ROWS):
+                    rows = np.take(self._padded_table, ids[begin:begin + MAX_GATHER_ROWS], axis=0)
+                    total = rows.sum(axis=0) if total is None else np.vstack([total[None], rows]).sum(axis=0)
+                out[texts[0]] = total
+            elif width > 0:
+                counts = lengths[texts]
+                offsets = np.arange(width)
+                inside = offsets[None, :] < counts[:, None]
+                positions = np.minimum(starts[texts][:, None] + offsets[None, :], len(flat) - 1)
+                index = np.where(inside, flat[positions], zero_row)
+                out[texts] = np.take(self._padded_table, index, axis=0).sum(axis=1)
         out /= np.maximum(lengths, 1)[:, None]
         if self.normalize:
             out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-32
