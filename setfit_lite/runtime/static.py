@@ -68,7 +68,7 @@ STATIC_FORMAT_VERSION = 1
 HEAD_KINDS = ("binary", "softmax", "normalized_sigmoid", "sigmoid")
 MIN_SLICE = 256  # fewer texts than this per thread: one thread (a thread's start costs about 50 texts' work)
 HEAD_BLOCK = 64  # rows per BLAS call of the head's product (see StaticSetFitModel._proba_chunk)
-MEAN_BLOCK = 16  # texts whose token rows are gathered and summed at once (the fastest of 4 to 128 on SST-2)
+MEAN_BLOCK = 16  # texts whose token rows are gathered at once (16-32 fastest of 4-64: benchmarks.speed_defaults)
 MAX_GATHER_ROWS = 8192  # token rows gathered at once at most (8 MB at 256 dimensions): long texts stay bounded
 
 
