@@ -26,12 +26,11 @@ from benchmarks.machine import write_result
 TASKS = ("sst2", "emotion")
 
 
-def best(fn, rounds: int, before=None) -> float:
+def best(fn, rounds: int) -> float:
+    """The fastest of ``rounds`` calls of ``fn``, after one call to warm it."""
     fn()
     times = []
     for _ in range(rounds):
-        if before is not None:
-            before()
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
