@@ -392,10 +392,10 @@ def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, 
 
 
 def distil_student(teacher: object, layers: int, keep: str, texts: list[str], folder: Path,
-                   fp32_folder: Path) -> tuple[Path, Path]:
+                   fp32_folder: Path | None = None) -> tuple[Path, Path | None]:
     """A ``layers``-layer student of the fine-tuned ``teacher`` (``shrink_body``), distilled on ``texts`` (training
     and unlabeled training-split texts, never test texts) with ``DistillationTrainer``'s defaults, exported int8 to
-    ``folder`` and fp32 to ``fp32_folder`` (the graph OpenVINO runs in its precision hint's)."""
+    ``folder`` and, where given, fp32 to ``fp32_folder`` (the graph OpenVINO runs in its precision hint's)."""
     from setfit_lite import DistillationTrainer, TrainingArguments
     from setfit_lite.distillation import shrink_body
 
@@ -403,7 +403,8 @@ def distil_student(teacher: object, layers: int, keep: str, texts: list[str], fo
     DistillationTrainer(teacher_model=teacher, student_model=student,
                         args=TrainingArguments(seed=0, show_progress_bar=False),
                         train_dataset={"text": texts}).train()
-    return student.export_onnx(folder, quantize="int8"), student.export_onnx(fp32_folder)
+    fp32 = None if fp32_folder is None else student.export_onnx(fp32_folder)
+    return student.export_onnx(folder, quantize="int8"), fp32
 
 
 class Model2VecPeer:

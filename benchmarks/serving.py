@@ -38,9 +38,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
+from benchmarks.smoke import add_smoke_option, apply_smoke, smoke_settings, smoke_train_args  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TIERS = ("onnx_int8", "student3_int8", "static")
+BODY = "sentence-transformers/all-MiniLM-L6-v2"
 PREDICT_BATCH_SIZE = None  # setfit-lite serve --predict-batch-size (set from --predict-batch-size; None: its default)
 
 
@@ -55,8 +58,9 @@ def read_split(data_dir: Path, split: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def build_tiers(tiers: list[str], data_dir: Path, work: Path, unlabeled: int) -> dict[str, Path]:
-    """The tiers' folders in ``work``, each built once (a folder with a manifest is reused)."""
+def build_tiers(tiers: list[str], data_dir: Path, work: Path, unlabeled: int,
+                body: str = BODY) -> dict[str, Path]:
+    """The tiers' folders in ``work``, each built once (a folder with a manifest is reused), from ``body``."""
     folders = {tier: work / tier for tier in tiers}
     if all((folder / "manifest.json").is_file() for folder in folders.values()):
         return folders
@@ -67,8 +71,8 @@ def build_tiers(tiers: list[str], data_dir: Path, work: Path, unlabeled: int) ->
     task = load_task(data_dir, "sst2:8", 0)
     teacher_dir = work / "teacher"
     if not (teacher_dir / "manifest.json").is_file():
-        model = SetFitModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
-        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False),
+        model = SetFitModel.from_pretrained(body)
+        Trainer(model=model, args=TrainingArguments(seed=0, show_progress_bar=False, **smoke_train_args()),
                 train_dataset={"text": task["texts"], "label": task["labels"]}).train()
         model.save_pretrained(teacher_dir)
     model = SetFitModel.from_pretrained(teacher_dir)
@@ -275,7 +279,7 @@ def run(args: argparse.Namespace) -> dict:
     from setfit_lite.modeling import load_model_folder
     from setfit_lite.serving.settings import ServeSettings
 
-    folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled)
+    folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled, args.model)
     test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
     shown = [{str(args.data_dir): "DATA_DIR", str(args.work): "WORK"}.get(a, a) for a in args.argv]  # no local paths
     results: dict = {"command": "python -m benchmarks.serving " + shlex.join(shown), "cpu": lscpu(),
@@ -368,7 +372,7 @@ def profile(args: argparse.Namespace) -> dict:
     """py-spy samples of the batched server of ``--profile TIER`` while ``--clients`` (the first) send requests."""
     import shutil
 
-    folders = build_tiers([args.profile], args.data_dir, args.work, args.unlabeled)
+    folders = build_tiers([args.profile], args.data_dir, args.work, args.unlabeled, args.model)
     test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
     clients = args.clients[0]
     requests = make_requests(test_texts, requests_for(clients, args.per_client, args.min_requests), seed=clients)
@@ -485,6 +489,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "serving")
     parser.add_argument("--profile", choices=TIERS, default=None,
                         help="py-spy the batched server of this tier under --clients (the first) instead of the grid")
+    parser.add_argument("--model", default=BODY, help="the body the tiers are built from (trained on SST-2 8-shot)")
+    add_smoke_option(parser)
     parser.add_argument("--naive-server", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -492,6 +498,11 @@ def main(argv: list[str] | None = None) -> None:
         naive_server(args.naive_server, args.port, args.workers)
         return
     args.argv = argv
+    apply_smoke(args, parser, "serving")
+    if args.smoke:  # its own tiers from the tiny body, a few small cells
+        args.work = smoke_settings()["data_dir"] / "serving_work"
+        args.unlabeled, args.soak = 16, min(args.soak, 40)
+        args.clients, args.per_client, args.min_requests = args.clients[:2], 2, 4
     global PREDICT_BATCH_SIZE
     PREDICT_BATCH_SIZE = args.predict_batch_size
     args.work.mkdir(parents=True, exist_ok=True)

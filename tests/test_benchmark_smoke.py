@@ -372,3 +372,34 @@ def test_pool_choice_runs_in_smoke_mode(tmp_path: Path) -> None:
     # every run: the labels alone, then each variant on the same labels with the pool
     assert [r["variant"] for r in rows] == ["none", "forced"] * (len(rows) // 2) and rows
     assert all(r["self_training"]["decision"] == "always" for r in rows if r["variant"] == "forced")
+
+
+def serving_page_commands() -> list[str]:
+    """The benchmark commands of docs/serving.md ("### Commands"), but the py-spy profile (it needs py-spy)."""
+    text = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8")
+    block = text.split("### Commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [" ".join(line.split()) for line in block.replace("\\\n", " ").splitlines()]
+    return [c for c in commands if c.startswith("python -m benchmarks.serving") and "--profile" not in c]
+
+
+def test_the_serving_page_names_its_benchmark_commands() -> None:
+    commands = serving_page_commands()
+    assert len(commands) >= 3 and any("--soak" in c for c in commands), commands
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("command", serving_page_commands())
+def test_serving_page_command_runs_in_smoke_mode(command: str, tmp_path: Path) -> None:
+    """Each command of the serving page as written, in its ``--smoke`` mode (tiny tiers, small cells): it runs, and
+    every request of every cell (and of the soak) is answered, none lost or refused."""
+    argv = [a for a in shlex.split(command)[1:] if a != "DATA_DIR"]
+    argv = [*argv[:argv.index("--data-dir")], *argv[argv.index("--data-dir") + 1:]] if "--data-dir" in argv else argv
+    out = tmp_path / "serving"
+    argv = [*argv[:argv.index("--out")], "--out", str(out), *argv[argv.index("--out") + 2:]]
+    done = subprocess.run([sys.executable, *argv, "--smoke"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.with_suffix(".json").read_text())
+    rows = [row[key] for cells in results["tiers"].values() for row in cells.values() for key in ("batched", "naive")]
+    rows += [results["soak"]] if "soak" in results else []
+    assert rows and all(r["errors"] == 0 and r["lost"] == 0 for r in rows), rows

@@ -72,7 +72,9 @@ class MicroBatcher:
         self._max_batch_size = max_batch_size
         self._max_wait_s = max_wait_s
         self._metrics = metrics
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        # queue.Queue, not SimpleQueue: on Python 3.10-3.12 a SimpleQueue shared by threads that wait with a timeout
+        # loses wake-ups (a 2 ms wait lasts until the next put, and a request waits for the next request)
+        self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
         self._threads = [threading.Thread(target=self._run, name=f"setfit-lite-batcher-{i}", daemon=True)
