@@ -122,38 +122,44 @@ def naive_app():  # noqa: ANN201 - a FastAPI app (uvicorn factory)
 
     @app.get("/ready")
     def ready() -> dict:
-        return {"status": "ready"}
+        return {"status": "ready", "pid": os.getpid()}
 
     return app
 
 
 def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_ms: float,
-          options: list[str] = ()) -> tuple:
+          options: list[str] = (), tries: int = 3) -> tuple:
     """A server process (``batched``: setfit-lite serve, with ``options`` last; ``naive``: `naive_server`) and its
-    port, ready."""
-    port = free_port()
-    if kind == "batched":
-        argv = [sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", str(port),
-                "--workers", str(workers), "--max-batch-size", str(max_batch_size), "--max-wait-ms", str(max_wait_ms),
-                *(["--predict-batch-size", str(PREDICT_BATCH_SIZE)] if PREDICT_BATCH_SIZE else []), *options]
-    else:
-        argv = [sys.executable, "-m", "benchmarks.serving", "--naive-server", str(folder), "--port", str(port),
-                "--workers", str(workers)]
-    process = subprocess.Popen(argv, env=server_env(), cwd=ROOT, stderr=subprocess.DEVNULL)
+    port, ready. The port is free when chosen, but another process may take it before the server binds it: a
+    server that exits before it is ready, or a ``/ready`` answered by a process not of this server (its ``pid``),
+    is tried again on another port, up to ``tries`` times."""
     import urllib.request
 
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as answer:
-                if answer.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the {kind} server on {folder.name} did not start")
-        time.sleep(0.1)
-    return process, port
+    for _ in range(tries):
+        port = free_port()
+        if kind == "batched":
+            argv = [sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", str(port),
+                    "--workers", str(workers), "--max-batch-size", str(max_batch_size), "--max-wait-ms",
+                    str(max_wait_ms), *(["--predict-batch-size", str(PREDICT_BATCH_SIZE)] if PREDICT_BATCH_SIZE
+                                        else []), *options]
+        else:
+            argv = [sys.executable, "-m", "benchmarks.serving", "--naive-server", str(folder), "--port", str(port),
+                    "--workers", str(workers)]
+        process = subprocess.Popen(argv, env=server_env(), cwd=ROOT, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as answer:
+                    pid = json.loads(answer.read()).get("pid") if answer.status == 200 else None
+            except (OSError, ValueError):
+                pid = None
+            if pid is not None:
+                if pid in {p.pid for p in _tree(process.pid)}:
+                    return process, port
+                break  # another process's server holds the port
+            time.sleep(0.1)
+        stop(process)
+    raise RuntimeError(f"the {kind} server on {folder.name} did not start (tried {tries} ports)")
 
 
 def stop(process: subprocess.Popen) -> int:
