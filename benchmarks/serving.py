@@ -10,7 +10,8 @@ in ``--work`` for later runs): ``onnx_int8`` (``export_onnx(quantize="int8")``),
 distilled with ``DistillationTrainer`` on the training texts and ``--unlabeled`` other training-split texts, int8)
 and ``static`` (``export_static`` with the same unlabeled texts). Requests: 1-8 SST-2 test texts each (seeded), sent
 by a bounded asyncio client (aiohttp, ``--clients`` connections, keep-alive) running on the same machine as the
-server. Each cell checks every answer's labels against in-process ``predict`` of the same texts; an error, a
+server (``--split validation``: validation texts instead, for choosing a server setting). Each cell checks every
+answer's labels against in-process ``predict`` of the same texts; an error, a
 timeout or a wrong label is counted. In-process throughput is ``predict_proba`` of all the texts of a cell's
 requests at ``batch_size=64``. ``--soak N``: N requests at 32 clients to the batched server of ``--soak-tier``, the
 server's RSS before and after. ``--variant NAME="OPTIONS"``: also ``setfit-lite serve`` with these options (after
@@ -286,10 +287,10 @@ def run(args: argparse.Namespace) -> dict:
     from setfit_lite.serving.settings import ServeSettings
 
     folders = build_tiers(args.tiers, args.data_dir, args.work, args.unlabeled, args.model)
-    test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
+    test_texts = [r["text"] for r in read_split(args.data_dir, args.split)]
     shown = [{str(args.data_dir): "DATA_DIR", str(args.work): "WORK"}.get(a, a) for a in args.argv]  # no local paths
     results: dict = {"command": "python -m benchmarks.serving " + shlex.join(shown), "cpu": lscpu(),
-                     "versions": versions(), "settings": {"workers": args.workers,
+                     "versions": versions(), "settings": {"workers": args.workers, "split": args.split,
                      "max_batch_size": args.max_batch_size, "max_wait_ms": args.max_wait_ms,
                      "predict_batch_size": args.predict_batch_size or ServeSettings().predict_batch_size,
                      "variants": {name: " ".join(options) for name, options in args.variant}}, "tiers": {}}
@@ -379,7 +380,7 @@ def profile(args: argparse.Namespace) -> dict:
     import shutil
 
     folders = build_tiers([args.profile], args.data_dir, args.work, args.unlabeled, args.model)
-    test_texts = [r["text"] for r in read_split(args.data_dir, "test")]
+    test_texts = [r["text"] for r in read_split(args.data_dir, args.split)]
     clients = args.clients[0]
     requests = make_requests(test_texts, requests_for(clients, args.per_client, args.min_requests), seed=clients)
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -410,7 +411,8 @@ def markdown(results: dict) -> list[str]:
              "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()), "",
              f"Server: workers {results['settings']['workers']}, max_batch_size "
              f"{results['settings']['max_batch_size']}, max_wait_ms {results['settings']['max_wait_ms']}, "
-             f"predict_batch_size {results['settings'].get('predict_batch_size', 'max_batch_size')}.", "",
+             f"predict_batch_size {results['settings'].get('predict_batch_size', 'max_batch_size')}; requests from "
+             f"SST-2's {results['settings'].get('split', 'test')} split.", "",
              "Load average (1 min) at the start of each cell: "
              + ", ".join(f"{t} {c}: {r['load_average_1m']}" for t, rows in results["tiers"].items()
                          for c, r in rows.items()), "",
@@ -495,6 +497,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "serving")
     parser.add_argument("--profile", choices=TIERS, default=None,
                         help="py-spy the batched server of this tier under --clients (the first) instead of the grid")
+    parser.add_argument("--split", choices=("test", "validation"), default="test",
+                        help="the SST-2 split the requests' texts come from (validation: to choose a setting)")
     parser.add_argument("--model", default=BODY, help="the body the tiers are built from (trained on SST-2 8-shot)")
     add_smoke_option(parser)
     parser.add_argument("--naive-server", default=None, help=argparse.SUPPRESS)
