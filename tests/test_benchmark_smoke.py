@@ -375,10 +375,12 @@ def test_pool_choice_runs_in_smoke_mode(tmp_path: Path) -> None:
 
 
 def serving_page_commands() -> list[str]:
-    """The benchmark commands of docs/serving.md ("### Commands"), but the py-spy profile (it needs py-spy)."""
+    """The benchmark commands of docs/serving.md (every bash block of its "## Benchmark" section), but the py-spy
+    profile (it needs py-spy)."""
     text = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8")
-    block = text.split("### Commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    commands = [" ".join(line.split()) for line in block.replace("\\\n", " ").splitlines()]
+    section = text.split("\n## Benchmark", 1)[1].split("\n## ", 1)[0]
+    blocks = [part.split("```", 1)[0] for part in section.split("```bash")[1:]]
+    commands = [" ".join(line.split()) for block in blocks for line in block.replace("\\\n", " ").splitlines()]
     return [c for c in commands if c.startswith("python -m benchmarks.serving") and "--profile" not in c]
 
 
