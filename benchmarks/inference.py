@@ -403,8 +403,8 @@ def distil_student(teacher: object, layers: int, keep: str, texts: list[str], fo
     DistillationTrainer(teacher_model=teacher, student_model=student,
                         args=TrainingArguments(seed=0, show_progress_bar=False),
                         train_dataset={"text": texts}).train()
-    fp32 = None if fp32_folder is None else student.export_onnx(fp32_folder)
-    return student.export_onnx(folder, quantize="int8"), fp32
+    int8 = student.export_onnx(folder, quantize="int8")
+    return int8, None if fp32_folder is None else student.export_onnx(fp32_folder)
 
 
 class Model2VecPeer:

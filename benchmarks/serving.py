@@ -61,8 +61,14 @@ def read_split(data_dir: Path, split: str) -> list[dict]:
 
 def build_tiers(tiers: list[str], data_dir: Path, work: Path, unlabeled: int,
                 body: str = BODY) -> dict[str, Path]:
-    """The tiers' folders in ``work``, each built once (a folder with a manifest is reused), from ``body``."""
+    """The tiers' folders in ``work``, each built once (a folder with a manifest is reused), from ``body``; a
+    ``work`` folder holding tiers of another body is refused (its ``body.txt`` names the body)."""
     folders = {tier: work / tier for tier in tiers}
+    record = work / "body.txt"
+    if record.is_file() and record.read_text(encoding="utf-8").strip() != body:
+        raise SystemExit(f"{work} holds tiers built from {record.read_text(encoding='utf-8').strip()!r}, not "
+                         f"{body!r}: give another --work")
+    record.write_text(body + "\n", encoding="utf-8")
     if all((folder / "manifest.json").is_file() for folder in folders.values()):
         return folders
     from benchmarks.compare_setfit import load_task
@@ -136,6 +142,8 @@ def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_m
     is tried again on another port, up to ``tries`` times."""
     import urllib.request
 
+    import psutil
+
     for _ in range(tries):
         port = free_port()
         if kind == "batched":
@@ -155,7 +163,11 @@ def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_m
             except (OSError, ValueError):
                 pid = None
             if pid is not None:
-                if pid in {p.pid for p in _tree(process.pid)}:
+                try:
+                    ours = pid in {p.pid for p in _tree(process.pid)}
+                except psutil.Error:  # the server ended meanwhile: the loop's test sees it
+                    continue
+                if ours:
                     return process, port
                 break  # another process's server holds the port
             time.sleep(0.1)

@@ -405,3 +405,12 @@ def test_serving_page_command_runs_in_smoke_mode(command: str, tmp_path: Path) -
     rows = [row[key] for cells in results["tiers"].values() for row in cells.values() for key in ("batched", "naive")]
     rows += [results["soak"]] if "soak" in results else []
     assert rows and all(r["errors"] == 0 and r["lost"] == 0 for r in rows), rows
+
+
+def test_serving_work_folder_of_another_body_is_refused(tmp_path: Path) -> None:
+    from benchmarks.serving import build_tiers
+
+    (tmp_path / "body.txt").write_text("some/other-body\n")
+    with pytest.raises(SystemExit, match="some/other-body"):
+        build_tiers(["static"], tmp_path, tmp_path, 16, body="sentence-transformers/all-MiniLM-L6-v2")
+    assert (tmp_path / "body.txt").read_text() == "some/other-body\n"  # the record is left as it was
