@@ -59,7 +59,7 @@ def cpu() -> dict[str, str]:
                                                                      check=True).stdout.splitlines() if ":" in line)
     except (OSError, subprocess.CalledProcessError):
         return {"model": platform.processor()}
-    flags = [f for f in fields.get("Flags", "").split() if f.startswith(("avx512_vnni", "avx512_bf16", "amx"))]
+    flags = [f for f in fields.get("Flags", "").split() if f.startswith(("avx", "amx"))]
     return {"model": fields.get("Model name", "").strip(), "cpus": fields.get("CPU(s)", "").strip(),
             "flags": " ".join(flags)}
 
