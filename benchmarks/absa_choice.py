@@ -17,7 +17,8 @@ per candidate (no training; their gold-aspect accuracy is not saved, so it shows
 candidate rule, the training sentences' gold aspects that a candidate equals (no model).
 
 A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
-how a span is written for its model (see ``FORMATS``); an aspect variant's ``"candidates"`` is its candidate rule
+how a span is written for its model (see ``FORMATS``); ``"train_contexts"`` (a list) adds every training item
+written at those contexts too, ``"predict_contexts"`` averages the probabilities over those contexts; an aspect variant's ``"candidates"`` is its candidate rule
 (``setfit_lite.absa.aspect_extractor.CANDIDATE_RULES``, default ``"nouns"``): it trains on that rule's candidates and
 is scored on them, overlapping kept spans resolved as ``AbsaModel`` resolves them. Every variant of a run saves its
 probabilities for the candidates of ``--dev-candidates`` (the union of those rules), so that polarity variants can
@@ -129,23 +130,33 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
     context = spec.get("span_context", 0 if kind == "aspect" else 3)
     rule = spec.get("candidates", "nouns")
     items = data["aspect"][rule] if kind == "aspect" else data["polarity"]
-    texts = [fmt(doc, s, context) for doc, s, _ in items]
-    labels = [label for _, _, label in items]
+    # "train_contexts": every item written at each of these contexts too (more training texts per aspect);
+    # "predict_contexts": the dev probabilities averaged over these contexts (default: the context alone)
+    train_contexts = [context] + [c for c in spec.get("train_contexts", []) if c != context]
+    texts = [fmt(doc, s, c) for c in train_contexts for doc, s, _ in items]
+    labels = [label for _ in train_contexts for _, _, label in items]
     model = SetFitModel.from_pretrained(model_path, **({"labels": ["no aspect", "aspect"]} if kind == "aspect"
                                                        else {}), **spec.get("model", {}))
     args = TrainingArguments(seed=seed, show_progress_bar=False, **spec.get("args", {}))
     cpu = time.process_time()
     Trainer(model, args=args, train_dataset={"text": texts, "label": labels}).train()
     cpu = time.process_time() - cpu
-    dev_texts = [fmt(doc, s, context) for doc, spans in zip(data["dev_docs"], data["dev_candidates"]) for s in spans]
-    proba = model.predict_proba(dev_texts, as_numpy=True) if dev_texts else np.zeros((0, len(model.labels)))
+    predict_contexts = spec.get("predict_contexts", [context])
+
+    def averaged(pairs: list) -> np.ndarray:
+        if not pairs:
+            return np.zeros((0, len(model.labels)))
+        return np.mean([model.predict_proba([fmt(doc, s, c) for doc, s in pairs], as_numpy=True)
+                        for c in predict_contexts], axis=0)
+
+    proba = averaged([(doc, s) for doc, spans in zip(data["dev_docs"], data["dev_candidates"]) for s in spans])
     result = {"kind": kind, "name": name, "spec": spec, "cpu": cpu_info(), "labels": list(model.labels),
               "dev_rules": data["dev_rules"],
               "train_cpu_seconds": cpu,
               "train_rows": len(texts), "candidate_proba": proba.tolist()}
     if kind == "polarity":
-        gold_texts = [fmt(doc, s, context) for doc, s, _ in data["dev_gold"]]
-        pred = model.predict(gold_texts, as_numpy=True)
+        gold = averaged([(doc, s) for doc, s, _ in data["dev_gold"]])
+        pred = [model.labels[i] for i in gold.argmax(axis=1)]
         result["gold_accuracy"] = float(np.mean([str(p) == g for p, (_, _, g) in zip(pred, data["dev_gold"])]))
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{kind}_{name}.json").write_text(json.dumps(result))
