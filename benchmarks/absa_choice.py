@@ -18,11 +18,11 @@ candidate rule, the training sentences' gold aspects that a candidate equals (no
 
 A variant is ``NAME=JSON``: ``{"format": ..., "span_context": ..., "args": {TrainingArguments}}``; ``format`` is
 how a span is written for its model (see ``FORMATS``); ``"train_contexts"`` (a list) adds every training item
-written at those contexts too, ``"predict_contexts"`` averages the probabilities over those contexts; an aspect variant's ``"candidates"`` is its candidate rule
-(``setfit_lite.absa.aspect_extractor.CANDIDATE_RULES``, default ``"nouns"``): it trains on that rule's candidates and
-is scored on them, overlapping kept spans resolved as ``AbsaModel`` resolves them. Every variant of a run saves its
-probabilities for the candidates of ``--dev-candidates`` (the union of those rules), so that polarity variants can
-be paired with any aspect variant.
+written at those contexts too, ``"predict_contexts"`` averages the probabilities over those contexts; an aspect
+variant's ``"candidates"`` is its candidate rule (``setfit_lite.absa.aspect_extractor.CANDIDATE_RULES``, default
+``"nouns"``): it trains on that rule's candidates and is scored on them, overlapping kept spans resolved as
+``AbsaModel`` resolves them. Every variant of a run saves its probabilities for the candidates of
+``--dev-candidates`` (the union of those rules), so that polarity variants can be paired with any aspect variant.
 """
 
 from __future__ import annotations

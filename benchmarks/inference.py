@@ -38,7 +38,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -47,6 +46,7 @@ import numpy as np
 from benchmarks.compare_setfit import load_task
 from benchmarks.machine import write_result
 from benchmarks.smoke import add_smoke_option, apply_smoke
+from benchmarks.workdir import work_folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -614,7 +614,6 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
 
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # every contender alike (children get it from env())
-    work = Path(tempfile.mkdtemp(prefix="setfit_lite_inference_"))
     command = "python -m benchmarks.inference " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"command": command, "tasks": []}
     args.peaks = None
@@ -623,10 +622,11 @@ def main(argv: list[str] | None = None) -> None:
 
         results["roofline_peaks"] = measure(repeats=5)
         args.peaks = results["roofline_peaks"]["peak_gflops"]
-    for spec in args.tasks:
-        results["tasks"].append(run_task(spec, args, work))
-    if args.stream:
-        results["stream"] = stream(args, work / args.tasks[0].replace(":", "_") / "static", work)
+    with work_folder("setfit_lite_inference_") as work:  # the trained model and its tiers: removed at the end
+        for spec in args.tasks:
+            results["tasks"].append(run_task(spec, args, work))
+        if args.stream:
+            results["stream"] = stream(args, work / args.tasks[0].replace(":", "_") / "static", work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     md = markdown(results)
     write_result(args.out, results, "\n".join(md))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.machine import write_result
+from benchmarks.workdir import process_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,7 +70,7 @@ def profile(folder: str, texts: list[str], threads: int, batch_size: int) -> dic
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.enable_profiling = True
-    options.profile_file_prefix = str(Path(tempfile.mkdtemp()) / "ort")
+    options.profile_file_prefix = str(process_folder("setfit_lite_ort_profile_") / "ort")
     profiled = ort.InferenceSession(str(Path(folder) / "model.onnx"), options, providers=["CPUExecutionProvider"])
     model.session = profiled
     model.predict_proba(texts, batch_size=batch_size)

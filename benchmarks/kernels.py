@@ -17,13 +17,13 @@ import collections
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import load_task
 from benchmarks.machine import cpu_line, write_result
 from benchmarks.smoke import add_smoke_option, apply_smoke
+from benchmarks.workdir import work_folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -144,14 +144,15 @@ def main(argv: list[str] | None = None) -> None:
     apply_smoke(args, parser, "kernels")
     from setfit_lite.runtime.onnx import resolve_inference_precision
 
-    folders, texts = export(args.model, args.data_dir, args.test_limit, Path(tempfile.mkdtemp(prefix="kernels_")))
-    result = {"command": "python -m benchmarks.kernels " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "texts": len(texts), "openvino_auto": resolve_inference_precision("auto", "openvino"),
-              "onnxruntime_int8_profile": ort_profile(folders["int8"], texts),
-              "openvino_primitives": openvino_primitives(folders, texts)}
-    if args.perf:
-        (folders["int8"] / "texts.json").write_text(json.dumps(texts))
-        result["onnxruntime_int8_instructions"] = perf_instructions(folders["int8"], args.perf_seconds)
+    with work_folder("kernels_") as work:  # the exported graphs: removed at the end
+        folders, texts = export(args.model, args.data_dir, args.test_limit, work)
+        result = {"command": "python -m benchmarks.kernels " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  "texts": len(texts), "openvino_auto": resolve_inference_precision("auto", "openvino"),
+                  "onnxruntime_int8_profile": ort_profile(folders["int8"], texts),
+                  "openvino_primitives": openvino_primitives(folders, texts)}
+        if args.perf:
+            (folders["int8"] / "texts.json").write_text(json.dumps(texts))
+            result["onnxruntime_int8_instructions"] = perf_instructions(folders["int8"], args.perf_seconds)
     md = [f"`{result['command']}`", "", f"{len(texts)} SST-2 test texts, batch 32.", "",
           "onnxruntime int8 (dynamic), share of kernel time by op: " + ", ".join(
               f"{op} {share:.1%}" for op, share in list(result["onnxruntime_int8_profile"].items())[:6]), "",

@@ -26,7 +26,6 @@ import argparse
 import copy
 import json
 import sys
-import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -37,6 +36,7 @@ from benchmarks.accuracy_suite import TASKS
 from benchmarks.compare_setfit import load_task
 from benchmarks.machine import cpu_info, cpu_line, write_result
 from benchmarks.smoke import add_smoke_option, apply_smoke
+from benchmarks.workdir import process_folder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -153,7 +153,7 @@ def openvino(args: argparse.Namespace) -> dict:
         trained = SetFitModel.from_pretrained(args.model, labels=task["label_names"])
         Trainer(model=trained, args=TrainingArguments(seed=0, show_progress_bar=False, **args.train_args),
                 train_dataset={"text": task["texts"], "label": task["labels"]}).train()
-        onnx_dir = trained.export_onnx(Path(tempfile.mkdtemp(prefix="setfit_lite_precision_")) / "onnx_fp32")
+        onnx_dir = trained.export_onnx(process_folder("setfit_lite_precision_") / "onnx_fp32")
     model = OnnxSetFitModel.load(onnx_dir, runtime="openvino", inference_precision="fp32")
     model_file = str(Path(onnx_dir) / model.config["model_file"])
     sessions = {hint: OpenVinoSession(model_file, precision=hint) for hint in ("f32", "bf16")}

@@ -19,12 +19,12 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.compare_setfit import load_task
 from benchmarks.machine import write_result
+from benchmarks.workdir import process_folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -116,10 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-trials", type=int, default=20)
     parser.add_argument("--search-seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--test-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--storage", default=None, help="Optuna storage URL (default: a temporary sqlite file)")
+    parser.add_argument("--storage", default=None,
+                        help="Optuna storage URL (default: a temporary sqlite file, removed at the end)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "search_sst2")
     args = parser.parse_args(argv)
-    storage = args.storage or f"sqlite:///{tempfile.mkdtemp(prefix='setfit_lite_search_')}/study.db"
+    storage = args.storage or f"sqlite:///{process_folder('setfit_lite_search_')}/study.db"
     command = "python -m benchmarks.search " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict = {"command": command, "space": SPACE, "searches": {}}
     for prune in (True, False):

@@ -20,8 +20,9 @@ import functools
 import json
 import os
 import random
-import tempfile
 from pathlib import Path
+
+from benchmarks.workdir import process_folder
 
 POSITIVE = ["good", "great", "wonderful", "excellent", "lovely", "superb", "brilliant", "fine", "nice", "happy"]
 NEGATIVE = ["bad", "awful", "terrible", "horrible", "dull", "boring", "poor", "sad", "ugly", "weak"]
@@ -150,7 +151,7 @@ def smoke_settings() -> dict:
         of `SMOKE_TASKS`, train/test sentences under `SMOKE_ABSA_DOMAINS`), ``test_limit``, ``train_args`` (two
         steps) and ``out_dir`` (a temporary folder for the results).
     """
-    root = Path(tempfile.mkdtemp(prefix="setfit_lite_smoke_"))
+    root = process_folder("setfit_lite_smoke_")  # removed when the process ends
     words: set[str] = set()
     for task, classes in SMOKE_TASKS.items():
         (root / task).mkdir()

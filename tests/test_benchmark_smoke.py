@@ -414,3 +414,38 @@ def test_serving_work_folder_of_another_body_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="some/other-body"):
         build_tiers(["static"], tmp_path, tmp_path, 16, body="sentence-transformers/all-MiniLM-L6-v2")
     assert (tmp_path / "body.txt").read_text() == "some/other-body\n"  # the record is left as it was
+
+
+def test_work_folder_is_removed_when_its_block_ends_or_fails() -> None:
+    from benchmarks.workdir import work_folder
+
+    with work_folder("setfit_lite_test_") as folder:
+        (folder / "model").mkdir()
+        (folder / "model" / "weights.bin").write_bytes(b"x" * 10)
+    assert not folder.exists()
+    with pytest.raises(RuntimeError), work_folder("setfit_lite_test_") as failed:
+        (failed / "half-written").write_text("x")
+        raise RuntimeError("the benchmark failed")
+    assert not failed.exists()
+
+
+def test_process_folders_and_the_smoke_data_are_removed_when_the_process_exits() -> None:
+    code = ("from benchmarks.workdir import process_folder\n"
+            "from benchmarks.smoke import smoke_settings\n"
+            "folder = process_folder('setfit_lite_test_')\n"
+            "(folder / 'study.db').write_text('x')\n"
+            "data = smoke_settings()['data_dir']\n"
+            "assert folder.is_dir() and (data / 'sst2' / 'train.jsonl').is_file()\n"
+            "print(folder); print(data)\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    folders = [Path(line) for line in run.stdout.split("\n") if line.strip()][-2:]
+    assert len(folders) == 2 and not any(f.exists() for f in folders), folders
+
+
+def test_benchmarks_make_temporary_folders_only_through_workdir() -> None:
+    # a bare mkdtemp is never removed: every temporary folder of a benchmark goes through benchmarks.workdir
+    offenders = [f"{path.name}:{n}" for path in sorted((ROOT / "benchmarks").glob("*.py")) if path.name != "workdir.py"
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "mkdtemp(" in line]
+    assert offenders == []

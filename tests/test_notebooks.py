@@ -63,7 +63,10 @@ def _kernel_manager(tmp_path: Path):
             "display_name": f"setfit_lite tests ({sys.executable})", "language": "python"}
     (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     specs = KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")], ensure_native_kernel=False)
-    return KernelManager(kernel_name=name, kernel_spec_manager=specs)
+    # the connection file in the test's folder: a KernelManager of its own writes it with mkstemp (to /tmp) and
+    # left it there after every notebook
+    return KernelManager(kernel_name=name, kernel_spec_manager=specs,
+                         connection_file=str(tmp_path / "kernel-connection.json"))
 
 
 @pytest.mark.integration

@@ -659,3 +659,19 @@ def test_backend_is_torn_down_when_training_fails(tiny_body_path: str, toy_data:
     with pytest.raises(RuntimeError, match="boom at step end"):
         trainer.train()
     assert backend.events == ["setup", "teardown"]
+
+
+def test_gaudi_op_lists_outlive_the_call_and_go_when_the_process_exits() -> None:
+    import subprocess
+
+    code = ("import os\n"
+            "from pathlib import Path\n"
+            "from trainers.gaudi import GaudiConfig, declare_autocast_ops\n"
+            "paths = declare_autocast_ops(GaudiConfig(autocast_bf16_ops=['linear'], autocast_fp32_ops=['softmax']))\n"
+            "assert paths and all(Path(p).read_text() in ('linear\\n', 'softmax\\n') for p in paths.values())\n"
+            "print(Path(next(iter(paths.values()))).parent)\n")
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    folder = Path(run.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("setfit_lite_hpu_") and not folder.exists()

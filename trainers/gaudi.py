@@ -15,9 +15,11 @@ then applies them.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -81,6 +83,8 @@ class GaudiConfig(DeviceConfig):
 def declare_autocast_ops(config: GaudiConfig, directory: str | os.PathLike | None = None) -> dict[str, str]:
     """Write the autocast op lists to files and export their paths (before the SDK is imported).
 
+    The files go to ``directory`` when given, else to a temporary folder removed when the process exits.
+
     Returns the environment variables set.
     """
     lists = [
@@ -100,7 +104,11 @@ def declare_autocast_ops(config: GaudiConfig, directory: str | os.PathLike | Non
             "gaudi_config autocast op lists are set after habana_frameworks.torch.core was imported; "
             "the SDK may ignore them (build the backend before importing habana_frameworks)"
         )
-    folder = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="setfit_lite_hpu_"))
+    if directory is not None:
+        folder = Path(directory)
+    else:  # the SDK reads the lists while the process runs: the folder goes when it exits
+        folder = Path(tempfile.mkdtemp(prefix="setfit_lite_hpu_"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
     exported: dict[str, str] = {}
     for ops, filename, names in lists:
         path = folder / filename
