@@ -449,3 +449,14 @@ def test_benchmarks_make_temporary_folders_only_through_workdir() -> None:
     offenders = [f"{path.name}:{n}" for path in sorted((ROOT / "benchmarks").glob("*.py")) if path.name != "workdir.py"
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "mkdtemp(" in line]
     assert offenders == []
+
+
+@pytest.mark.smoke
+def test_openvino_streams_runs_in_smoke_mode(tmp_path: Path) -> None:
+    pytest.importorskip("openvino")
+    out = tmp_path / "streams"
+    run_smoke("openvino_streams", out)
+    row = json.loads(out.with_suffix(".json").read_text())["rows"][0]
+    # the same graph both ways: one stream, and a stream (of one thread) per CPU; the same labels
+    assert row["streams"]["one_stream"] == 1 and row["streams"]["stream_per_cpu"] == row["threads"]["stream_per_cpu"]
+    assert row["agreement"] == 1.0 and set(row["texts_per_s"]) == {"one_stream", "stream_per_cpu"}

@@ -170,20 +170,24 @@ class OpenVinoSession:
 
     Args:
         model_file: The ONNX graph.
-        num_threads: OpenVINO's `INFERENCE_NUM_THREADS`; None for its default.
+        num_threads: OpenVINO's `INFERENCE_NUM_THREADS` (all streams together); None for its default.
         precision: `"auto"`, `"fp32"` / `"f32"` or `"bf16"` (`resolve_inference_precision`): OpenVINO's
             `INFERENCE_PRECISION_HINT`, always set (OpenVINO's own default follows the CPU too, but not this
             package's rule nor its environment variable). int8 graphs keep their quantised products either way.
+        streams: OpenVINO's `NUM_STREAMS`: the requests that run at once (each calling thread has its own), the
+            threads shared among them.
     """
 
-    def __init__(self, model_file: str, num_threads: int | None = None, precision: str = "auto") -> None:
+    def __init__(self, model_file: str, num_threads: int | None = None, precision: str = "auto",
+                 streams: int = 1) -> None:
         try:
             import openvino as ov
         except ImportError as exc:
             raise ImportError('runtime="openvino" needs OpenVINO: pip install "setfit_lite[openvino]"') from exc
         #: the precision the graph runs in ("fp32" or "bf16")
         self.precision = resolve_inference_precision(precision, "openvino")
-        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": _OPENVINO_HINTS[self.precision]}
+        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": _OPENVINO_HINTS[self.precision],
+                                  "NUM_STREAMS": int(streams)}
         if num_threads is not None:
             config["INFERENCE_NUM_THREADS"] = int(num_threads)
         with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.runtime.signal_stack)
