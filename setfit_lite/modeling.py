@@ -566,7 +566,7 @@ class SetFitModel(Predictor):
 
     @staticmethod
     def from_onnx(path: str | os.PathLike, num_threads: int | None = None, runtime: str = "auto",
-                  inference_precision: str = "auto") -> Any:
+                  inference_precision: str = "auto", openvino_streams: int | None = None) -> Any:
         """Load a folder written by `export_onnx` (onnxruntime or OpenVINO; no torch).
 
         Args:
@@ -576,6 +576,8 @@ class SetFitModel(Predictor):
                 onnxruntime; `OnnxSetFitModel.load`), `"onnxruntime"` or `"openvino"`.
             inference_precision: `"auto"` (OpenVINO: bf16 where the CPU computes bf16 natively, fp32 otherwise;
                 onnxruntime: fp32), `"fp32"` or `"bf16"` (OpenVINO only); see `OnnxSetFitModel.load`.
+            openvino_streams: OpenVINO's batches at once; None for one per thread, 1 for the lowest latency of one
+                text (`OnnxSetFitModel.load`).
 
         Returns:
             An [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel].
@@ -583,7 +585,7 @@ class SetFitModel(Predictor):
         from .runtime.onnx import OnnxSetFitModel
 
         return OnnxSetFitModel.load(path, num_threads=num_threads, runtime=runtime,
-                                    inference_precision=inference_precision)
+                                    inference_precision=inference_precision, openvino_streams=openvino_streams)
 
     # ---- static tier --------------------------------------------------------------------------
     def export_static(self, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,

@@ -238,3 +238,27 @@ def test_blas_is_single_threaded_while_any_piece_runs_and_restored_after() -> No
             assert blas_threads() == [1] * len(before)
         assert all(s == [1] * len(before) for s in seen)
         assert blas_threads() == before
+
+
+def test_openvino_runs_a_stream_per_thread_unless_told(tier_models: dict) -> None:
+    """OpenVINO runs as many batches at once as onnxruntime (a stream of one thread each); openvino_streams=1 runs
+    one batch at a time on all the threads; the labels are the same either way."""
+    pytest.importorskip("openvino")
+    folder = tier_models["folders"]["onnx"]
+    per_thread = SetFitModel.from_onnx(folder, runtime="openvino", num_threads=2)
+    one = SetFitModel.from_onnx(folder, runtime="openvino", num_threads=2, openvino_streams=1)
+    for model, streams in ((per_thread, 2), (one, 1)):
+        compiled = model.session.compiled
+        assert model.num_workers == streams and int(compiled.get_property("NUM_STREAMS")) == streams
+        assert int(compiled.get_property("INFERENCE_NUM_THREADS")) == 2
+    proba = [np.asarray(m.predict_proba(MANY, batch_size=8)) for m in (per_thread, one)]
+    np.testing.assert_allclose(proba[0], proba[1], atol=1e-4)
+    assert np.array_equal(proba[0].argmax(axis=1), proba[1].argmax(axis=1))
+
+
+def test_openvino_streams_are_checked_before_any_file_is_read(tmp_path) -> None:
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(ValueError, match="openvino_streams=3 is more than the 2 threads"):
+        SetFitModel.from_onnx(missing, runtime="openvino", num_threads=2, openvino_streams=3)
+    with pytest.raises(ValueError, match="openvino_streams"):
+        SetFitModel.from_onnx(missing, runtime="openvino", openvino_streams=0)

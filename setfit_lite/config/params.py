@@ -67,6 +67,7 @@ PARAMS: dict[str, Rule] = {
     "batch_size": _POSITIVE,
     "inference_precision": option(INFERENCE_PRECISIONS),
     "num_threads": optional(_POSITIVE, "the runtime's choice"),
+    "openvino_streams": optional(_POSITIVE, "one per thread"),
     # hyperparameter search
     "n_trials": optional(_POSITIVE, "no limit: until max_trials or timeout"),
     "timeout": optional(number(low_open=True, note="seconds"), "no limit"),

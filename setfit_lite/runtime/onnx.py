@@ -378,11 +378,13 @@ def _graph_facts(graph_file: Path, head_file: Path | None) -> tuple[int | None, 
     return (min(tables) if tables else None), single
 
 
-def _session(model_file: str, runtime: str, num_threads: int | None, precision: str = "fp32") -> Any:
-    """An OpenVINO (in ``precision``) or onnxruntime session of ``model_file``; onnxruntime's runs a batch on one
-    intra-op thread without spinning (the batches run in parallel, see ``OnnxSetFitModel.load``)."""
+def _session(model_file: str, runtime: str, num_threads: int | None, precision: str = "fp32",
+             streams: int = 1) -> Any:
+    """An OpenVINO (in ``precision``, ``streams`` requests at once on ``num_threads`` threads) or onnxruntime
+    session of ``model_file``; onnxruntime's runs a batch on one intra-op thread without spinning (the batches run
+    in parallel, see ``OnnxSetFitModel.load``)."""
     if runtime == "openvino":
-        return OpenVinoSession(model_file, num_threads, precision)
+        return OpenVinoSession(model_file, num_threads, precision, streams)
     ort = require("onnxruntime")
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -430,15 +432,16 @@ class OnnxSetFitModel(Predictor):
 
     @classmethod
     def load(cls, path: str | os.PathLike, num_threads: int | None = None,
-             runtime: str = "auto", inference_precision: str = "auto") -> OnnxSetFitModel:
+             runtime: str = "auto", inference_precision: str = "auto",
+             openvino_streams: int | None = None) -> OnnxSetFitModel:
         """Load a folder written by `export_onnx`, checking its manifest and every file against the others, and
         refusing pickles.
 
         Args:
             path: The exported folder.
-            num_threads: The threads a prediction uses; None for the CPUs this process may use. With onnxruntime,
-                that many batches run at once, each on one intra-op thread that does not spin; OpenVINO gets it as
-                `INFERENCE_NUM_THREADS` (see [Export](../export.md)).
+            num_threads: The threads a prediction uses; None for the CPUs this process may use. That many batches
+                run at once, each on one thread: onnxruntime's intra-op thread that does not spin, or OpenVINO's
+                stream of one thread (see [Export](../export.md)).
             runtime: `"auto"` (`resolve_runtime`: OpenVINO for an fp32 graph on a CPU with AMX when it is
                 installed, else onnxruntime), `"onnxruntime"`, or `"openvino"` (Intel's runtime reads the same
                 graph; `pip install "setfit_lite[openvino]"`). The one chosen is the model's `runtime`.
@@ -446,16 +449,24 @@ class OnnxSetFitModel(Predictor):
                 AVX512-BF16, fp32 otherwise; onnxruntime: fp32), or `"fp32"` / `"bf16"` (OpenVINO only) to force
                 one (`resolve_inference_precision`; the environment variable `SETFIT_LITE_INFERENCE_PRECISION`
                 replaces `"auto"`). The head's probabilities stay within about 1e-2 of fp32 in bf16.
+            openvino_streams: OpenVINO's batches at once (`NUM_STREAMS`), sharing the `num_threads` threads; None
+                for one per thread (the fastest over many texts); 1 runs one batch at a time on all of them, the
+                lowest latency for one text. onnxruntime ignores it.
 
         Returns:
             The model.
 
         Raises:
-            ValueError: A bad `runtime`, `num_threads` or `inference_precision`, a pickled file, or files that
-                disagree with each other.
+            ValueError: A bad `runtime`, `num_threads`, `inference_precision` or `openvino_streams` (more streams
+                than threads), a pickled file, or files that disagree with each other.
             ImportError: The runtime is not installed.
         """
         num_threads = check_param("num_threads", num_threads)
+        openvino_streams = check_param("openvino_streams", openvino_streams)
+        workers = default_workers() if num_threads is None else num_threads
+        if openvino_streams is not None and openvino_streams > workers:
+            raise ValueError(f"openvino_streams={openvino_streams} is more than the {workers} threads a prediction "
+                             "uses (num_threads): each stream needs a thread of its own")
         resolve_runtime(runtime)  # the name checked before any file is read
         if runtime != "auto":  # a precision the runtime asked for cannot run, before any file is read
             resolve_inference_precision(inference_precision, runtime)
@@ -467,12 +478,16 @@ class OnnxSetFitModel(Predictor):
         precision = resolve_inference_precision(inference_precision, runtime)
         chunked = Chunking.from_config(config).enabled
         tokenizer = _load_tokenizer(folder, None if chunked else config.get("max_seq_length"))
-        session = _session(str(folder / config["model_file"]), runtime, num_threads, precision)
-        workers = 1 if runtime == "openvino" else default_workers() if num_threads is None else num_threads
+        if runtime == "openvino":  # a stream per thread unless told: as many batches at once as onnxruntime runs
+            streams = workers if openvino_streams is None else openvino_streams
+            threads, workers = workers, streams
+        else:
+            streams, threads = 1, num_threads
+        session = _session(str(folder / config["model_file"]), runtime, threads, precision, streams)
         _check_graph(session, folder, config)
         model = cls(session, tokenizer, config, num_workers=workers)
         if chunked:
-            model.head_session = _session(str(folder / config["head_file"]), runtime, num_threads, precision)
+            model.head_session = _session(str(folder / config["head_file"]), runtime, threads, precision, streams)
         check_config_against_graph(model, folder)
         return model
 
