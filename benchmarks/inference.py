@@ -440,7 +440,8 @@ def thread_settings(runners: dict) -> dict:
         if runtime == "onnxruntime" and hasattr(runner, "num_workers"):
             out[name] = {"batches_at_once": runner.num_workers, "intra_op_threads": 1, "spinning": False}
         elif runtime == "openvino":
-            out[name] = {"INFERENCE_NUM_THREADS": runner.session.compiled.get_property("INFERENCE_NUM_THREADS")}
+            compiled = runner.session.compiled
+            out[name] = {key: compiled.get_property(key) for key in ("INFERENCE_NUM_THREADS", "NUM_STREAMS")}
         elif hasattr(runner, "num_threads"):
             out[name] = {"threads": runner.num_threads, "blas_threads_in_head": 1}
     out["model2vec"] = "model2vec's encode (its own batching; the head: numpy at the BLAS settings above)"
