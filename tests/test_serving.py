@@ -56,14 +56,23 @@ def texts() -> list[str]:
     return [" ".join([t] + ["good", "plot"] * (i % 5)) for i, t in enumerate(texts)]  # lengths vary: ONNX pads
 
 
-@pytest.mark.parametrize("tier", ["static", "onnx"])
+@pytest.mark.parametrize("tier", ["static", "onnx", "openvino"])
 def test_concurrent_requests_are_batched_and_answer_as_predict(tier_models: dict, texts: list[str], tier: str) -> None:
     """Requests of 1-4 texts from 8 threads at once, gathered into shared batches (max_wait_ms 30): each answer
-    equals in-process predict of its texts, labels exactly and probabilities to 1e-6."""
-    folder = tier_models["folders"][tier]
-    model = tier_models[tier]
+    equals in-process predict of its texts, labels exactly and probabilities to 1e-6. OpenVINO: a batcher thread
+    per stream, each with its own infer request."""
+    if tier == "openvino":
+        pytest.importorskip("openvino")
+        from setfit_lite.runtime.onnx import OnnxSetFitModel
+
+        folder = tier_models["folders"]["onnx"]
+        model = OnnxSetFitModel.load(folder, runtime="openvino")
+        settings = ServeSettings(max_batch_size=16, max_wait_ms=30.0, runtime="openvino")
+    else:
+        folder = tier_models["folders"][tier]
+        model = tier_models[tier]
+        settings = ServeSettings(max_batch_size=16, max_wait_ms=30.0)
     requests = [texts[i:i + 1 + i % 4] for i in range(0, len(texts), 3)]
-    settings = ServeSettings(max_batch_size=16, max_wait_ms=30.0)
     with TestClient(create_app(folder, settings)) as client:
         ready = wait_ready(client)
         assert ready["labels"] == model.labels
