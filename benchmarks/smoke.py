@@ -149,7 +149,7 @@ def smoke_settings() -> dict:
     Returns:
         ``model`` (a tiny body built here), ``data_dir`` (synthetic train/validation/test splits under every name
         of `SMOKE_TASKS`, train/test sentences under `SMOKE_ABSA_DOMAINS`), ``test_limit``, ``train_args`` (two
-        steps) and ``out_dir`` (a temporary folder for the results).
+        steps) and ``out_dir`` (for the results); all in one temporary folder, removed when the process exits.
     """
     root = process_folder("setfit_lite_smoke_")  # removed when the process ends
     words: set[str] = set()

@@ -463,9 +463,9 @@ class OnnxSetFitModel(Predictor):
         """
         num_threads = check_param("num_threads", num_threads)
         openvino_streams = check_param("openvino_streams", openvino_streams)
-        workers = default_workers() if num_threads is None else num_threads
-        if openvino_streams is not None and openvino_streams > workers:
-            raise ValueError(f"openvino_streams={openvino_streams} is more than the {workers} threads a prediction "
+        threads = default_workers() if num_threads is None else num_threads
+        if openvino_streams is not None and openvino_streams > threads:
+            raise ValueError(f"openvino_streams={openvino_streams} is more than the {threads} threads a prediction "
                              "uses (num_threads): each stream needs a thread of its own")
         resolve_runtime(runtime)  # the name checked before any file is read
         if runtime != "auto":  # a precision the runtime asked for cannot run, before any file is read
@@ -478,11 +478,10 @@ class OnnxSetFitModel(Predictor):
         precision = resolve_inference_precision(inference_precision, runtime)
         chunked = Chunking.from_config(config).enabled
         tokenizer = _load_tokenizer(folder, None if chunked else config.get("max_seq_length"))
-        if runtime == "openvino":  # a stream per thread unless told: as many batches at once as onnxruntime runs
-            streams = workers if openvino_streams is None else openvino_streams
-            threads, workers = workers, streams
-        else:
-            streams, threads = 1, num_threads
+        if runtime == "openvino":  # a batch at once per stream, a stream per thread unless told
+            streams = workers = threads if openvino_streams is None else openvino_streams
+        else:  # onnxruntime: a batch at once per thread
+            streams, workers = 1, threads
         session = _session(str(folder / config["model_file"]), runtime, threads, precision, streams)
         _check_graph(session, folder, config)
         model = cls(session, tokenizer, config, num_workers=workers)

@@ -117,10 +117,10 @@ def _warm(predictor: Any, settings: ServeSettings) -> None:
 def _one_thread_per_batch(predictor: Any) -> tuple[Any, int]:
     """The predictor the batcher threads call and how many threads: for an ONNX (onnxruntime, or OpenVINO with a
     stream per thread, its default) or static predictor that splits a call over ``n > 1`` threads, a shallow copy
-    that runs a call on the calling thread, and ``n``
-    batcher threads (one batch per core, each tokenised while the others run); any other predictor as it is, one
-    thread. The copy shares the graph and tables (an onnxruntime InferenceSession runs from many threads at once),
-    and its numbers are the predictor's: pieces do not depend on how many run at once (``runtime.threads``)."""
+    that runs a call on the calling thread, and ``n`` batcher threads (one batch per core, each tokenised while the
+    others run); any other predictor as it is, one thread. The copy shares the graph and tables (an onnxruntime
+    InferenceSession runs from many threads at once; OpenVINO gives each calling thread its own infer request), and
+    its numbers are the predictor's: pieces do not depend on how many run at once (``runtime.threads``)."""
     from ..runtime.onnx import OnnxSetFitModel
     from ..runtime.static import StaticSetFitModel
 
