@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -137,13 +138,9 @@ def naive_app():  # noqa: ANN201 - a FastAPI app (uvicorn factory)
 def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_ms: float,
           options: list[str] = (), tries: int = 3) -> tuple:
     """A server process (``batched``: setfit-lite serve, with ``options`` last; ``naive``: `naive_server`) and its
-    port, ready. The port is free when chosen, but another process may take it before the server binds it: a
-    server that exits before it is ready, or a ``/ready`` answered by a process not of this server (its ``pid``),
-    is tried again on another port, up to ``tries`` times."""
-    import urllib.request
-
-    import psutil
-
+    port, every worker ready (`wait_until_ready`). The port is free when chosen, but another process may take it
+    before the server binds it: a server that exits before it is ready, or a ``/ready`` answered by a process not
+    of this server (its ``pid``), is tried again on another port, up to ``tries`` times."""
     for _ in range(tries):
         port = free_port()
         if kind == "batched":
@@ -155,24 +152,42 @@ def start(kind: str, folder: Path, workers: int, max_batch_size: int, max_wait_m
             argv = [sys.executable, "-m", "benchmarks.serving", "--naive-server", str(folder), "--port", str(port),
                     "--workers", str(workers)]
         process = subprocess.Popen(argv, env=server_env(), cwd=ROOT, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as answer:
-                    pid = json.loads(answer.read()).get("pid") if answer.status == 200 else None
-            except (OSError, ValueError):
-                pid = None
-            if pid is not None:
-                try:
-                    ours = pid in {p.pid for p in _tree(process.pid)}
-                except psutil.Error:  # the server ended meanwhile: the loop's test sees it
-                    continue
-                if ours:
-                    return process, port
-                break  # another process's server holds the port
-            time.sleep(0.1)
+        if wait_until_ready(port, lambda p=process: p.poll() is None, lambda p=process: _tree_pids(p.pid), workers):
+            return process, port
         stop(process)
     raise RuntimeError(f"the {kind} server on {folder.name} did not start (tried {tries} ports)")
+
+
+def wait_until_ready(port: int, running: Callable[[], bool], pids: Callable[[], set[int]], workers: int,
+                     timeout: float = 120) -> bool:
+    """Whether every one of the server's ``workers`` processes has answered ``/ready`` with 200 (each worker loads
+    its own model and answers 503 until it has: a measurement started when the first one is ready sends some
+    requests to one still loading). False when the server ended (``running``), did not get there in ``timeout``
+    seconds, or a process not of the server (not in ``pids()``) answered: another server holds the port."""
+    import urllib.request
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    ready: set[int] = set()
+    while running() and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as answer:
+                pid = json.loads(answer.read()).get("pid")
+        except (OSError, ValueError):  # not listening yet, or 503 (an HTTPError) from a worker still loading
+            pid = None
+        if pid is not None:
+            try:
+                ours = pid in pids()
+            except psutil.Error:  # the server ended meanwhile: running() says so
+                continue
+            if not ours:
+                return False
+            ready.add(pid)
+            if len(ready) >= workers:
+                return True
+        time.sleep(0.05)  # the next connection may reach another worker
+    return False
 
 
 def stop(process: subprocess.Popen) -> int:
@@ -189,6 +204,10 @@ def _tree(pid: int) -> list:
 
     parent = psutil.Process(pid)
     return [parent, *parent.children(recursive=True)]
+
+
+def _tree_pids(pid: int) -> set[int]:
+    return {p.pid for p in _tree(pid)}
 
 
 def rss_mb(pid: int) -> float:

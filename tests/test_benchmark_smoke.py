@@ -407,6 +407,57 @@ def test_serving_page_command_runs_in_smoke_mode(command: str, tmp_path: Path) -
     assert rows and all(r["errors"] == 0 and r["lost"] == 0 for r in rows), rows
 
 
+class _ScriptedReady:
+    """A local HTTP server whose ``/ready`` answers, in turn, the (status, pid) pairs it is given (the last one
+    again once they are used up), as the workers of a server behind one socket answer while they load."""
+
+    def __init__(self, answers: list[tuple[int, int | None]]) -> None:
+        import http.server
+        import threading
+
+        self.answers, self.asked = answers, 0
+        script = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                status, pid = script.answers[min(script.asked, len(script.answers) - 1)]
+                script.asked += 1
+                body = json.dumps({"status": "ready", "pid": pid} if status == 200 else {"status": "loading"})
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_serving_benchmark_waits_until_every_worker_is_ready() -> None:
+    """Measurements start only once each worker has answered /ready: one ready worker and another still loading
+    (503) is not ready; a pid not of the server means another server holds the port; a server that never gets
+    there is not ready either."""
+    from benchmarks.serving import wait_until_ready
+
+    script = _ScriptedReady([(503, None), (200, 11), (503, None), (200, 11), (200, 12)])
+    try:
+        assert wait_until_ready(script.port, lambda: True, lambda: {10, 11, 12}, workers=2)
+        assert script.asked == 5  # not before the second worker answered
+        script.answers, script.asked = [(200, 11)], 0
+        assert not wait_until_ready(script.port, lambda: True, lambda: {10, 11, 12}, workers=2, timeout=1)
+        assert script.asked > 2
+        script.answers, script.asked = [(200, 99)], 0
+        assert not wait_until_ready(script.port, lambda: True, lambda: {10, 11, 12}, workers=2)
+        assert script.asked == 1
+        script.answers, script.asked = [(200, 11)], 0
+        assert wait_until_ready(script.port, lambda: True, lambda: {10, 11}, workers=1) and script.asked == 1
+    finally:
+        script.server.shutdown()
+
+
 def test_serving_work_folder_of_another_body_is_refused(tmp_path: Path) -> None:
     from benchmarks.serving import build_tiers
 
