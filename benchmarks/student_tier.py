@@ -1,12 +1,15 @@
 """The distilled student tier: a few of the fine-tuned body's layers, distilled from it, exported to int8 ONNX.
 
     python -m benchmarks.student_tier --task sst2 --layers 2 3 --unlabeled 4000 [--teacher DIR] [--keep spread first]
+        [--target similarities embeddings]
 
 The teacher is ``--teacher`` (a saved SetFitModel) or MiniLM-L6 trained with setfit_lite's defaults on ``--shots``
 examples per class (seed ``--seed``, the same sample as ``benchmarks/inference.py``). For every layer count and
-layer choice (``shrink_body(teacher, n, keep=...)``) the student is trained with ``DistillationTrainer`` on the
+layer choice (``shrink_body(teacher, n, keep=...)``) and distillation target (``--target``: the teacher's in-batch
+similarities, setfit's, or its embeddings) the student is trained with ``DistillationTrainer`` on the
 few-shot training texts plus ``--unlabeled`` other texts of the training split (never validation or test texts),
-then exported with ``export_onnx(..., quantize="int8")``. The layer choice per layer count is made on the validation
+then exported with ``export_onnx(..., quantize="int8")``. The layer choice (and target) per layer count is made on the
+validation
 split's accuracy of the int8 student; the test split is only reported. Throughput: ``predict_proba`` of the test
 texts by the chosen int8 students and the teacher's int8 export, in this process, with default threads and
 ``TOKENIZERS_PARALLELISM=false``, in ``--rounds`` interleaved rounds (best round reported), with each path's share
@@ -17,6 +20,7 @@ of onnxruntime's measured int8 GEMM peak (``benchmarks/results/roofline.json``, 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -73,6 +77,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--layers", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--keep", nargs="+", default=["spread", "first"], help="layer choices to compare")
+    parser.add_argument("--target", nargs="+", default=["similarities"], choices=["similarities", "embeddings"],
+                        help="what the student learns of the teacher (DistillationTrainer's target), to compare")
     parser.add_argument("--unlabeled", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
@@ -124,35 +130,35 @@ def main(argv: list[str] | None = None) -> dict:
         teacher_test = np.asarray(teacher.predict(test_texts, as_numpy=True))
         print(json.dumps({"teacher_accuracy": result["teacher_accuracy"]}), flush=True)
         students, exported = [], {}
-        for num_layers in args.layers:
-            for keep in args.keep:
-                student = shrink_body(teacher, num_layers, keep=keep)
-                start = time.perf_counter()
-                DistillationTrainer(teacher_model=teacher, student_model=student,
-                                    args=TrainingArguments(seed=args.seed, show_progress_bar=False),
-                                    train_dataset={"text": distil_texts}).train()
-                seconds = time.perf_counter() - start
-                onnx = SetFitModel.from_onnx(student.export_onnx(Path(tmp) / f"student_{num_layers}_{keep}",
-                                                                 quantize="int8"))
-                row = {"layers": num_layers, "keep": keep,
-                       "indices": student.training_info["layers_kept"]["indices"],
-                       "distil_seconds": round(seconds, 1),
-                       "torch": {"validation": accuracy(student, val_texts, val_labels),
-                                 "test": accuracy(student, test_texts, test_labels)},
-                       "onnx_int8": {"validation": accuracy(onnx, val_texts, val_labels),
-                                     "test": accuracy(onnx, test_texts, test_labels),
-                                     "test_agreement_with_teacher": accuracy(onnx, test_texts, teacher_test)}}
-                students.append(row)
-                exported[(num_layers, keep)] = onnx
-                print(json.dumps(row), flush=True)
+        for num_layers, keep, target in itertools.product(args.layers, args.keep, args.target):
+            student = shrink_body(teacher, num_layers, keep=keep)
+            start = time.perf_counter()
+            DistillationTrainer(teacher_model=teacher, student_model=student, target=target,
+                                args=TrainingArguments(seed=args.seed, show_progress_bar=False),
+                                train_dataset={"text": distil_texts}).train()
+            seconds = time.perf_counter() - start
+            onnx = SetFitModel.from_onnx(student.export_onnx(
+                Path(tmp) / f"student_{num_layers}_{keep}_{target}", quantize="int8"))
+            row = {"layers": num_layers, "keep": keep, "target": target,
+                   "indices": student.training_info["layers_kept"]["indices"],
+                   "distil_seconds": round(seconds, 1),
+                   "torch": {"validation": accuracy(student, val_texts, val_labels),
+                             "test": accuracy(student, test_texts, test_labels)},
+                   "onnx_int8": {"validation": accuracy(onnx, val_texts, val_labels),
+                                 "test": accuracy(onnx, test_texts, test_labels),
+                                 "test_agreement_with_teacher": accuracy(onnx, test_texts, teacher_test)}}
+            students.append(row)
+            exported[(num_layers, keep, target)] = onnx
+            print(json.dumps(row), flush=True)
         chosen = {}
         for num_layers in args.layers:
             rows = [r for r in students if r["layers"] == num_layers]
-            best = max(rows, key=lambda r: r["onnx_int8"]["validation"])  # ties: the first --keep listed
+            best = max(rows, key=lambda r: r["onnx_int8"]["validation"])  # ties: the first --keep, --target listed
             best["chosen_on_validation"] = True
             chosen[num_layers] = best
         speed = texts_per_second({"teacher": teacher_onnx,
-                                  **{f"student_{n}": exported[(n, r["keep"])] for n, r in chosen.items()}},
+                                  **{f"student_{n}": exported[(n, r["keep"], r["target"])]
+                                     for n, r in chosen.items()}},
                                  test_texts, args.rounds)
     result["students"] = students
     lengths = [len(ids) for ids in teacher.tokenize(test_texts)]
@@ -194,7 +200,8 @@ def markdown(result: dict) -> str:
              f"| {teacher['onnx_int8']['test']:.3f} | |"]
     for row in result["students"]:
         mark = " (chosen on validation)" if row.get("chosen_on_validation") else ""
-        lines.append(f"| student {row['layers']} layers, {row['keep']}{mark} | {row['indices']} "
+        target = f", {row['target']}" if "target" in row else ""
+        lines.append(f"| student {row['layers']} layers, {row['keep']}{target}{mark} | {row['indices']} "
                      f"| {row['distil_seconds']:.0f} | {row['torch']['validation']:.3f} "
                      f"| {row['onnx_int8']['validation']:.3f} | {row['torch']['test']:.3f} "
                      f"| {row['onnx_int8']['test']:.3f} | {row['onnx_int8']['test_agreement_with_teacher']:.3f} |")

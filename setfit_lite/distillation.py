@@ -16,13 +16,14 @@ import numpy as np
 import torch
 
 from .data import LabeledData, to_labeled_data
-from .losses import SimilarityDistillationLoss
+from .losses import EmbeddingDistillationLoss, SimilarityDistillationLoss
 from .modeling import SetFitModel
 from .trainer import Trainer
 from .training.batch_samplers import SentenceBatchSampler
 from .training_args import TrainingArguments
 
 LAYER_CHOICES = ("spread", "first")
+TARGETS = ("similarities", "embeddings")
 
 
 def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] = "spread") -> SetFitModel:
@@ -91,7 +92,8 @@ class DistillationTrainer(Trainer):
     """Distil a trained teacher into a (smaller) student, like setfit's `DistillationTrainer`.
 
     The teacher labels the texts; the student's body learns to reproduce the teacher's in-batch cosine similarities
-    (`args.loss` is not used), then the student's head is fitted on the teacher's labels.
+    (or, with `target="embeddings"`, the teacher's embeddings themselves; `args.loss` is not used), then the
+    student's head is fitted on the teacher's labels.
 
     Args:
         teacher_model: A trained [`SetFitModel`][setfit_lite.modeling.SetFitModel].
@@ -106,10 +108,13 @@ class DistillationTrainer(Trainer):
         metric_kwargs: As in `Trainer`.
         callbacks: As in `Trainer`.
         column_mapping: As in `Trainer`.
+        target: What the student body learns: `"similarities"` (the cosine similarity of every pair of a batch,
+            setfit's distillation: any student width) or `"embeddings"` (each text's embedding, by mean squared
+            error: the student's embeddings must have the teacher's size).
 
     Raises:
         TypeError: A teacher that is not a `SetFitModel`.
-        ValueError: A teacher without a fitted head.
+        ValueError: A teacher without a fitted head, or an unknown `target`.
 
     Example:
         ```python
@@ -125,10 +130,13 @@ class DistillationTrainer(Trainer):
                  args: TrainingArguments | None = None, train_dataset: Any = None, eval_dataset: Any = None,
                  model_init: Callable[..., SetFitModel] | None = None, metric: str | Callable = "accuracy",
                  metric_kwargs: dict[str, Any] | None = None, callbacks: list[Any] | None = None,
-                 column_mapping: dict[str, str] | None = None) -> None:
+                 column_mapping: dict[str, str] | None = None, target: str = "similarities") -> None:
         if not isinstance(teacher_model, SetFitModel):
             raise TypeError(f"teacher_model must be a SetFitModel, got {type(teacher_model).__name__}")
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
         teacher_model._check_fitted()
+        self.target = target
         self.teacher_model = teacher_model
         super().__init__(model=student_model, args=args, train_dataset=None, eval_dataset=eval_dataset,
                          model_init=model_init, metric=metric, metric_kwargs=metric_kwargs, callbacks=callbacks,
@@ -147,11 +155,16 @@ class DistillationTrainer(Trainer):
             **kwargs: As in `Trainer.train`.
 
         Raises:
-            ValueError: No `train_dataset`.
+            ValueError: No `train_dataset`, or `target="embeddings"` with a student of another embedding size.
         """
         if self._unlabelled is None:
             raise ValueError("DistillationTrainer.train needs a train_dataset of texts")
         teacher = self.teacher_model
+        if self.target == "embeddings":
+            sizes = [teacher.embedding_dim, self.model.embedding_dim]
+            if sizes[0] != sizes[1]:
+                raise ValueError(f"target='embeddings' needs a student whose embeddings have the teacher's size "
+                                 f"({sizes[0]}), got {sizes[1]}; use target='similarities'")
         texts = self._unlabelled.texts
         self._teacher_embeddings = teacher.encode(texts)
         proba = np.asarray(teacher.model_head.predict_proba(self._teacher_embeddings))
@@ -182,7 +195,10 @@ class DistillationTrainer(Trainer):
         return SentenceBatchSampler(ids, batch_size, args.seed, rank=backend.rank, world_size=backend.world_size)
 
     def embedding_loss(self, args: TrainingArguments) -> torch.nn.Module:
-        """The student's in-batch cosine similarities regress onto the teacher's (the loss holds the teacher's
-        embeddings; the backend moves them with the module it prepares)."""
+        """The student's in-batch cosine similarities (or its embeddings) regress onto the teacher's (the loss holds
+        the teacher's embeddings; the backend moves them with the module it prepares)."""
         assert self._teacher_embeddings is not None
-        return SimilarityDistillationLoss(torch.from_numpy(self._teacher_embeddings))
+        teacher = torch.from_numpy(self._teacher_embeddings)
+        if self.target == "similarities":
+            return SimilarityDistillationLoss(teacher)
+        return EmbeddingDistillationLoss(teacher)

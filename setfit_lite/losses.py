@@ -12,9 +12,9 @@ from sentence_transformers.sentence_transformer import losses as st_losses
 
 from .config.loss_names import LOSSES, MNRL_LOSS, PAIR_LOSSES, RANKING_LOSSES, SUPCON_LOSS, TRIPLET_LOSSES, loss_name
 
-__all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "InBatchNegativesLoss", "LabelAnchorLoss",
-           "PairMatrixLoss", "SimilarityDistillationLoss", "SupConLoss", "TripletLoss", "all_pairs", "build_loss",
-           "rows", "same_label"]
+__all__ = ["LOSSES", "PAIR_LOSSES", "RANKING_LOSSES", "TRIPLET_LOSSES", "EmbeddingDistillationLoss",
+           "InBatchNegativesLoss", "LabelAnchorLoss", "PairMatrixLoss", "SimilarityDistillationLoss", "SupConLoss",
+           "TripletLoss", "all_pairs", "build_loss", "rows", "same_label"]
 
 
 def same_label(labels: torch.Tensor) -> torch.Tensor:
@@ -309,6 +309,28 @@ class SimilarityDistillationLoss(torch.nn.Module):
         target = (teacher[i] * teacher[j]).sum(-1)
         normed = F.normalize(embeddings.float(), dim=-1)
         return ((rows(normed, i) * rows(normed, j)).sum(-1) - target).pow(2).mean()
+
+
+class EmbeddingDistillationLoss(torch.nn.Module):
+    """Distillation: the student's embeddings regress onto the teacher's (mean squared error per text, as
+    sentence-transformers' ``MSELoss`` for model distillation), so the student learns the teacher's space itself.
+
+    The teacher's embeddings of all training texts are computed once and held here; the batch's ``labels`` are the
+    row indices of its texts in that matrix.
+
+    Args:
+        teacher_embeddings: The teacher's embeddings of every training text `(n, dim)`.
+    """
+
+    def __init__(self, teacher_embeddings: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("teacher", torch.as_tensor(teacher_embeddings).float(), persistent=False)
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor | None = None,
+                pair_index: torch.Tensor | None = None, pair_target: torch.Tensor | None = None) -> torch.Tensor:
+        if labels is None:
+            raise ValueError("EmbeddingDistillationLoss needs the batch's row indices as labels")
+        return (embeddings.float() - self.teacher[labels.long()]).pow(2).sum(-1).mean()
 
 
 class LabelAnchorLoss(torch.nn.Module):

@@ -8,7 +8,8 @@ import torch
 from datasets import ClassLabel, Dataset, Features, Value
 
 from setfit_lite import DistillationTrainer, SetFitModel, Trainer, TrainingArguments, get_templated_dataset
-from setfit_lite.losses import SimilarityDistillationLoss
+from setfit_lite.distillation import shrink_body
+from setfit_lite.losses import EmbeddingDistillationLoss, SimilarityDistillationLoss
 
 FAST = {"num_epochs": (3, 4), "body_learning_rate": 1e-2, "show_progress_bar": False, "backend": "cpu"}
 
@@ -82,6 +83,17 @@ def test_distillation_loss_is_zero_only_when_similarities_match() -> None:
         loss(teacher[rows], None)
 
 
+def test_embedding_distillation_loss_is_zero_only_at_the_teachers_embeddings() -> None:
+    teacher = torch.randn(6, 8)
+    loss = EmbeddingDistillationLoss(teacher)
+    rows = torch.tensor([4, 1, 3])
+    assert float(loss(teacher[rows], rows)) == pytest.approx(0.0, abs=1e-6)
+    assert float(loss(teacher[rows] * 3.0, rows)) == pytest.approx(float(4 * teacher[rows].pow(2).sum(-1).mean()))
+    assert float(SimilarityDistillationLoss(teacher)(teacher[rows] * 3.0, rows)) < 1e-6  # where similarities match
+    with pytest.raises(ValueError, match="row indices"):
+        loss(teacher[rows], None)
+
+
 @pytest.fixture(scope="module")
 def teacher(tiny_body_path: str) -> SetFitModel:
     from conftest import make_sentences
@@ -124,3 +136,42 @@ def test_distillation_errors(teacher: SetFitModel, tiny_body_path: str) -> None:
         DistillationTrainer(teacher_model="teacher", student_model=student)
     with pytest.raises(ValueError, match="train_dataset"):
         DistillationTrainer(teacher_model=teacher, student_model=student).train()
+
+
+def test_student_learns_the_teachers_embeddings(teacher: SetFitModel, tmp_path) -> None:
+    """``target="embeddings"``: a student of the teacher's width (a shrunk copy) moves its embeddings towards the
+    teacher's (mean squared distance on unseen texts falls) and predicts as the teacher does."""
+    from conftest import make_sentences
+
+    unlabelled, _ = make_sentences(20, seed=5)
+    eval_texts, _ = make_sentences(10, seed=1)
+    student = shrink_body(teacher, 1, keep="first")
+    target = teacher.encode(eval_texts)
+    before = float(np.mean(np.sum((student.encode(eval_texts) - target) ** 2, axis=1)))
+    args = TrainingArguments(**{**FAST, "num_epochs": (10, 4), "body_learning_rate": 1e-3}, seed=3)
+    trainer = DistillationTrainer(teacher_model=teacher, student_model=student, target="embeddings", args=args,
+                                  train_dataset={"text": unlabelled})
+    trainer.train()
+    after = float(np.mean(np.sum((student.encode(eval_texts) - target) ** 2, axis=1)))
+    assert after < 0.5 * before, (before, after)
+    agreement = np.mean(np.array(student.predict(eval_texts)) == np.array(teacher.predict(eval_texts)))
+    assert agreement >= 0.8, agreement
+
+
+def test_embedding_target_needs_the_teachers_width(teacher: SetFitModel, tmp_path) -> None:
+    from conftest import build_tiny_body
+
+    wide = SetFitModel.from_pretrained(str(build_tiny_body(tmp_path, hidden_size=48)))
+    with pytest.raises(ValueError, match="target must be one of"):
+        DistillationTrainer(teacher_model=teacher, student_model=wide, target="logits")
+    trainer = DistillationTrainer(teacher_model=teacher, student_model=wide, target="embeddings",
+                                  train_dataset={"text": ["a good film", "a bad film"]})
+    encoded = []
+    teacher_encode = teacher.encode
+    teacher.encode = lambda *a, **k: encoded.append(1) or teacher_encode(*a, **k)  # type: ignore[method-assign]
+    try:
+        with pytest.raises(ValueError, match=r"teacher's size \(32\), got 48"):
+            trainer.train()
+    finally:
+        del teacher.encode
+    assert not encoded and wide.model_head is None  # refused before any work
