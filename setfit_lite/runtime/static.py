@@ -142,7 +142,7 @@ class StaticSetFitModel(Predictor):
         self.prompt: str = config.get("prompt") or ""
         self.unk_id = _unk_token_id(tokenizer.backend)
         # each space-separated word tokenised once (a BERT-style tokenizer; else None and the tokenizer runs)
-        self.word_cache: WordCachedTokenizer | None = WordCachedTokenizer.for_tokenizer(tokenizer.backend)
+        self.word_cache: WordCachedTokenizer | None = tokenizer.word_cache
         self.calibration_temperature = float(config.get("calibration_temperature") or 1.0)
         self.num_threads: int = default_workers() if num_threads is None else check_param("num_threads", num_threads)
 
