@@ -1,5 +1,5 @@
-"""Token ids by the space-separated word, remembered: the static tier's tokenizer step without re-tokenising the
-words it has seen.
+"""Token ids by the space-separated word, remembered: the tokenizer step of the static tier and of the exported
+transformer tiers (`TokenizerFile`) without re-tokenising the words it has seen.
 
 With a BERT-style ``tokenizer.json`` (a normalizer that works character by character, a pre-tokenizer that splits
 on whitespace and punctuation, WordPiece or a word-level vocabulary) a space never falls inside a token and never
