@@ -63,8 +63,11 @@ def test_inference_is_a_leaf() -> None:
     graph = import_graph()
     data = {name for name in graph if name == "setfit_lite.data" or name.startswith("setfit_lite.data.")}
     # and the parameter rules (setfit_lite.config.params, on the rule engine and the training arguments' rules:
-    # the standard library only)
-    assert graph["setfit_lite.runtime.predictor"] <= data | {"setfit_lite.config", "setfit_lite.config.params"}
+    # the standard library only),
+    # and the word cache its tokenizer reads ids from (the standard library and numpy only)
+    assert graph["setfit_lite.runtime.predictor"] <= data | {"setfit_lite.config", "setfit_lite.config.params",
+                                                             "setfit_lite.runtime.word_cache"}
+    assert not graph["setfit_lite.runtime.word_cache"]
     assert graph["setfit_lite.config.params"] == {"setfit_lite.config.rules", "setfit_lite.config.training_rules"}
     assert "setfit_lite.modeling" not in graph["setfit_lite.runtime.onnx"]
 
