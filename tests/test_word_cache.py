@@ -183,6 +183,17 @@ def test_tokenizer_file_follows_its_backends_truncation(tmp_path: Path) -> None:
         assert tokenizer.encode(texts) == own, settings
 
 
+def test_tokenizer_file_without_a_cache_where_a_space_can_change_the_tokens(tmp_path: Path) -> None:
+    """A WordPiece tokenizer whose pre-tokenizer keeps the space in the next token (SentencePiece's Metaspace) gets
+    no cache; its ids are the tokenizer's own."""
+    tokenizer = wordpiece_tokenizer()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    loaded = TokenizerFile(tmp_path / "tokenizer.json", max_length=8)
+    assert loaded.word_cache is None
+    assert loaded.encode(TRICKY) == [e.ids for e in loaded.backend.encode_batch(TRICKY)]
+
+
 def test_onnx_tier_predicts_the_same_with_and_without_the_cache(tier_models: dict) -> None:
     model = OnnxSetFitModel.load(tier_models["folders"]["onnx"])
     assert model.tokenizer.word_cache is not None

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..config.params import check_param, is_integer
 from ..data import check_text_collection, encode_labels, validate_texts
-from .word_cache import WordCachedTokenizer
+from .word_cache import WordCachedTokenizer, word_cache_applies
 
 __all__ = [
     "MULTI_LABEL_THRESHOLD",
@@ -88,12 +88,42 @@ class TokenizerFile:
         pad_id = self.backend.token_to_id(pad_token) if pad_token else None
         self.pad_id: int = int(pad_id if pad_id is not None else padding.get("pad_id", 0))
         self._encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
-        # the word cache runs an untruncated copy; the special tokens it puts around a text's ids, or None where
-        # they are not one fixed prefix and suffix
-        untruncated = Tokenizer.from_str(self.backend.to_str())
-        untruncated.no_truncation()
-        self.word_cache = WordCachedTokenizer.for_tokenizer(untruncated)
-        self._specials = _fixed_affixes(untruncated) if self.word_cache is not None else None
+        self._word_cache: WordCachedTokenizer | None = None
+        self._specials: tuple[list[int], list[int]] | None = None
+        self._word_cache_built = False  # built at the first use: loading a model stays as fast as the tokenizer's
+        self._word_cache_lock = threading.Lock()
+
+    @property
+    def word_cache(self) -> WordCachedTokenizer | None:
+        """The word cache the ids come from (None where `word_cache_applies` does not hold); settable (None: the
+        tokenizer runs every text)."""
+        if not self._word_cache_built:
+            with self._word_cache_lock:
+                if not self._word_cache_built:
+                    self._build_word_cache()
+        return self._word_cache
+
+    @word_cache.setter
+    def word_cache(self, cache: WordCachedTokenizer | None) -> None:
+        with self._word_cache_lock:
+            if not self._word_cache_built:
+                self._build_word_cache()
+            self._word_cache = cache
+
+    def _build_word_cache(self) -> None:
+        """The cache, on an untruncated copy of the tokenizer, and the special tokens it puts around a text's ids
+        (None where they are not one fixed prefix and suffix). Only a WordPiece or word-level tokenizer can
+        qualify: any other (a SentencePiece one of 250,000 pieces) is not copied at all."""
+        from tokenizers import Tokenizer
+
+        if type(self.backend.model).__name__ in {"WordPiece", "WordLevel"}:
+            text = self.backend.to_str()
+            if word_cache_applies(json.loads(text)):
+                untruncated = Tokenizer.from_str(text)
+                untruncated.no_truncation()
+                self._word_cache = WordCachedTokenizer(untruncated)
+                self._specials = _fixed_affixes(untruncated)
+        self._word_cache_built = True
 
     @classmethod
     def from_folder(cls, folder: str | os.PathLike, max_length: int | None = None) -> TokenizerFile:
@@ -111,8 +141,9 @@ class TokenizerFile:
         limit = self._cached_limit(add_special_tokens)
         if limit is False:
             return [encoding.ids for encoding in self._encode(texts, add_special_tokens=add_special_tokens)]
-        assert self.word_cache is not None and self._specials is not None
-        flat, lengths = self.word_cache.flat_ids(texts)
+        cache = self.word_cache
+        assert cache is not None and self._specials is not None
+        flat, lengths = cache.flat_ids(texts)
         ids, ends = flat.tolist(), np.cumsum(lengths).tolist()
         prefix, suffix = self._specials if add_special_tokens else ([], [])
         out, start = [], 0
