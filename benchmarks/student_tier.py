@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--target", nargs="+", default=["similarities"], choices=["similarities", "embeddings"],
                         help="what the student learns of the teacher (DistillationTrainer's target), to compare")
     parser.add_argument("--unlabeled", type=int, default=4000)
+    parser.add_argument("--epochs", type=int, default=None, help="the students' distillation epochs (default: 1)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=None)
@@ -134,7 +135,8 @@ def main(argv: list[str] | None = None) -> dict:
             student = shrink_body(teacher, num_layers, keep=keep)
             start = time.perf_counter()
             DistillationTrainer(teacher_model=teacher, student_model=student, target=target,
-                                args=TrainingArguments(seed=args.seed, show_progress_bar=False),
+                                args=TrainingArguments(seed=args.seed, show_progress_bar=False,
+                                                       **({"num_epochs": (args.epochs, 16)} if args.epochs else {})),
                                 train_dataset={"text": distil_texts}).train()
             seconds = time.perf_counter() - start
             onnx = SetFitModel.from_onnx(student.export_onnx(
