@@ -9,9 +9,8 @@ layer choice (``shrink_body(teacher, n, keep=...)``) and distillation target (``
 similarities, setfit's, or its embeddings) the student is trained with ``DistillationTrainer`` on the
 few-shot training texts plus ``--unlabeled`` other texts of the training split (never validation or test texts),
 then exported with ``export_onnx(..., quantize="int8")``. The layer choice (and target) per layer count is made on the
-validation
-split's accuracy of the int8 student; the test split is only reported. Throughput: ``predict_proba`` of the test
-texts by the chosen int8 students and the teacher's int8 export, in this process, with default threads and
+validation split's accuracy of the int8 student; the test split is only reported. Throughput: ``predict_proba`` of
+the test texts by the chosen int8 students and the teacher's int8 export, in this process, with default threads and
 ``TOKENIZERS_PARALLELISM=false``, in ``--rounds`` interleaved rounds (best round reported), with each path's share
 of onnxruntime's measured int8 GEMM peak (``benchmarks/results/roofline.json``, when present). Writes
 ``--out``.json and .md (default ``benchmarks/results/student_tier_<task>``).

@@ -143,6 +143,7 @@ def test_static_tier_predicts_the_same_with_and_without_the_cache(tier_models: d
     texts = [t for t in texts if t.strip()]
     cached = model.predict_proba(texts), model.tokenize(texts)
     model.word_cache = None
+    assert model.tokenizer.word_cache is None  # one cache: the tokenizer's, so its own path runs the tokenizer too
     uncached = model.predict_proba(texts), model.tokenize(texts)
     np.testing.assert_array_equal(cached[0], uncached[0])
     assert cached[1] == uncached[1]

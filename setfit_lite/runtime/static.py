@@ -141,10 +141,18 @@ class StaticSetFitModel(Predictor):
         self.multi_label = bool(config["multi_label"])
         self.prompt: str = config.get("prompt") or ""
         self.unk_id = _unk_token_id(tokenizer.backend)
-        # each space-separated word tokenised once (a BERT-style tokenizer; else None and the tokenizer runs)
-        self.word_cache: WordCachedTokenizer | None = tokenizer.word_cache
         self.calibration_temperature = float(config.get("calibration_temperature") or 1.0)
         self.num_threads: int = default_workers() if num_threads is None else check_param("num_threads", num_threads)
+
+    @property
+    def word_cache(self) -> WordCachedTokenizer | None:
+        """The tokenizer's word cache (each space-separated word tokenised once; None where the tokenizer does not
+        allow it, and the tokenizer runs); settable, on the tokenizer: None makes every path run the tokenizer."""
+        return self.tokenizer.word_cache
+
+    @word_cache.setter
+    def word_cache(self, cache: WordCachedTokenizer | None) -> None:
+        self.tokenizer.word_cache = cache
 
     @property
     def embeddings(self) -> np.ndarray:

@@ -14,7 +14,6 @@ a space in it) is run as it is (`word_cache_applies` says which).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
@@ -70,11 +69,6 @@ class WordCachedTokenizer:
         self.backend = backend
         self.max_words = max_words
         self._cache: dict[str, tuple[int, ...]] = {}
-
-    @classmethod
-    def for_tokenizer(cls, backend: Any) -> WordCachedTokenizer | None:
-        """A cache for ``backend`` where `word_cache_applies` to it, else None."""
-        return cls(backend) if word_cache_applies(json.loads(backend.to_str())) else None
 
     def word_ids(self, words: Sequence[str]) -> list[tuple[int, ...]]:
         """Each word's ids, from the tokenizer: `WORDS_PER_PASS` words at a time joined by spaces into one text
