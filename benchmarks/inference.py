@@ -241,7 +241,8 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         start = time.perf_counter()
         folders[variant], fp32 = distil_student(model, int(layers), keep or "first",
                                                 task["texts"] + pool[:args.student_unlabeled], folder / variant,
-                                                folder / f"student{layers}_fp32")
+                                                folder / f"student{layers}_fp32", target=args.student_target,
+                                                epochs=args.student_epochs)
         export_s[variant] = time.perf_counter() - start
         student_fp32[f"openvino_student{layers}_fp32"] = fp32
 
@@ -364,6 +365,10 @@ def run_task(spec: str, args: argparse.Namespace, work: Path) -> dict:
         words = [w for t in texts for w in t.split(" ")]
         result["static_profile"]["test_words_not_in_warm_cache"] = float(
             np.mean([w not in cache_states["static"] for w in words]))
+    if args.student:
+        result["student_distillation"] = {"specs": list(args.student), "target": args.student_target,
+                                          "epochs": args.student_epochs,
+                                          "texts": len(task["texts"] + pool[:args.student_unlabeled])}
     if args.peaks:
         result["roofline"] = roofline_fractions(rows, runners["onnx_fp32"][0].tokenize(texts), args.batch_size or 32,
                                                 args.peaks)
@@ -392,16 +397,18 @@ def roofline_fractions(rows: dict, token_ids: list[list[int]], batch_size: int, 
 
 
 def distil_student(teacher: object, layers: int, keep: str, texts: list[str], folder: Path,
-                   fp32_folder: Path | None = None) -> tuple[Path, Path | None]:
+                   fp32_folder: Path | None = None, target: str = "similarities",
+                   epochs: int = 1) -> tuple[Path, Path | None]:
     """A ``layers``-layer student of the fine-tuned ``teacher`` (``shrink_body``), distilled on ``texts`` (training
-    and unlabeled training-split texts, never test texts) with ``DistillationTrainer``'s defaults, exported int8 to
-    ``folder`` and, where given, fp32 to ``fp32_folder`` (the graph OpenVINO runs in its precision hint's)."""
+    and unlabeled training-split texts, never test texts) by ``DistillationTrainer`` (its ``target``, for
+    ``epochs`` epochs; the rest its defaults), exported int8 to ``folder`` and, where given, fp32 to
+    ``fp32_folder`` (the graph OpenVINO runs in its precision hint's)."""
     from setfit_lite import DistillationTrainer, TrainingArguments
     from setfit_lite.distillation import shrink_body
 
     student = shrink_body(teacher, layers, keep=keep)
-    DistillationTrainer(teacher_model=teacher, student_model=student,
-                        args=TrainingArguments(seed=0, show_progress_bar=False),
+    DistillationTrainer(teacher_model=teacher, student_model=student, target=target,
+                        args=TrainingArguments(seed=0, show_progress_bar=False, num_epochs=(epochs, 16)),
                         train_dataset={"text": texts}).train()
     int8 = student.export_onnx(folder, quantize="int8")
     return int8, None if fp32_folder is None else student.export_onnx(fp32_folder)
@@ -525,6 +532,11 @@ def markdown(results: dict) -> list[str]:
                       f"the test words not in it; the tokenizer without the cache "
                       f"{prof['tokenizer_uncached_s'] * 1000:.1f} ms)"
                       if "test_words_not_in_warm_cache" in prof else "")]
+        if "student_distillation" in task:
+            dist = task["student_distillation"]
+            md.append(f"{task['task']}: students {', '.join(dist['specs'])} (layers:kept) distilled onto the "
+                      f"teacher's {dist['target']} for {dist['epochs']} epoch(s) on {dist['texts']} training-split "
+                      "texts")
         if "roofline" in task:
             md.append(f"{task['task']}: " + "; ".join(f"{name} {r['fraction']:.0%} of the {r['peak']} GEMM peak "
                                                        f"({r['achieved_gflops']:.1f} of {r['peak_gflops']:.1f} GFLOP/s)"
@@ -577,6 +589,9 @@ def main(argv: list[str] | None = None) -> None:
                              "on SST-2 validation by student_tier.py) and run its int8 ONNX export")
     parser.add_argument("--student-unlabeled", type=int, default=2000,
                         help="training-split texts (beside the training texts) the student is distilled on")
+    parser.add_argument("--student-target", choices=["similarities", "embeddings"], default="similarities",
+                        help="what the student learns of the teacher (DistillationTrainer's target)")
+    parser.add_argument("--student-epochs", type=int, default=1, help="the student's distillation epochs")
     parser.add_argument("--stream", type=int, default=0, help="texts streamed through the static predict_iter")
     parser.add_argument("--setfit-python", default=None, help="Python of a virtual environment with setfit 1.2")
     parser.add_argument("--threads", type=int, default=None,
@@ -598,6 +613,8 @@ def main(argv: list[str] | None = None) -> None:
         write_result(args.out, results, "\n".join(md))
         print("\n".join(md))
         return
+    if args.student_epochs < 1:
+        parser.error(f"--student-epochs must be at least 1, got {args.student_epochs}")
     args.train_args = {}
     apply_smoke(args, parser, "inference")
     if args.smoke:

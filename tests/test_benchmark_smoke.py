@@ -511,3 +511,28 @@ def test_openvino_streams_runs_in_smoke_mode(tmp_path: Path) -> None:
     # the same graph both ways: one stream, and a stream (of one thread) per CPU; the same labels
     assert row["streams"]["one_stream"] == 1 and row["streams"]["stream_per_cpu"] == row["threads"]["stream_per_cpu"]
     assert row["agreement"] == 1.0 and set(row["texts_per_s"]) == {"one_stream", "stream_per_cpu"}
+
+
+def test_inference_students_are_distilled_with_the_target_and_epochs_asked_for(
+        tier_models: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import setfit_lite
+    from benchmarks.inference import distil_student, main
+    from benchmarks.smoke import make_sentences
+
+    seen: list[tuple[str, tuple[int, int]]] = []
+    real = setfit_lite.DistillationTrainer
+
+    class Recording(real):
+        def train(self, *args, **kwargs):
+            seen.append((self.target, self.args.num_epochs))
+            return super().train(*args, **kwargs)
+
+    monkeypatch.setattr(setfit_lite, "DistillationTrainer", Recording)
+    texts = make_sentences(12, seed=0)[0]  # the teacher's training texts: both labels among its predictions
+    int8, fp32 = distil_student(tier_models["torch"], 1, "first", texts, tmp_path / "int8", None,
+                                target="embeddings", epochs=2)
+    assert seen == [("embeddings", (2, 16))] and (int8 / "model.onnx").exists() and fp32 is None
+    distil_student(tier_models["torch"], 1, "first", texts, tmp_path / "int8b")
+    assert seen[-1] == ("similarities", (1, 16))  # the defaults: setfit's distillation, one epoch
+    with pytest.raises(SystemExit):
+        main(["--student", "2", "--student-epochs", "0", "--out", str(tmp_path / "x")])
