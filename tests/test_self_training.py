@@ -13,7 +13,14 @@ from conftest import fold_bodies, make_sentences
 from setfit_lite import SetFitModel, Trainer, TrainingArguments
 from setfit_lite.training import self_training
 from setfit_lite.training.callbacks import TrainerCallback
-from setfit_lite.training.self_training import cv_folds, fewest_trained, keeps_pool, knn_agreement, select_pseudo_labels
+from setfit_lite.training.self_training import (
+    cv_folds,
+    fewest_trained,
+    keeps_pool,
+    knn_agreement,
+    select_pseudo_labels,
+    spread_agreement,
+)
 
 # the tests of the rounds pin the confidence policy, always on; the decision and the kNN vote have their own tests
 FAST = {"num_epochs": (1, 4), "max_steps": 4, "body_learning_rate": 1e-2, "show_progress_bar": False,
@@ -236,6 +243,32 @@ def test_knn_agreement_needs_a_strict_majority_of_the_nearest_labelled_texts() -
     tie = knn_agreement(np.array([[1.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0, 1]),
                         np.array([0]), neighbors=2)
     assert tie.tolist() == [False]
+
+
+def _arc(degrees: np.ndarray) -> np.ndarray:
+    return np.stack([np.cos(np.radians(degrees)), np.sin(np.radians(degrees))], axis=1)
+
+
+def test_spread_agreement_follows_the_pool_s_clusters_where_the_knn_vote_cannot() -> None:
+    # labelled texts at 0 degrees (class 0) and 90 (class 1); the pool: a dense arc from 0 to 60 degrees and a
+    # short one from 90 down to 74. The pool text at 60 degrees is nearer class 1's labelled texts (30 degrees)
+    # than class 0's (60), so the vote of the labelled texts says 1; along its own arc the labels of class 0 reach it
+    labelled, ids = _arc(np.array([-4.0, -2.0, 0.0, 90.0, 92.0, 94.0])), np.array([0, 0, 0, 1, 1, 1])
+    first, second = np.arange(2.0, 62.0, 2.0), np.arange(88.0, 72.0, -2.0)
+    pool = _arc(np.concatenate([first, second]))
+    truth = np.array([0] * len(first) + [1] * len(second))
+    at_60 = len(first) - 1
+    assert spread_agreement(pool, labelled, ids, truth).all()  # every text of each arc gets its arc's class
+    assert not spread_agreement(pool, labelled, ids, 1 - truth).any()
+    assert not knn_agreement(pool, labelled, ids, truth, neighbors=3)[at_60]
+    assert knn_agreement(pool, labelled, ids, 1 - truth, neighbors=3)[at_60]
+
+
+def test_a_spread_pseudo_labelling_round_trains(tiny_body_path: str, toy_data: dict) -> None:
+    # the agreement rule of "spread" in a real round: the pseudo-labels it keeps are those spreading agrees with
+    model, trainer = _train(tiny_body_path, toy_data, POOL, pseudo_label_method="spread", pseudo_label_threshold=0.0)
+    rounds = model.training_info["self_training"]["rounds"]
+    assert len(rounds) == 1 and sum(rounds[0]["counts"].values()) > 0
 
 
 def test_select_keeps_only_rows_the_vote_agrees_with() -> None:

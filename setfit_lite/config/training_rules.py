@@ -35,7 +35,7 @@ ANCHOR_LOSSES = ("pairs", "softmax")
 ZERO_SHOT_MODES = ("prototypes", "train")
 CALIBRATION_MODES = ("temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
-PSEUDO_LABEL_METHODS = ("knn", "confidence")
+PSEUDO_LABEL_METHODS = ("knn", "spread", "confidence")
 STRATEGIES = ("no", "steps", "epoch")
 
 

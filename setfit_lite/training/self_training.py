@@ -27,7 +27,8 @@ with fewer than `MIN_PER_CLASS` labelled texts per class: the folds' models woul
 Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text only when a strict majority of its
 ``pseudo_label_neighbors`` nearest labelled texts (cosine, in the trained body's embedding space) has the class the
 (calibrated) head predicts, then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
-Heyer 2024); ``"confidence"`` is the head's confidence alone.
+Heyer 2024); ``"spread"`` the same agreement with the class label spreading over the labelled and pool texts
+gives (`spread_agreement`); ``"confidence"`` is the head's confidence alone.
 
 The pool is validated like the other inputs (`read_unlabeled`); texts equal to a labelled text (or to another
 pool text) are dropped so that no text counts twice, and a pool that shares texts with the eval dataset is refused
@@ -39,6 +40,7 @@ added space or in other case is the same text. A pool left empty by that is refu
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +54,8 @@ from ..runtime.predictor import temper
 from .head_fit import gather_embeddings
 
 __all__ = ["CV_POOL", "MIN_PER_CLASS", "PoolDecision", "SelfTrainingRound", "check_disjoint", "cv_folds", "decide_pool",
-           "keeps_pool", "knn_agreement", "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels"]
+           "keeps_pool", "knn_agreement", "pool_without", "read_unlabeled", "run_self_training", "select_pseudo_labels",
+           "spread_agreement"]
 
 # the pool texts each cross-validation fold pseudo-labels (a seeded subset: the pseudo-labels per class are capped at
 # a few times the labelled count, so a fold needs candidates, not the whole pool)
@@ -132,6 +135,35 @@ def knn_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarray, 
     return votes[np.arange(len(predicted)), predicted] > 0.5
 
 
+#: the neighbours of each text in the graph of ``pseudo_label_method="spread"`` (scikit-learn's default)
+SPREAD_NEIGHBORS = 7
+
+
+def spread_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarray, labelled_ids: np.ndarray,
+                     predicted: np.ndarray) -> np.ndarray:
+    """Whether each pool row's ``predicted`` class is the one label spreading gives it: scikit-learn's
+    ``LabelSpreading`` over the graph of the labelled and pool rows (each row linked to its `SPREAD_NEIGHBORS`
+    nearest, cosine), the labelled rows' classes spread through the pool's own clusters (Zhou et al. 2004). A row
+    the labels do not reach agrees with nothing. A boolean array, one entry per pool row."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.semi_supervised import LabelSpreading
+
+    rows = np.vstack([np.asarray(labelled_embeddings), np.asarray(pool_embeddings)]).astype(np.float64)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)  # euclidean on unit rows: cosine order
+    labelled_ids = np.asarray(labelled_ids)
+    targets = np.concatenate([labelled_ids, np.full(len(pool_embeddings), -1)])
+    # alpha 0.99 as Zhou et al. (scikit-learn's 0.2 keeps the labels within a few links of a labelled text)
+    spread = LabelSpreading(kernel="knn", n_neighbors=min(SPREAD_NEIGHBORS, len(rows) - 1), alpha=0.99,
+                            max_iter=1000)
+    with warnings.catch_warnings():  # a graph that has not settled in 1,000 steps still ranks the classes
+        warnings.simplefilter("ignore", category=ConvergenceWarning)
+        spread.fit(rows, targets)
+    share = spread.label_distributions_[len(labelled_ids):]  # columns: spread.classes_
+    reached = np.isfinite(share).all(axis=1) & (share.max(axis=1, initial=0.0) > 0)
+    label = spread.classes_[np.nan_to_num(share).argmax(axis=1)]
+    return reached & (label == np.asarray(predicted))
+
+
 def select_pseudo_labels(proba: np.ndarray, counts: np.ndarray, threshold: float, per_class: float,
                          agree: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, class ids)`` of the pool rows to pseudo-label: each row's predicted class is its most probable one;
@@ -182,6 +214,8 @@ def pseudo_label(model: Any, args: Any, backend: Any, tokens: list[list[int]], i
     if args.pseudo_label_method == "knn":
         agree = knn_agreement(embeddings, gather_embeddings(model, tokens, backend), ids, proba.argmax(axis=1),
                               args.pseudo_label_neighbors)
+    elif args.pseudo_label_method == "spread":
+        agree = spread_agreement(embeddings, gather_embeddings(model, tokens, backend), ids, proba.argmax(axis=1))
     counts = np.bincount(ids, minlength=proba.shape[1])
     return select_pseudo_labels(proba, counts, args.pseudo_label_threshold, args.pseudo_labels_per_class, agree)
 
