@@ -97,6 +97,39 @@ def test_evaluate_an_exported_folder(tmp_path: Path, trained: Path, data: tuple[
     assert result["accuracy"] == pytest.approx(saved["accuracy"]) and set(result["groups"]) == {"a", "b"}
 
 
+def test_export_student_distils_a_smaller_body_and_exports_it(tmp_path: Path, trained: Path,
+                                                              data: tuple[Path, Path],
+                                                              capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("onnxruntime")
+    teacher = tmp_path / "teacher"
+    assert main(["export", str(trained), str(teacher)]) == 0
+    student = tmp_path / "student"
+    capsys.readouterr()
+    assert main(["export", str(trained), str(student), "--student", "1", "--student-epochs", "2",
+                 "--data", str(data[0]), "--unlabeled-data", str(data[1])]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    texts = len(data[0].read_text().splitlines()) + len(data[1].read_text().splitlines())
+    assert result["student"] == {"layers": 1, "epochs": 2, "texts": texts, "layers_kept": [0]}
+    assert (student / "model.onnx").stat().st_size < (teacher / "model.onnx").stat().st_size  # one layer of two
+    model = SetFitModel.from_onnx(student)
+    assert set(model.predict(["a fine film", "a dull film"])) <= set(SetFitModel.from_pretrained(trained).labels)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--static", "--data", "DATA"], "does not combine with --static"),
+    ([], "needs texts to distil on"),
+    (["--data", "DATA", "--student", "9"], "num_layers"),
+])
+def test_export_student_refuses_bad_requests_before_writing(tmp_path: Path, trained: Path,
+                                                            data: tuple[Path, Path], extra: list[str],
+                                                            message: str, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "student"
+    args = ["export", str(trained), str(out), "--student", "1",
+            *[str(data[0]) if a == "DATA" else a for a in extra]]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err and not out.exists()
+
+
 def test_train_refuses_a_fresh_run_over_earlier_checkpoints(tmp_path: Path, tiny_body_path: str,
                                                             data: tuple[Path, Path],
                                                             capsys: pytest.CaptureFixture) -> None:

@@ -81,6 +81,8 @@ PARAMS: dict[str, Rule] = {
     "num_samples": _POSITIVE,
     "opset": integer(low=7, note="an ONNX opset version"),
     "pca_dims": optional(_POSITIVE, "the body's embedding size"),
+    "student_layers": _POSITIVE,
+    "student_epochs": _POSITIVE,
     "refine_epochs": integer(low=0),
     # long texts (setfit_lite.runtime.chunking)
     "long_text": option(LONG_TEXT_MODES),

@@ -1,5 +1,7 @@
 """``setfit-lite export``: a saved model to ONNX (one graph: token ids to probabilities, optionally int8), or with
-``--static`` to static token embeddings (model2vec's format) and a head refitted on ``--data``."""
+``--static`` to static token embeddings (model2vec's format) and a head refitted on ``--data``; with ``--student N``
+an ``N``-layer student distilled from the model on the texts of ``--data`` and ``--unlabeled-data`` is exported
+instead (the speed tier)."""
 
 from __future__ import annotations
 
@@ -26,12 +28,20 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("--static", action="store_true",
                         help="distil the body into static token embeddings (numpy-only inference, model2vec's "
                              "format); the head is refitted on --data")
+    export.add_argument("--student", type=argument_type("student_layers"), default=None, metavar="LAYERS",
+                        help="export a LAYERS-layer student instead: the body's first and last layers (and evenly "
+                             "spaced ones between), distilled onto the model's embeddings on the texts of --data and "
+                             "--unlabeled-data (labels ignored), then exported to ONNX (the speed tier; "
+                             "docs/export.md)")
+    export.add_argument("--student-epochs", type=argument_type("student_epochs"), default=10,
+                        help="with --student: the distillation's epochs (default: %(default)s)")
     export.add_argument("--data", default=None,
                         help="with --static: CSV/JSON/JSONL/text file of texts to refit the head on (a label column "
                              "gives their labels, else the model labels them); with --quantize int8-static: the "
-                             "calibration texts")
+                             "calibration texts; with --student: texts to distil on")
     export.add_argument("--unlabeled-data", default=None,
-                        help="with --static: more texts (any readable file) that the model labels for the refit")
+                        help="with --static: more texts (any readable file) that the model labels for the refit; "
+                             "with --student: more texts to distil on")
     add_data_args(export)
     export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=256,
                         help="with --static: embedding size after PCA")
@@ -42,17 +52,40 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.static and ns.quantize:
         raise ValueError("--quantize applies to ONNX exports, not to --static")
+    if ns.student is not None and ns.static:
+        raise ValueError("--student exports an ONNX student; it does not combine with --static")
+    if ns.student is not None and not (ns.data or ns.unlabeled_data):
+        raise ValueError("export --student needs texts to distil on: --data and/or --unlabeled-data")
     check_output(ns.output_dir, ns.model_dir, ns.data, ns.unlabeled_data, suffix="static" if ns.static else "onnx")
     model = SetFitModel.from_pretrained(ns.model_dir)
+    result: dict[str, Any] = {}
+    if ns.student is not None:
+        texts = [*(read_texts(ns.data, ns.text_column) if ns.data else []),
+                 *(read_texts(ns.unlabeled_data, ns.text_column) if ns.unlabeled_data else [])]
+        model = _distil_student(model, ns.student, ns.student_epochs, texts)
+        result["student"] = {"layers": ns.student, "epochs": ns.student_epochs, "texts": len(texts),
+                             "layers_kept": model.training_info["layers_kept"]["indices"]}
     if ns.static:
         out = _export_static(ns, model)
     else:
         calibration = list(read_texts(ns.data, ns.text_column)) if ns.data else None
         out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset, calibration_texts=calibration)
     result = {"exported_to": str(out), "format": "static" if ns.static else "onnx", "quantized": ns.quantize,
-              "labels": model.labels}
+              "labels": model.labels, **result}
     print(json.dumps(result, default=str))
     return result
+
+
+def _distil_student(teacher: Any, layers: int, epochs: int, texts: list[str]) -> Any:
+    """The speed tier's student of ``teacher``: ``layers`` of its layers (``keep="spread"``), distilled onto its
+    embeddings for ``epochs`` epochs on ``texts``, its head fitted on the teacher's labels of them."""
+    from ...distillation import DistillationTrainer, shrink_body
+    from ...training_args import TrainingArguments
+
+    student = shrink_body(teacher, layers, keep="spread")
+    DistillationTrainer(teacher_model=teacher, student_model=student, target="embeddings",
+                        args=TrainingArguments(num_epochs=(epochs, 16)), train_dataset={"text": texts}).train()
+    return student
 
 
 def _export_static(ns: argparse.Namespace, model: Any) -> Any:
