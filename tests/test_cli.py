@@ -119,6 +119,7 @@ def test_export_student_distils_a_smaller_body_and_exports_it(tmp_path: Path, tr
     (["--static", "--data", "DATA"], "does not combine with --static"),
     ([], "needs texts to distil on"),
     (["--data", "DATA", "--student", "9"], "num_layers"),
+    (["--unlabeled-data", "DATA", "--quantize", "int8-static"], "needs --data"),
 ])
 def test_export_student_refuses_bad_requests_before_writing(tmp_path: Path, trained: Path,
                                                             data: tuple[Path, Path], extra: list[str],
@@ -128,6 +129,11 @@ def test_export_student_refuses_bad_requests_before_writing(tmp_path: Path, trai
             *[str(data[0]) if a == "DATA" else a for a in extra]]
     assert main(args) == 2
     assert message in capsys.readouterr().err and not out.exists()
+
+
+def test_export_student_epochs_needs_student(tmp_path: Path, trained: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["export", str(trained), str(tmp_path / "x"), "--student-epochs", "3"]) == 2
+    assert "only with --student" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def test_train_refuses_a_fresh_run_over_earlier_checkpoints(tmp_path: Path, tiny_body_path: str,

@@ -264,11 +264,21 @@ def test_spread_agreement_follows_the_pool_s_clusters_where_the_knn_vote_cannot(
     assert knn_agreement(pool, labelled, ids, 1 - truth, neighbors=3)[at_60]
 
 
-def test_a_spread_pseudo_labelling_round_trains(tiny_body_path: str, toy_data: dict) -> None:
-    # the agreement rule of "spread" in a real round: the pseudo-labels it keeps are those spreading agrees with
+def test_a_spread_pseudo_labelling_round_keeps_only_what_spreading_agrees_with(
+        tiny_body_path: str, toy_data: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the agreement rule of "spread" in a real round: every pool text it keeps is one spreading agreed with
+    agreed: list[int] = []
+
+    def recording(*args):
+        agree = spread_agreement(*args)
+        agreed.append(int(agree.sum()))
+        return agree
+
+    monkeypatch.setattr(self_training, "spread_agreement", recording)
     model, trainer = _train(tiny_body_path, toy_data, POOL, pseudo_label_method="spread", pseudo_label_threshold=0.0)
     rounds = model.training_info["self_training"]["rounds"]
-    assert len(rounds) == 1 and sum(rounds[0]["counts"].values()) > 0
+    kept = sum(rounds[0]["counts"].values())
+    assert len(rounds) == 1 and len(agreed) == 1 and 0 < kept <= agreed[0]
 
 
 def test_select_keeps_only_rows_the_vote_agrees_with() -> None:

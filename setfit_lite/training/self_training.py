@@ -211,11 +211,10 @@ def pseudo_label(model: Any, args: Any, backend: Any, tokens: list[list[int]], i
     embeddings = gather_embeddings(model, pool_tokens, backend)
     proba = temper(np.asarray(head.predict_proba(embeddings)), float(getattr(head, "calibration_temperature", 1.0)))
     agree = None
-    if args.pseudo_label_method == "knn":
-        agree = knn_agreement(embeddings, gather_embeddings(model, tokens, backend), ids, proba.argmax(axis=1),
-                              args.pseudo_label_neighbors)
-    elif args.pseudo_label_method == "spread":
-        agree = spread_agreement(embeddings, gather_embeddings(model, tokens, backend), ids, proba.argmax(axis=1))
+    if args.pseudo_label_method != "confidence":  # a second view must agree with the head
+        labelled, predicted = gather_embeddings(model, tokens, backend), proba.argmax(axis=1)
+        agree = (knn_agreement(embeddings, labelled, ids, predicted, args.pseudo_label_neighbors)
+                 if args.pseudo_label_method == "knn" else spread_agreement(embeddings, labelled, ids, predicted))
     counts = np.bincount(ids, minlength=proba.shape[1])
     return select_pseudo_labels(proba, counts, args.pseudo_label_threshold, args.pseudo_labels_per_class, agree)
 

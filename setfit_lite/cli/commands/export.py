@@ -13,6 +13,9 @@ from ...config.params import argument_type
 from ..inputs import check_output, is_table, read_texts
 from ..options import add_data_args
 
+#: the speed tier's distillation epochs (docs/export.md: chosen on validation texts)
+STUDENT_EPOCHS = 10
+
 HELP = ("export a saved model to ONNX (one graph: token ids to probabilities), or with --static to static token "
         "embeddings (model2vec's format) and a refitted head")
 
@@ -33,8 +36,8 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
                              "spaced ones between), distilled onto the model's embeddings on the texts of --data and "
                              "--unlabeled-data (labels ignored), then exported to ONNX (the speed tier; "
                              "docs/export.md)")
-    export.add_argument("--student-epochs", type=argument_type("student_epochs"), default=10,
-                        help="with --student: the distillation's epochs (default: %(default)s)")
+    export.add_argument("--student-epochs", type=argument_type("student_epochs"), default=None,
+                        help=f"with --student: the distillation's epochs (default: {STUDENT_EPOCHS})")
     export.add_argument("--data", default=None,
                         help="with --static: CSV/JSON/JSONL/text file of texts to refit the head on (a label column "
                              "gives their labels, else the model labels them); with --quantize int8-static: the "
@@ -52,26 +55,31 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.static and ns.quantize:
         raise ValueError("--quantize applies to ONNX exports, not to --static")
+    if ns.quantize == "int8-static" and not ns.data:
+        raise ValueError("--quantize int8-static needs --data: the texts it calibrates on")
+    if ns.student is None and ns.student_epochs is not None:
+        raise ValueError("--student-epochs applies only with --student")
     if ns.student is not None and ns.static:
         raise ValueError("--student exports an ONNX student; it does not combine with --static")
     if ns.student is not None and not (ns.data or ns.unlabeled_data):
         raise ValueError("export --student needs texts to distil on: --data and/or --unlabeled-data")
     check_output(ns.output_dir, ns.model_dir, ns.data, ns.unlabeled_data, suffix="static" if ns.static else "onnx")
     model = SetFitModel.from_pretrained(ns.model_dir)
-    result: dict[str, Any] = {}
+    student: dict[str, Any] = {}
     if ns.student is not None:
+        epochs = ns.student_epochs or STUDENT_EPOCHS
         texts = [*(read_texts(ns.data, ns.text_column) if ns.data else []),
                  *(read_texts(ns.unlabeled_data, ns.text_column) if ns.unlabeled_data else [])]
-        model = _distil_student(model, ns.student, ns.student_epochs, texts)
-        result["student"] = {"layers": ns.student, "epochs": ns.student_epochs, "texts": len(texts),
-                             "layers_kept": model.training_info["layers_kept"]["indices"]}
+        model = _distil_student(model, ns.student, epochs, texts)
+        student = {"student": {"layers": ns.student, "epochs": epochs, "texts": len(texts),
+                               "layers_kept": model.training_info["layers_kept"]["indices"]}}
     if ns.static:
         out = _export_static(ns, model)
     else:
         calibration = list(read_texts(ns.data, ns.text_column)) if ns.data else None
         out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset, calibration_texts=calibration)
     result = {"exported_to": str(out), "format": "static" if ns.static else "onnx", "quantized": ns.quantize,
-              "labels": model.labels, **result}
+              "labels": model.labels, **student}
     print(json.dumps(result, default=str))
     return result
 
