@@ -182,8 +182,23 @@ def ensemble(runs: dict, name: str) -> dict:
             "candidate_proba": np.mean([part["candidate_proba"] for part in parts], axis=0).tolist()}
 
 
+def smoothed(proba: np.ndarray, kept: list[int], candidates: list[int], spec: str | None) -> dict[int, np.ndarray]:
+    """The polarity probabilities of a sentence's ``kept`` spans (rows of ``proba``) after ``spec``: None leaves
+    them; ``"kept:W"`` mixes each with weight W into the mean over the kept spans, ``"cands:W"`` into the mean over
+    all the sentence's ``candidates`` (aspects or not). ValueError for another spec."""
+    rows = {i: proba[i] for i in kept}
+    if spec is None or not kept:
+        return rows
+    how, _, weight = spec.partition(":")
+    if how not in ("kept", "cands") or not weight:
+        raise ValueError(f"--smooth {spec}: expected kept:W or cands:W")
+    w = float(weight)
+    mean = proba[kept if how == "kept" else candidates].mean(axis=0)
+    return {i: (1 - w) * p + w * mean for i, p in rows.items()}
+
+
 def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list[float],
-           ensembles: list[str] = ()) -> tuple[dict, dict]:
+           ensembles: list[str] = (), smooth: list[str] = ()) -> tuple[dict, dict]:
     """The variants trained in ``folder`` (name -> saved result), with the ``ensembles`` (`ensemble`) that can be
     made of them, and the scores (``f1_scores``) of every aspect variant, threshold and polarity variant:
     ``{(aspect, threshold, polarity): scores}``. An aspect variant scores its own rule's candidates (its spec's
@@ -213,20 +228,24 @@ def scores(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: lis
             if p["kind"] != "polarity":
                 continue
             labels = p["labels"]
-            polarity = [labels[i] for i in np.asarray(p["candidate_proba"]).argmax(axis=1)]
-            for t in thresholds:
+            proba = np.asarray(p["candidate_proba"])
+            for spec, t in [(spec, t) for spec in [None, *smooth] for t in thresholds]:
                 preds, k = [], 0
                 for doc, spans, mine in zip(docs, listing, own):
-                    kept, kept_scores, kept_polarity = [], [], {}
+                    kept, kept_scores, index, candidates = [], [], {}, []
                     for span in spans:
-                        if (span.start, span.stop) in mine and p_aspect[k] >= t:
-                            kept.append(span)
-                            kept_scores.append(p_aspect[k])
-                            kept_polarity[span.start, span.stop] = polarity[k]
+                        if (span.start, span.stop) in mine:
+                            candidates.append(k)
+                            if p_aspect[k] >= t:
+                                kept.append(span)
+                                kept_scores.append(p_aspect[k])
+                                index[span.start, span.stop] = k
                         k += 1
-                    preds.append([{"span": doc[s].text, "polarity": kept_polarity[s.start, s.stop]}
-                                  for s in resolve_overlaps(kept, kept_scores)])
-                found[a_name, t, p_name] = f1_scores(preds, task["gold"])
+                    chosen = resolve_overlaps(kept, kept_scores)
+                    rows = smoothed(proba, [index[s.start, s.stop] for s in chosen], candidates, spec)
+                    preds.append([{"span": doc[s].text, "polarity": labels[int(rows[index[s.start, s.stop]].argmax())]}
+                                  for s in chosen])
+                found[a_name, t, p_name if spec is None else f"{p_name}~{spec}"] = f1_scores(preds, task["gold"])
     return runs, found
 
 
@@ -252,7 +271,7 @@ def sweep(folder: Path, domain: str, seed: int, data_dir: Path, thresholds: list
 
 
 def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: float,
-            ensembles: list[str] = ()) -> str:
+            ensembles: list[str] = (), smooth: list[str] = ()) -> str:
     """The polarity variants trained in every one of ``runs`` (``DOMAIN:SEED``), with the aspect variant
     ``aspect`` at ``threshold``: end-to-end F1 and gold-span accuracy per run, their means and the training CPU
     seconds, best mean end-to-end F1 first."""
@@ -260,12 +279,13 @@ def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: 
     for run in runs:
         domain, _, seed = run.partition(":")
         folder = out / f"{domain}_seed{int(seed)}"
-        saved, found = scores(folder, domain, int(seed), data_dir, [threshold], ensembles)
+        saved, found = scores(folder, domain, int(seed), data_dir, [threshold], ensembles, smooth)
         for (a_name, _, p_name), s in found.items():
             if a_name == f"aspect_{aspect}":
-                p = saved[p_name]
+                base, _, spec = p_name.partition("~")
+                p = saved[base]
                 table.setdefault(p_name.removeprefix("polarity_"), {})[run] = (
-                    s["e2e_f1"], p["gold_accuracy"], p["train_cpu_seconds"])
+                    s["e2e_f1"], None if spec else p["gold_accuracy"], p["train_cpu_seconds"])
     complete = {k: v for k, v in table.items() if len(v) == len(runs)}
     rows = sorted(complete.items(), key=lambda kv: -np.mean([e for e, _, _ in kv[1].values()]))
     head = (f"polarity variants with aspect variant {aspect} at threshold {threshold:.2f}: end-to-end F1 "
@@ -330,6 +350,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threshold", type=float, default=0.85, help="compare: its threshold on P(aspect)")
     parser.add_argument("--ensemble", action="append", default=[], metavar="A+B",
                         help="compare: also the polarity variants A and B (and more) averaged")
+    parser.add_argument("--smooth", nargs="+", default=[], metavar="kept:W|cands:W",
+                        help="compare: also every polarity variant smoothed within each sentence (`smoothed`)")
     parser.add_argument("--compare-out", default="compare.md", help="compare: the table's file name under --out")
     parser.add_argument("--dev-candidates", nargs="+", default=["nouns"], metavar="RULE",
                         help="train: the candidate rules whose union lists the dev candidates every variant is "
@@ -344,7 +366,8 @@ def main(argv: list[str] | None = None) -> None:
         print(text)
         return
     if ns.mode == "compare":
-        text = compare(ns.out, ns.runs, ns.data_dir, ns.aspect_variant, ns.threshold, ns.ensemble)
+        text = compare(ns.out, ns.runs, ns.data_dir, ns.aspect_variant, ns.threshold, ns.ensemble,
+                       ns.smooth)
         (ns.out / ns.compare_out).write_text(text)
         print(text)
         return
