@@ -162,6 +162,27 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
     (out / f"{kind}_{name}.json").write_text(json.dumps(result))
     print(f"{kind} {name}: {len(texts)} rows, {cpu:.0f} CPU s"
           + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
+    # "head_variants": {SUFFIX: head_params}: the head fitted again on the trained body's embeddings of the same
+    # training texts, as the trainer fits it (class weights, label prior), saved as variant NAME_SUFFIX
+    for suffix, params in spec.get("head_variants", {}).items():
+        from setfit_lite.training.head_fit import fit_head
+        from setfit_lite.training.label_policy import fold_label_prior
+
+        head_cpu = time.process_time()
+        trained_head, trained_params = model.model_head, model.head_params
+        embeddings = model.embed_tokens(model.tokenize(texts))
+        model.head_params = {**trained_params, **params}
+        head = model.new_head(len(model.labels), False)
+        fit_head(head, embeddings, np.asarray(model.label_ids(labels)), args)
+        fold_label_prior(args, model, head, embeddings)
+        model.model_head = head
+        variant = {**result, "name": f"{name}_{suffix}", "spec": {**spec, "head_params": params},
+                   "train_cpu_seconds": cpu + time.process_time() - head_cpu,
+                   "candidate_proba": averaged([(doc, s) for doc, spans in zip(data["dev_docs"], data["dev_candidates"])
+                                                for s in spans]).tolist()}
+        model.model_head, model.head_params = trained_head, trained_params
+        (out / f"{kind}_{name}_{suffix}.json").write_text(json.dumps(variant))
+        print(f"{kind} {name}_{suffix}: head {params}", flush=True)
 
 
 def ensemble(runs: dict, name: str) -> dict:
