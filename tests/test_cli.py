@@ -149,6 +149,27 @@ def test_train_refuses_a_fresh_run_over_earlier_checkpoints(tmp_path: Path, tiny
     assert main(["train", "--resume", *args[1:]]) == 0  # resuming at the last step fits the head only
 
 
+@pytest.mark.parametrize("command", ["train", "export", "export-static"])
+def test_writers_refuse_a_users_model_named_file_before_any_work(command: str, tmp_path: Path, tiny_body_path: str,
+                                                                 trained: Path, data: tuple[Path, Path],
+                                                                 capsys: pytest.CaptureFixture,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output folder holding the user's own README.md (no setfit_lite manifest lists it): the save at the end
+    would refuse to replace it, so the command refuses at once, before a model is loaded, and the folder stays."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "README.md").write_text("my notes on this folder")
+    loaded = []
+    monkeypatch.setattr(SetFitModel, "from_pretrained", classmethod(lambda cls, *a, **k: loaded.append(a)))
+    args = {"train": ["train", str(data[0]), "--model", tiny_body_path, "--output-dir", str(out)],
+            "export": ["export", str(trained), str(out)],
+            "export-static": ["export", str(trained), str(out), "--static", "--data", str(data[0])]}[command]
+    assert main(args) == 2
+    assert "README.md, which setfit_lite did not write" in capsys.readouterr().err
+    assert loaded == [] and sorted(p.name for p in out.iterdir()) == ["README.md"]
+    assert (out / "README.md").read_text() == "my notes on this folder"
+
+
 def test_save_steps_must_be_positive(tiny_body_path: str, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         main(["train", "x.jsonl", "--save-steps", "0"])

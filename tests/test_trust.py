@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import make_sentences
 
-from setfit_lite.serialization import MANIFEST_NAME
+from setfit_lite.serialization import MANIFEST_NAME, MODEL_FILE_NAMES
 
 # ------------------------------------------------------------------- 1. only setfit_lite's manifest owns files
 
@@ -39,12 +40,50 @@ def _export(model: Any, folder: Path) -> None:
 
 @pytest.mark.parametrize("writer", [_save, _export], ids=["save_pretrained", "export_onnx"])
 def test_foreign_manifest_owns_nothing(writer: Any, tier_models: dict, tmp_path: Path) -> None:
-    """A folder whose manifest.json setfit_lite did not write: saving into it removes none of the files it lists."""
+    """A folder whose manifest.json setfit_lite did not write: saving into it would replace that manifest, the
+    user's file, so it is refused before anything is written; none of the files it lists is touched."""
     folder = tmp_path / "mine"
-    user_files = _foreign_manifest(folder, "survey.csv", "notes.txt")
+    _foreign_manifest(folder, "survey.csv", "notes.txt")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(FileExistsError, match=f"{MANIFEST_NAME}, which setfit_lite did not write"):
+        writer(tier_models["torch"], folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+@pytest.mark.parametrize("writer", [_save, _export], ids=["save_pretrained", "export_onnx"])
+def test_a_users_file_of_a_name_the_model_writes_is_never_replaced(writer: Any, tier_models: dict,
+                                                                   tmp_path: Path) -> None:
+    """A folder (no manifest) holding the user's own file of a name the writer writes (README.md, config.json or
+    tokenizer_config.json): the write would replace it, so it is refused, naming the file, before anything is
+    written; beside files of other names the model is written and they stay."""
+    writer(tier_models["torch"], tmp_path / "probe")
+    written = {p.name for p in (tmp_path / "probe").iterdir() if p.is_file()}
+    name = next(n for n in ("README.md", "config.json", "tokenizer_config.json") if n in written)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / name).write_text("the user's own\n")
+    (folder / "notes.txt").write_text("mine\n")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(FileExistsError, match=f"{name}, which setfit_lite did not write"):
+        writer(tier_models["torch"], folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    (folder / name).unlink()
     writer(tier_models["torch"], folder)
-    for name, data in user_files.items():
-        assert (folder / name).read_bytes() == data, name
+    assert (folder / "notes.txt").read_text() == "mine\n" and (folder / name).read_text() != "the user's own\n"
+
+
+def test_every_writer_stays_within_the_model_file_names(tier_models: dict, tmp_path: Path) -> None:
+    """`check_can_update` (the commands' check before a long job) looks for the files of `MODEL_FILE_NAMES`: every
+    top-level file a save or an export writes must be one of them, or a user's file of that name would be found
+    only at the end."""
+    model = tier_models["torch"]
+    model.save_pretrained(tmp_path / "saved")
+    model.export_onnx(tmp_path / "onnx")
+    model.export_onnx(tmp_path / "int8", quantize="int8")
+    model.export_static(tmp_path / "static", make_sentences(12, seed=0)[0])
+    for folder in ("saved", "onnx", "int8", "static"):
+        names = {p.name for p in (tmp_path / folder).iterdir() if p.is_file()}
+        assert names <= MODEL_FILE_NAMES, (folder, names - MODEL_FILE_NAMES)
 
 
 def _link_head(tmp_path: Path, model: Any) -> tuple[Path, Path]:

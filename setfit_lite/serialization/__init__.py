@@ -23,11 +23,18 @@ from .files import load_json, load_tensors, save_json, save_tensors
 from .guard import check_output_path, refuse_symlinked_folders
 from .manifest import MANIFEST_NAME, owned_files, owns_folder, sha256_file, verify_manifest, write_manifest
 from .pickles import PICKLE_SUFFIXES, find_pickle_files, refuse_pickles
-from .update import SAVE_JOURNAL_NAME, atomic_update_directory, recover_interrupted_save
+from .update import (
+    MODEL_FILE_NAMES,
+    SAVE_JOURNAL_NAME,
+    atomic_update_directory,
+    check_can_update,
+    recover_interrupted_save,
+)
 from .validate import ModelFormatError
 
 __all__ = [
     "MANIFEST_NAME",
+    "MODEL_FILE_NAMES",
     "ModelFormatError",
     "PICKLE_SUFFIXES",
     "SAVE_JOURNAL_NAME",
@@ -35,6 +42,7 @@ __all__ = [
     "atomic_update_directory",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_can_update",
     "check_output_path",
     "find_pickle_files",
     "load_json",

@@ -17,14 +17,23 @@ from typing import Any
 from .atomic import fsync_dir, fsync_path, path_lock, remove_path, replace_directory
 from .files import load_json, save_json
 from .guard import refuse_symlinked_folders
-from .manifest import MANIFEST_NAME, is_inside, owned_files, sha256_file, write_manifest
+from .manifest import MANIFEST_NAME, is_inside, owned_files, owns_folder, sha256_file, write_manifest
 
-__all__ = ["SAVE_JOURNAL_NAME", "atomic_update_directory", "recover_interrupted_save"]
+__all__ = ["MODEL_FILE_NAMES", "SAVE_JOURNAL_NAME", "atomic_update_directory", "check_can_update",
+           "recover_interrupted_save"]
 
 logger = logging.getLogger(__name__)
 
 SAVE_JOURNAL_NAME = ".setfit_lite-save.json"
 _STAGING_PREFIX = ".setfit_lite-save-"
+# the top-level files setfit_lite's writers (save_pretrained, export_onnx, export_static) may write: what
+# `check_can_update` looks for before a long job; tests check that every writer stays within it
+MODEL_FILE_NAMES = frozenset({
+    MANIFEST_NAME, "README.md", "config.json", "config_sentence_transformers.json", "config_setfit.json",
+    "config_setfit_lite.json", "config_setfit_lite_onnx.json", "config_setfit_lite_static.json", "modules.json",
+    "sentence_bert_config.json", "model.safetensors", "model.onnx", "model-fp32.onnx", "head.onnx",
+    "head_static.safetensors", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+    "added_tokens.json", "tokenizer.model", "sentencepiece.bpe.model"})
 
 
 @contextlib.contextmanager
@@ -33,9 +42,11 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     On exit ``manifest.json`` is written for the staged files. If ``path`` does not exist it appears complete
     or not at all (`atomic_directory`). If it is a folder, only the files the new content has and the
-    files listed in its previous ``manifest.json`` are touched: same-named files are replaced, previously
-    listed files the new content lacks are removed (unless changed since), and everything else (the user's
-    files) is left alone. A path that is not a folder raises FileExistsError and is left untouched.
+    files listed in its previous ``manifest.json`` are touched: same-named files that manifest lists are replaced,
+    previously listed files the new content lacks are removed (unless changed since), and everything else (the
+    user's files) is left alone; a same-named file that no setfit_lite manifest lists (the user's own README.md, or
+    another tool's manifest.json) raises FileExistsError before anything is written (`_check_not_foreign`). A path
+    that is not a folder raises FileExistsError and is left untouched.
 
     The update commits by writing a journal once every file is staged: a process killed before that leaves
     the previous content; after it, the next `recover_interrupted_save` (every load and save of the
@@ -60,6 +71,7 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             yield stage
             written = [*sorted(write_manifest(stage)), MANIFEST_NAME]  # the manifest moves in last
             _check_no_conflicts(target, written)
+            _check_not_foreign(target, written)
             journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
             refuse_symlinked_folders(target, journal["write"] + journal["remove"])
             _fsync_tree(stage)
@@ -149,6 +161,32 @@ def _check_no_conflicts(root: Path, written: list[str]) -> None:
             p = root / parent
             if parent != Path(".") and p.exists() and not p.is_dir():
                 raise FileExistsError(f"cannot save into {root}: {p} is a file where the model needs a folder")
+
+
+def check_can_update(path: str | os.PathLike[str]) -> None:
+    """Before a long job that ends in a save or export into ``path``: FileExistsError naming them if ``path`` is a
+    folder holding files of the names a model folder has (`MODEL_FILE_NAMES`) that setfit_lite did not write, which
+    the save would then refuse to replace (`atomic_update_directory`)."""
+    root = Path(path)
+    if root.is_dir():
+        _check_not_foreign(root, sorted(name for name in MODEL_FILE_NAMES if (root / name).is_file()))
+
+
+def _check_not_foreign(root: Path, written: list[str]) -> None:
+    """FileExistsError naming them if files of ``root`` that the save would replace were not written by
+    setfit_lite: files no setfit_lite manifest of ``root`` lists (and a ``manifest.json`` that is not its own)."""
+    try:
+        owned = set(owned_files(root))
+    except ValueError:  # a marked manifest that cannot be read owns nothing
+        owned = set()
+    if owns_folder(root.resolve()):  # the target itself may be a link the user chose
+        owned.add(MANIFEST_NAME)
+    foreign = [rel for rel in written if (root / rel).is_file() and rel not in owned]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise FileExistsError(f"cannot save into {root}: it holds {shown}, which setfit_lite did not write (no "
+                              f"manifest of its own lists them) and the save would replace; move them or save into "
+                              f"another folder (nothing was written)")
 
 
 def _stale_files(root: Path, written: set[str]) -> list[str]:

@@ -21,12 +21,13 @@ def add_arguments(convert: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> dict[str, Any]:
     """Load a setfit folder trusting its pickles, save it in setfit_lite's pickle-free format."""
     from ...modeling import SetFitModel
-    from ...serialization import find_pickle_files
+    from ...serialization import check_can_update, find_pickle_files
 
     source, out = Path(ns.setfit_dir), Path(ns.output_dir)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder; give a folder for the converted model")
     check_output(ns.output_dir, ns.setfit_dir, suffix="setfit-lite")  # not beside the pickles it replaces
+    check_can_update(out)  # nor over a file of the user's (before any pickle is loaded)
     if not source.is_dir():
         raise FileNotFoundError(f"{source} is not a folder")
     pickles = find_pickle_files(source)

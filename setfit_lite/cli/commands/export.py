@@ -52,6 +52,7 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
     from ...modeling import SetFitModel
+    from ...serialization import check_can_update
 
     if ns.static and ns.quantize:
         raise ValueError("--quantize applies to ONNX exports, not to --static")
@@ -64,6 +65,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.student is not None and not (ns.data or ns.unlabeled_data):
         raise ValueError("export --student needs texts to distil on: --data and/or --unlabeled-data")
     check_output(ns.output_dir, ns.model_dir, ns.data, ns.unlabeled_data, suffix="static" if ns.static else "onnx")
+    check_can_update(ns.output_dir)  # a file of the user's the export would replace: refused before the work
     model = SetFitModel.from_pretrained(ns.model_dir)
     student: dict[str, Any] = {}
     if ns.student is not None:
