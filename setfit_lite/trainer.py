@@ -347,6 +347,8 @@ class Trainer:
         self.session = session = Session(args, backend, model, CallbackHandler(self._callbacks + reporting, model),
                                          resume_from=resume_from, data_digest=self._data_digest)
         self.state = session.state
+        # this call's self-training record only: a model trained (or saved) with a pool before keeps none of it
+        model.training_info.pop("self_training", None)
         session.event("on_init_end")
         start = time.perf_counter()
         backend.move_module(model.model_body)

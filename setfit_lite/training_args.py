@@ -169,7 +169,7 @@ class TrainingArguments:
         self_training: Whether an `unlabeled_dataset` is used: `"auto"` (default) decides by cross-validation,
             True always self-trains, False ignores it.
             `"auto"` cross-validates on the labelled texts only (`self_training_folds` stratified folds, each
-            self-trained exactly as the real run) and uses the pool when the folds pseudo-labelled some pool text
+            self-trained as the real run, uncalibrated) and uses the pool when the folds pseudo-labelled some pool text
             and the held-out accuracy gains at least `self_training_margin` (a tie keeps it). A class with one
             labelled text is in every fold's training and not scored; when fewer than 2 classes have 2 or more
             texts, or fewer than 3 labelled texts per class were given, nothing is scored and the pool is not used.

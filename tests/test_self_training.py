@@ -367,6 +367,38 @@ def test_a_decision_whose_folds_pseudo_labelled_nothing_says_the_pool_was_not_te
     assert "pseudo-labelled no pool text" in cv["reason"] and "pseudo_label_threshold=" in cv["reason"]
 
 
+
+@pytest.mark.parametrize(("method", "view"), [("knn", "the kNN vote"), ("spread", "label spreading's agreement"),
+                                              ("confidence", None)])
+def test_the_not_tested_reason_names_the_agreement_view_that_filtered(tiny_body_path: str, toy_data: dict,
+                                                                      method: str, view: str | None) -> None:
+    model, _ = _train(tiny_body_path, toy_data, POOL, **(AUTO | {"pseudo_label_method": method}),
+                      pseudo_label_threshold=1.0)
+    reason = model.training_info["self_training"]["cv"]["reason"]
+    assert "pseudo-labelled no pool text" in reason
+    if view is None:
+        assert "vote" not in reason and "spreading" not in reason
+    else:
+        assert f"pseudo_label_threshold=1.0, {view} and the per-class cap" in reason
+
+
+@pytest.mark.parametrize("settings", [AUTO, {"self_training": False, "calibration": "temperature"}])
+def test_evaluation_during_training_does_not_break_the_folds(tiny_body_path: str, toy_data: dict, toy_eval: dict,
+                                                             settings: dict) -> None:
+    """eval_steps alone means eval_strategy="steps" to TrainingArguments: the folds of the decision (and of the
+    calibration) turn evaluation off, and must not have it turned back on by the run's eval_steps (a fold has no
+    eval dataset: "eval_strategy='steps' needs an eval_dataset" after the labelled training)."""
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model, TrainingArguments(**(FAST | settings | {"eval_strategy": "steps", "eval_steps": 2})),
+                      train_dataset=toy_data, eval_dataset=toy_eval, unlabeled_dataset=POOL)
+    trainer.train()
+    assert any("eval_accuracy" in entry for entry in trainer.state.log_history)
+    if settings is AUTO:
+        assert model.training_info["self_training"]["cv"]["folds"] == 3
+    else:
+        assert model.training_info["calibration"]["temperature"] is not None
+
+
 def test_a_tie_keeps_a_tested_pool_and_never_an_untested_one() -> None:
     assert keeps_pool(0.0, 0.0, [3, 0, 1])  # tested, no held-out text lost: kept
     assert keeps_pool(0.05, 0.0, [2, 2, 2]) and not keeps_pool(-0.01, 0.0, [2, 2, 2])
@@ -492,6 +524,20 @@ def test_under_three_labelled_texts_per_class_the_pool_is_not_decided_on(tiny_bo
 
 def test_self_training_false_ignores_the_pool(tiny_body_path: str, toy_data: dict) -> None:
     model, _ = _train(tiny_body_path, toy_data, POOL, self_training=False)
+    assert "self_training" not in model.training_info
+
+
+@pytest.mark.parametrize("without", [{"self_training": False}, {"self_training_rounds": 0}, {"pool": None}])
+def test_training_again_without_the_pool_drops_the_earlier_self_training_record(tiny_body_path: str,
+                                                                                toy_data: dict,
+                                                                                without: dict) -> None:
+    """training_info describes the last training: a model self-trained before (or loaded with that record) and
+    trained again without the pool must not claim a pool it was not trained on."""
+    model, _ = _train(tiny_body_path, toy_data, POOL, pseudo_label_threshold=0.0)
+    assert model.training_info["self_training"]["used"] is True
+    settings = dict(without)
+    pool = settings.pop("pool", POOL)
+    Trainer(model, TrainingArguments(**(FAST | settings)), train_dataset=toy_data, unlabeled_dataset=pool).train()
     assert "self_training" not in model.training_info
 
 

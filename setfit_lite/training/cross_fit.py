@@ -19,9 +19,11 @@ import numpy as np
 
 __all__ = ["FOLD_ARGUMENTS", "fold_trainer", "free_folds"]
 
-# A fold's training: the run's arguments, without what writes, reports, evaluates or self-trains
-FOLD_ARGUMENTS = {"calibration": "none", "save_strategy": "no", "eval_strategy": "no", "report_to": "none",
-                  "early_stopping_patience": None, "load_best_model_at_end": False, "self_training_rounds": 0}
+# A fold's training: the run's arguments, without what writes, reports, evaluates or self-trains (eval_steps too:
+# TrainingArguments reads eval_steps alone as eval_strategy="steps", and a fold has no eval dataset)
+FOLD_ARGUMENTS = {"calibration": "none", "save_strategy": "no", "eval_strategy": "no", "eval_steps": None,
+                  "report_to": "none", "early_stopping_patience": None, "load_best_model_at_end": False,
+                  "self_training_rounds": 0}
 
 
 def free_folds() -> None:

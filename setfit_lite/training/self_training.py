@@ -10,7 +10,8 @@ as the labelled set alone gave it). Each round relabels the whole pool with the 
 Whether the pool is used at all is decided per task when ``self_training="auto"`` (the default):
 `decide_pool` cross-validates on the labelled texts only. Each of ``self_training_folds`` stratified folds
 is held out in turn; a model is trained from the untrained body on the other folds, scored on the held-out texts,
-self-trained on (a seeded subset of) the pool exactly as the real run would be, and scored again. The pool is kept
+self-trained on (a seeded subset of) the pool as the real run would be (but uncalibrated: the folds' models are
+never calibrated, where the real round pseudo-labels with the calibrated head), and scored again. The pool is kept
 when the folds' models pseudo-labelled some pool text and the held-out accuracy with it is at least the accuracy
 without it plus ``self_training_margin`` (`keeps_pool`: a tie keeps a tested pool); otherwise the model trained on
 the labelled texts alone is the result; when no fold's model pseudo-labelled any pool text, the pool was not tested
@@ -431,7 +432,7 @@ def decide_pool(trainer_class: type, model: Any, initial_body: Any, args: Any, t
               f"without the pool, {with_pool_acc:.3f} with it; {'used' if used else 'not used'} (gain {gain:+.3f}, "
               f"margin {margin:+.3f})")
     if not any(pseudo_labels):
-        vote = ", the kNN vote" if args.pseudo_label_method == "knn" else ""
+        vote = {"knn": ", the kNN vote", "spread": ", label spreading's agreement"}.get(args.pseudo_label_method, "")
         reason += (f"; the folds' models pseudo-labelled no pool text (none passed pseudo_label_threshold="
                    f"{args.pseudo_label_threshold}{vote} and the per-class cap), so the pool was not tested (the "
                    "folds' models saw fewer labelled texts than the final one)")
