@@ -60,6 +60,8 @@ def test_unknown_pipeline_is_an_oserror_naming_the_pip_package() -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"drop": "ordinal"}, r"lacks the column\(s\) \['ordinal'\]"),
     ({"ordinal": [0, 0, 0, -1, 0]}, "row 3: ordinal must be a whole number >= 0"),
+    ({"ordinal": [0, None, 0, 0, 0]}, "row 1: ordinal must be a whole number >= 0"),
+    ({"ordinal": [0, 0, "first", 0, 0]}, "row 2: ordinal must be a whole number >= 0"),
     ({"span": ["food", "", "Food", "bagels", "cream cheese"]}, "row 1: span is empty"),
     ({"label": ["negative", None, "positive", "positive", "positive"]}, "row 1: label is missing"),
 ])
@@ -72,6 +74,39 @@ def test_bad_datasets_are_refused_before_any_work(absa_body: str, monkeypatch: p
         AbsaTrainer(model, train_dataset=data)
     with pytest.raises(ValueError, match=message):  # the eval dataset too, before the training data is processed
         AbsaTrainer(model, train_dataset=ABSA, eval_dataset=data)
+
+
+@pytest.mark.parametrize(("labels", "message"), [
+    (["negative", "negative", 1, "positive", "positive"], "labels mix types: row 0 is str, row 2 is int"),
+    (["negative", ["negative"], "positive", "positive", "positive"], "row 1 is a list"),
+    ([["negative"], ["negative"], ["positive"], ["positive"], ["positive"]], "row 0: label must be one int or str"),
+])
+def test_labels_of_mixed_types_or_lists_are_refused_before_any_work(absa_body: str, monkeypatch: pytest.MonkeyPatch,
+                                                                    labels: list, message: str) -> None:
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    monkeypatch.setattr(AspectExtractor, "__call__", lambda *a: pytest.fail("spaCy ran before the data was checked"))
+    with pytest.raises(TypeError, match=message):
+        AbsaTrainer(model, train_dataset=ABSA | {"label": labels})
+
+
+def test_int_labels_train_and_predict_as_python_ints(absa_body: str) -> None:
+    """Polarities come back as Python values, as given in training: printable and JSON-serialisable."""
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    AbsaTrainer(model, args=TrainingArguments(**FAST), train_dataset=ABSA | {"label": [0, 0, 1, 1, 1]}).train()
+    model.aspect_model.threshold = 1e-9  # every candidate kept
+    out = model.predict([BAGELS, TEXTS[2]])
+    polarities = [aspect["polarity"] for aspect in out[0] + out[1]]
+    assert polarities and all(type(p) is int for p in polarities)
+    json.dumps(out)
+    table = model.predict({"text": [BAGELS], "span": ["bagels"]})
+    assert type(table["pred_polarity"][0]) is int
+
+
+def test_predicting_a_table_ignores_its_label_column(trained: AbsaModel) -> None:
+    """A test table's labels are not read: unlabelled rows (None) or labels of any type do not stop prediction."""
+    out = trained.predict({"text": [BAGELS, BAGELS], "span": ["bagels", "cream cheese"], "label": [None, 3]})
+    assert out["pred_polarity"] == trained.predict({"text": [BAGELS, BAGELS],
+                                                    "span": ["bagels", "cream cheese"]})["pred_polarity"]
 
 
 def test_training_tables_follow_setfits_rules(absa_body: str) -> None:
@@ -150,7 +185,8 @@ def test_a_model_saved_without_span_format_loads_with_setfits(trained: AbsaModel
     assert (loaded.aspect_model.span_format, loaded.polarity_model.span_format) == ("marked", "window")
     assert loaded.aspect_model.threshold == 0.7
     trained.aspect_model.threshold = original
-    assert AbsaModel.from_pretrained(tmp_path / "new-aspect", aspect_threshold=0.6).aspect_model.threshold == 0.6
+    assert AbsaModel.from_pretrained(tmp_path / "new-aspect", tmp_path / "new-polarity",
+                                     aspect_threshold=0.6).aspect_model.threshold == 0.6
 
 
 def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> None:
@@ -271,6 +307,27 @@ def test_save_refuses_one_folder_for_both_and_the_other_models_source(trained: A
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == before
     with pytest.raises(RuntimeError, match="no hub access"):
         trained.save_pretrained(tmp_path / "hub", push_to_hub=True)
+
+
+def test_loading_a_saved_aspect_model_alone_is_refused(trained: AbsaModel, tmp_path: Path) -> None:
+    """Without polarity_model_id the polarity model is a copy of model_id: from a saved aspect model it would give
+    "aspect" / "no aspect" as polarities."""
+    trained.save_pretrained(tmp_path / "m")
+    with pytest.raises(ValueError, match=r"is a saved aspect model: .*m-polarity'\)"):
+        AbsaModel.from_pretrained(tmp_path / "m-aspect")
+    assert AbsaModel.from_pretrained(tmp_path / "m-aspect", tmp_path / "m-polarity").polarity_model.labels == [
+        "negative", "positive"]
+
+
+def test_save_writes_neither_folder_when_the_second_path_is_a_file(trained: AbsaModel, tmp_path: Path) -> None:
+    (tmp_path / "m-polarity").write_text("the user's notes")
+    with pytest.raises(FileExistsError, match="m-polarity: it exists and is not a folder"):
+        trained.save_pretrained(tmp_path / "m")
+    (tmp_path / "file").write_text("the user's notes")
+    with pytest.raises(FileExistsError, match="above it exists and is not a folder"):
+        trained.save_pretrained(tmp_path / "a", tmp_path / "file" / "p")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "m-polarity"]  # no aspect folder, half a save
+    assert (tmp_path / "m-polarity").read_text() == (tmp_path / "file").read_text() == "the user's notes"
 
 
 def test_model_card_data_reaches_both_cards_as_setfits_model_card_test_passes_it(absa_body: str,

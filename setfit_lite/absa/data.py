@@ -7,11 +7,16 @@ and checked once, before any work, then matched to spaCy tokens.
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..data.checks import is_missing, validate_texts
+import numpy as np
+
+from ..data.checks import validate_texts
+from ..data.labels import normalize_labels
 from ..data.readers import as_table, column_renames
 
 if TYPE_CHECKING:
@@ -52,12 +57,14 @@ def read_aspect_rows(dataset: Any, column_mapping: Mapping[str, str] | None = No
         what: the table's name in error messages.
 
     Returns:
-        The rows: texts, spans, ordinals (ints >= 0) and labels (None without a ``label`` column).
+        The rows: texts, spans, ordinals (ints >= 0) and labels (Python ints or strs; None unless ``label`` is
+        required: a prediction table's labels are not read).
 
     Raises:
         ValueError: a required column is missing, a text or span is empty, an ordinal is not a whole number >= 0, a
             label is missing.
-        TypeError: the data is not a table, or a text or span is not a string.
+        TypeError: the data is not a table, a text or span is not a string, or a label is not an int or str or
+            is of another type than the first.
     """
     table = as_table(dataset)
     if table is None:
@@ -77,18 +84,32 @@ def read_aspect_rows(dataset: Any, column_mapping: Mapping[str, str] | None = No
             raise TypeError(f"row {i}: span must be a str, got {type(span).__name__}")
         if not span.strip():
             raise ValueError(f"row {i}: span is empty or whitespace-only")
-    ordinals = table.get("ordinal", [0] * len(texts))
-    for i, ordinal in enumerate(ordinals):
-        if isinstance(ordinal, bool) or not isinstance(ordinal, int) and not float(ordinal).is_integer() \
-                or int(ordinal) < 0:
-            raise ValueError(f"row {i}: ordinal must be a whole number >= 0 (which occurrence of the span in the "
-                             f"text), got {ordinal!r}")
-    labels = table.get("label")
-    if labels is not None:
-        for i, label in enumerate(labels):
-            if is_missing(label):
-                raise ValueError(f"row {i}: label is missing")
-    return AspectRows(texts, list(spans), [int(o) for o in ordinals], None if labels is None else list(labels))
+    ordinals = [_ordinal(value, i) for i, value in enumerate(table.get("ordinal", [0] * len(texts)))]
+    labels = _labels(table["label"]) if "label" in required else None
+    return AspectRows(texts, list(spans), ordinals, labels)
+
+
+def _ordinal(value: Any, row: int) -> int:
+    """``value`` as an int: a whole number >= 0 (an int, or a float such as a pandas column's 2.0); ValueError
+    naming ``row`` for anything else (a missing value, a str, a bool, a fraction, a negative number)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value) \
+            and float(value).is_integer() and value >= 0:
+        return int(value)
+    raise ValueError(f"row {row}: ordinal must be a whole number >= 0 (which occurrence of the span in the text), "
+                     f"got {value!r}")
+
+
+def _labels(values: Sequence[Any]) -> list[Any]:
+    """The aspects' polarity labels as Python ints or strs, all of one type (`normalize_labels`); ValueError naming
+    the row of a missing one, TypeError naming the row of one of another type or of a list (a polarity model is
+    single-label)."""
+    if not len(values):
+        return []
+    labels, kind = normalize_labels(values)
+    if kind == "multi":
+        row = next(i for i, label in enumerate(labels) if isinstance(label, list))
+        raise TypeError(f"row {row}: label must be one int or str (an aspect has one polarity), got a list")
+    return labels
 
 
 def occurrence(text: str, span: str, ordinal: int) -> tuple[int, int] | None:

