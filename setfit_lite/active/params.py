@@ -17,7 +17,8 @@ import numpy as np
 from ..config.rules import Rule, check_rule, integer, is_integer, option
 from ..data import check_label_names, validate_texts
 
-__all__ = ["RULES", "STRATEGIES", "check_exclude", "check_label_names_arg", "check_pool", "check_suggest_param"]
+__all__ = ["RULES", "STRATEGIES", "check_exclude", "check_k_left", "check_label_names_arg", "check_pool",
+           "check_suggest_param"]
 
 # "auto": cold_start_kmeans for a model without a fitted head, else the strategy benchmarks/suggest_choice.py chose
 STRATEGIES = ("auto", "random", "cold_start_kmeans", "uncertainty", "margin_diverse", "typical", "class_typical",
@@ -58,6 +59,14 @@ def check_exclude(exclude: Any, size: int) -> np.ndarray:
         if not 0 <= value < size:
             raise ValueError(f"exclude holds {value}, out of range for {size} texts (indices 0..{size - 1})")
     return np.unique(np.asarray(values, dtype=np.int64))
+
+
+def check_k_left(k: int, size: int, excluded: np.ndarray) -> int:
+    """How many of ``size`` texts the ``excluded`` (distinct) indices leave: ValueError if fewer than ``k``."""
+    left = size - len(excluded)
+    if k > left:
+        raise ValueError(f"k={k} but only {left} of the {size} texts are not excluded: ask for at most {left}")
+    return left
 
 
 def check_label_names_arg(label_names: Any) -> list[str] | None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..config.params import check_param
-from .params import check_exclude, check_label_names_arg, check_pool, check_suggest_param
+from .params import check_exclude, check_k_left, check_label_names_arg, check_pool, check_suggest_param
 from .pool import PoolView, can_embed, has_fitted_head
 from .strategies import NEEDS_HEAD, Request, resolve, select
 
@@ -27,8 +27,8 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
     representative of the pool by the body's embeddings (k-means, the text nearest each centre). A model with a
     fitted head (trained, or exported with ``SetFitModel.from_static``/``from_onnx``, which score a large pool
     fastest) gets informative texts: of those nearest its decision boundary, ``k`` that are typical of them and not
-    all alike (k-means, the text nearest each centre), and a class it has never seen labelled is searched for by
-    its name. ``strategy`` names the alternatives
+    all alike (k-means, the text nearest each centre), and a class it has never seen labelled (a column of zeros,
+    as the logistic-regression head gives it) is searched for by its name. ``strategy`` names the alternatives
     (`setfit_lite.active.strategies`).
 
     Everything is checked before any text is embedded.
@@ -70,9 +70,7 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
                         f"{type(model).__name__}")
     texts = check_pool(texts)
     excluded = check_exclude(exclude, len(texts))
-    left = len(texts) - len(excluded)
-    if k > left:
-        raise ValueError(f"k={k} but only {left} of the {len(texts)} texts are not excluded: ask for at most {left}")
+    left = check_k_left(k, len(texts), excluded)
     names = check_label_names_arg(label_names)
     fitted = has_fitted_head(model)
     name = resolve(strategy, fitted)

@@ -4,6 +4,8 @@ as a JSONL file for a person to fill in: one ``{"index": i, "text": ..., "label"
 ``index`` is the text's position in the pool as read (a text file: its non-blank lines; CSV/JSON/JSONL: its rows).
 The filled file is training data as it is (``setfit-lite train to_label.jsonl``), and excludes its texts from the
 next round (``--exclude to_label.jsonl``). The output is written whole or not at all, and never over a file.
+The pool, the excluded indices (each file's against the pool), ``--k`` and ``--label-names`` are checked before
+the model loads.
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ def read_indices(path: str) -> list[int]:
     of any other file; ValueError naming the line otherwise."""
     text = Path(path).read_text(encoding="utf-8")
     if Path(path).suffix.lower() == ".json":
-        rows = json.loads(text)
+        rows = _json(text, f"{path}: not valid JSON")
         return [_row_index(row, path, i + 1) for i, row in enumerate(rows if isinstance(rows, list) else [rows])]
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
-            out.append(_row_index(json.loads(line), path, number))
+            out.append(_row_index(_json(line, f"{path}: line {number} is not valid JSON"), path, number))
             continue
         try:
             out.append(int(line))
@@ -62,6 +64,14 @@ def read_indices(path: str) -> list[int]:
             raise ValueError(f"{path}: line {number} is neither an index nor a JSON row with one: {line[:80]!r}"
                              ) from None
     return out
+
+
+def _json(text: str, where: str) -> Any:
+    """``text`` parsed as JSON; ValueError starting with ``where`` (the file and line) otherwise."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def _row_index(row: Any, path: str, number: int) -> int:
@@ -72,6 +82,7 @@ def _row_index(row: Any, path: str, number: int) -> int:
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
     from ...active import suggest_labels
+    from ...active.params import check_exclude, check_k_left, check_label_names_arg, check_pool
     from ...active.pool import has_fitted_head
     from ...active.strategies import resolve
     from ...serialization import atomic_write_text
@@ -79,8 +90,17 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     if Path(ns.output).exists():
         raise FileExistsError(f"{ns.output} exists: suggest never writes over a file; pass a new --output")
     check_output(ns.output, ns.model, ns.pool, *ns.exclude, suffix="to_label")
-    exclude = [i for path in ns.exclude for i in read_indices(path)]
-    texts = list(read_texts(ns.pool, ns.text_column))
+    rounds = [(path, read_indices(path)) for path in ns.exclude]
+    texts = check_pool(list(read_texts(ns.pool, ns.text_column)))
+    exclude: list[int] = []
+    for path, indices in rounds:  # checked against the pool, the file named, before the model loads
+        try:
+            check_exclude(indices, len(texts))
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+        exclude += indices
+    check_k_left(ns.k, len(texts), check_exclude(exclude, len(texts)))
+    check_label_names_arg(ns.label_names)
     model = load_model(ns.model, ns.runtime)
     picks = suggest_labels(model, texts, ns.k, exclude, strategy=ns.strategy, label_names=ns.label_names,
                            seed=ns.seed, batch_size=ns.batch_size)
