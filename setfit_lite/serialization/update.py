@@ -71,9 +71,9 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             yield stage
             written = [*sorted(write_manifest(stage)), MANIFEST_NAME]  # the manifest moves in last
             _check_no_conflicts(target, written)
-            _check_not_foreign(target, written)
             journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
             refuse_symlinked_folders(target, journal["write"] + journal["remove"])
+            _check_not_foreign(target, written)
             _fsync_tree(stage)
             save_json(target / SAVE_JOURNAL_NAME, journal)  # the commit point
         except BaseException:
