@@ -327,6 +327,37 @@ def compare(out: Path, runs: list[str], data_dir: Path, aspect: str, threshold: 
     return "\n".join(lines) + "\n"
 
 
+def aspect_table(out: Path, runs: list[str], data_dir: Path, variants: list[str], polarity: str,
+                 thresholds: list[float]) -> str:
+    """The aspect ``variants`` with the polarity variant ``polarity`` at every one of ``thresholds``: end-to-end F1
+    per run (``DOMAIN:SEED``), the mean, the laptops runs' mean and the mean span F1; then each variant's threshold
+    with the highest mean."""
+    table = {}  # (variant, threshold) -> run -> (e2e F1, span F1)
+    for run in runs:
+        domain, _, seed = run.partition(":")
+        _, found = scores(out / f"{domain}_seed{int(seed)}", domain, int(seed), data_dir, thresholds)
+        for (a_name, t, p_name), s in found.items():
+            if p_name == f"polarity_{polarity}" and a_name.removeprefix("aspect_") in variants:
+                table.setdefault((a_name.removeprefix("aspect_"), t), {})[run] = (s["e2e_f1"], s["span_f1"])
+    lines = [f"aspect variants with polarity variant {polarity}: end-to-end F1 per run and threshold, the means", "",
+             "| aspect variant | threshold | " + " | ".join(runs) + " | mean e2e F1 | laptops mean | mean span F1 |",
+             "|---" * (len(runs) + 5) + "|"]
+    best: dict[str, tuple[float, float, float]] = {}
+    for (variant, t), cells in sorted(table.items(), key=lambda kv: (variants.index(kv[0][0]), kv[0][1])):
+        if len(cells) < len(runs):
+            continue
+        e2e = [cells[r][0] for r in runs]
+        laptops = [cells[r][0] for r in runs if r.startswith("laptops")]
+        mean, lap = 100 * float(np.mean(e2e)), 100 * float(np.mean(laptops)) if laptops else float("nan")
+        lines.append(f"| {variant} | {t:.2f} | " + " | ".join(f"{100 * e:.1f}" for e in e2e)
+                     + f" | {mean:.2f} | {lap:.2f} | {100 * np.mean([cells[r][1] for r in runs]):.2f} |")
+        if variant not in best or mean > best[variant][1]:
+            best[variant] = (t, mean, lap)
+    lines += ["", "each variant at its best threshold (mean end-to-end F1; laptops mean):"]
+    lines += [f"- {v}: {t:.2f}: {m:.2f} ({lap:.2f})" for v, (t, m, lap) in best.items()]
+    return "\n".join(lines) + "\n"
+
+
 def coverage(data_dir: Path, domains: list[str]) -> str:
     """Per domain and candidate rule (`CANDIDATE_RULES`): the share of the gold aspects of all training sentences
     (with aspects) that some candidate equals, and the candidates per sentence. No model."""
@@ -355,7 +386,7 @@ def coverage(data_dir: Path, domains: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["train", "sweep", "compare", "coverage"])
+    parser.add_argument("mode", choices=["train", "sweep", "compare", "aspects", "coverage"])
     parser.add_argument("--domain", default="restaurants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, default=HERE.parent.parent / "shared" / "data" / "semeval14_absa")
@@ -373,6 +404,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="compare: also the polarity variants A and B (and more) averaged")
     parser.add_argument("--smooth", nargs="+", default=[], metavar="kept:W|cands:W",
                         help="compare: also every polarity variant smoothed within each sentence (`smoothed`)")
+    parser.add_argument("--aspect-variants", nargs="+", default=["marked"], metavar="NAME",
+                        help="aspects: the aspect variants to put side by side at every --thresholds")
+    parser.add_argument("--polarity-variant", default="window8", help="aspects: the polarity variant")
     parser.add_argument("--compare-out", default="compare.md", help="compare: the table's file name under --out")
     parser.add_argument("--dev-candidates", nargs="+", default=["nouns"], metavar="RULE",
                         help="train: the candidate rules whose union lists the dev candidates every variant is "
@@ -384,6 +418,11 @@ def main(argv: list[str] | None = None) -> None:
         text = coverage(ns.data_dir, ["laptops", "restaurants"])
         ns.out.mkdir(parents=True, exist_ok=True)
         (ns.out / "coverage.md").write_text(text)
+        print(text)
+        return
+    if ns.mode == "aspects":
+        text = aspect_table(ns.out, ns.runs, ns.data_dir, ns.aspect_variants, ns.polarity_variant, ns.thresholds)
+        (ns.out / ns.compare_out).write_text(text)
         print(text)
         return
     if ns.mode == "compare":

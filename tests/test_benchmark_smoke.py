@@ -229,6 +229,19 @@ def test_absa_choice_ensembles_average_saved_polarities_and_name_a_missing_varia
         ensemble(runs, "a+c")
 
 
+def test_absa_choice_smooths_a_sentences_polarities_towards_their_mean() -> None:
+    from benchmarks.absa_choice import smoothed
+
+    proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.0, 1.0]])  # rows: the sentence's candidates
+    assert smoothed(proba, [0, 1], [0, 1, 2, 3], None)[1].tolist() == [0.2, 0.8]
+    kept = smoothed(proba, [0, 1], [0, 1, 2, 3], "kept:0.5")  # the mean of the kept rows 0 and 1: [0.55, 0.45]
+    np.testing.assert_allclose([kept[0], kept[1]], [[0.725, 0.275], [0.375, 0.625]])
+    np.testing.assert_allclose(smoothed(proba, [0], [0, 1, 2, 3], "kept:1.0")[0], [0.9, 0.1])  # one span: as it was
+    np.testing.assert_allclose(smoothed(proba, [0], [0, 1, 2, 3], "cands:1.0")[0], [0.375, 0.625])
+    with pytest.raises(ValueError, match="expected kept:W or cands:W"):
+        smoothed(proba, [0], [0], "all:0.5")
+
+
 def test_suggest_choice_writes_a_summary_only_where_told(tmp_path: Path) -> None:
     """Runs append JSON lines to a file of the user's; a summary is written only to an --out given (a run without
     it once wrote over another study's summary), and merging needs one."""
