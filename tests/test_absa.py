@@ -330,6 +330,18 @@ def test_save_writes_neither_folder_when_the_second_path_is_a_file(trained: Absa
     assert (tmp_path / "m-polarity").read_text() == (tmp_path / "file").read_text() == "the user's notes"
 
 
+def test_save_writes_neither_folder_when_the_second_holds_a_users_model_file(trained: AbsaModel,
+                                                                             tmp_path: Path) -> None:
+    """The polarity folder holds the user's own README.md (no setfit_lite manifest): its save would refuse to
+    replace it, so neither folder is written."""
+    (tmp_path / "m-polarity").mkdir()
+    (tmp_path / "m-polarity" / "README.md").write_text("the user's notes")
+    with pytest.raises(FileExistsError, match="README.md, which setfit_lite did not write"):
+        trained.save_pretrained(tmp_path / "m")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m-polarity"]
+    assert [p.name for p in (tmp_path / "m-polarity").iterdir()] == ["README.md"]
+
+
 def test_model_card_data_reaches_both_cards_as_setfits_model_card_test_passes_it(absa_body: str,
                                                                                   tmp_path: Path) -> None:
     """setfit's span test_model_card: `from_pretrained(..., model_card_data=SetFitModelCardData(...))`, then

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..config.params import SPAN_FORMATS, check_param
 from ..data.checks import is_dataframe, is_dataset, validate_texts
 from ..modeling import CONFIG_NAME, SETFIT_CONFIG_NAME, SetFitModel
-from ..serialization import check_output_path, load_json
+from ..serialization import check_can_update, check_output_path, load_json
 from .aspect_extractor import AspectExtractor, resolve_overlaps
 from .data import PREDICT_COLUMNS, gold_slices, read_aspect_rows
 
@@ -506,6 +506,7 @@ class AbsaModel:
             check_output_path(out, model.source_folder, allow_same=_is_own_folder(model), suffix="saved")
             check_output_path(out, other.source_folder, suffix="saved")
             _check_folder_path(out)
+            check_can_update(out)  # a file of the user's in the second folder would stop the save half-way
         self.aspect_model.save_pretrained(save_directory, **kwargs)
         self.polarity_model.save_pretrained(polarity_save_directory, **kwargs)
 
