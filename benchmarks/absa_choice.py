@@ -164,13 +164,17 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
           + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
     # "head_variants": {SUFFIX: head_params}: the head fitted again on the trained body's embeddings of the same
     # training texts, as the trainer fits it (class weights, label prior), saved as variant NAME_SUFFIX
-    for suffix, params in spec.get("head_variants", {}).items():
+    variants = spec.get("head_variants", {})
+    if variants:
         from setfit_lite.training.head_fit import fit_head
         from setfit_lite.training.label_policy import fold_label_prior
 
+        embed_cpu = time.process_time()
+        embeddings = model.embed_tokens(model.tokenize(texts))  # once, for every refitted head
+        cpu += time.process_time() - embed_cpu
+    for suffix, params in variants.items():
         head_cpu = time.process_time()
         trained_head, trained_params = model.model_head, model.head_params
-        embeddings = model.embed_tokens(model.tokenize(texts))
         model.head_params = {**trained_params, **params}
         head = model.new_head(len(model.labels), False)
         fit_head(head, embeddings, np.asarray(model.label_ids(labels)), args)

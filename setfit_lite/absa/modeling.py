@@ -505,8 +505,7 @@ class AbsaModel:
         for out, model, other in pairs:  # all checked before anything is written: nothing half-saved
             check_output_path(out, model.source_folder, allow_same=_is_own_folder(model), suffix="saved")
             check_output_path(out, other.source_folder, suffix="saved")
-            _check_folder_path(out)
-            check_can_update(out)  # a file of the user's in the second folder would stop the save half-way
+            check_can_update(out)  # not a folder, or a file of the user's: the second save would stop half-way
         self.aspect_model.save_pretrained(save_directory, **kwargs)
         self.polarity_model.save_pretrained(polarity_save_directory, **kwargs)
 
@@ -563,19 +562,6 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                     span["candidates"] = check_param("aspect_candidates", config["candidates"])
                 return span
     return {}
-
-
-def _check_folder_path(path: str | os.PathLike) -> None:
-    """FileExistsError unless a folder can be saved at ``path``: the path and the nearest existing path above it
-    are folders (or the path does not exist yet)."""
-    target = Path(path)
-    for candidate in (target, *target.parents):
-        if candidate.exists() or candidate.is_symlink():  # a dangling link is not a folder either
-            if not candidate.is_dir():
-                what = "it" if candidate == target else f"{candidate} above it"
-                raise FileExistsError(f"cannot save into {target}: {what} exists and is not a folder (nothing was "
-                                      "saved)")
-            return
 
 
 def _is_own_folder(model: SetFitModel) -> bool:

@@ -164,10 +164,18 @@ def _check_no_conflicts(root: Path, written: list[str]) -> None:
 
 
 def check_can_update(path: str | os.PathLike[str]) -> None:
-    """Before a long job that ends in a save or export into ``path``: FileExistsError naming them if ``path`` is a
-    folder holding files of the names a model folder has (`MODEL_FILE_NAMES`) that setfit_lite did not write, which
-    the save would then refuse to replace (`atomic_update_directory`)."""
+    """Before a long job (or the first of two saves) that ends in a save or export into ``path``, what the save
+    would refuse, as FileExistsError: ``path`` or the nearest existing path above it is not a folder; or ``path``
+    is a folder holding files of the names a model folder has (`MODEL_FILE_NAMES`) that setfit_lite did not write
+    (`atomic_update_directory`)."""
     root = Path(path)
+    for candidate in (root, *root.parents):
+        if candidate.exists() or candidate.is_symlink():  # a dangling link is not a folder either
+            if not candidate.is_dir():
+                what = "it" if candidate == root else f"{candidate} above it"
+                raise FileExistsError(f"cannot save into {root}: {what} exists and is not a folder (nothing was "
+                                      "saved)")
+            break
     if root.is_dir():
         _check_not_foreign(root, sorted(name for name in MODEL_FILE_NAMES if (root / name).is_file()))
 
