@@ -108,6 +108,10 @@ BAD_REQUESTS = [  # (what, request keywords, status, words the error must hold)
     ("not JSON", {"content": b"{texts: [1,", "headers": {"content-type": "application/json"}}, 400, "not valid JSON"),
     ("not sent as JSON", {"content": b'{"texts": ["a"]}', "headers": {"content-type": "text/plain"}}, 415,
      "Content-Type: application/json"),
+    ("JSON sent as text/json", {"content": b'{"texts": ["a"]}', "headers": {"content-type": "text/json"}}, 415,
+     "Content-Type: application/json"),  # FastAPI parses application/json and application/*+json only
+    ("JSON sent as JSON lines", {"content": b'{"texts": ["a"]}', "headers": {"content-type": "application/jsonl"}},
+     415, "Content-Type: application/json"),
     ("no texts", {"json": {"probabilities": True}}, 422, "texts: Field required"),
     ("a misspelt field", {"json": {"text": ["a good film"]}}, 422, "text: Extra inputs are not permitted"),
     ("a str", {"json": {"texts": "a good film"}}, 422, "texts: Input should be a valid list"),
@@ -217,8 +221,38 @@ def test_a_folder_that_fails_to_load_says_why(tmp_path: Path) -> None:
         while client.get("/ready").json()["status"] == "loading" and time.monotonic() < deadline:
             time.sleep(0.01)
         ready, predict = client.get("/ready"), client.post("/predict", json={"texts": ["good"]})
-    assert ready.status_code == predict.status_code == 503
+        head = client.head("/ready")
+    assert ready.status_code == predict.status_code == head.status_code == 503
     assert ready.json()["status"] == "failed" and "holds no model" in predict.json()["error"]
+    # a failed load does not come back: no Retry-After promises it
+    assert "retry-after" not in ready.headers and "retry-after" not in predict.headers
+
+
+def test_probes_answer_head_and_loading_says_when_to_retry(tier_models: dict) -> None:
+    predictor = Gated(tier_models["static"])
+    with TestClient(create_app(predictor)) as client:
+        loading = client.head("/ready")
+        health = client.head("/health")
+        predictor.gate.set()
+        wait_ready(client)
+        ready = client.head("/ready")
+    assert (health.status_code, loading.status_code, ready.status_code) == (200, 503, 200)
+    assert loading.headers["retry-after"] == "1"
+
+
+def test_a_request_larger_than_the_batch_is_one_call(tier_models: dict) -> None:
+    """The settings' and the page's word: a request of more than max_batch_size texts is predicted alone, in one
+    predict_proba call (passes of predict_batch_size inside it)."""
+    sizes: list[int] = []
+    predictor = Recording(tier_models["static"])
+    original = predictor.predict_proba
+    predictor.predict_proba = lambda texts, batch_size=32: (sizes.append(len(texts)), original(texts, batch_size))[1]
+    texts = ["a good film", "dull", "bad", "fine", "great"]
+    with TestClient(create_app(predictor, ServeSettings(max_batch_size=2))) as client:
+        wait_ready(client)
+        answer = client.post("/predict", json={"texts": texts}).json()
+    assert sizes == [2, 5]  # the warm-up (one full batch), the request
+    assert answer["labels"] == tier_models["static"].predict(texts)
 
 
 def test_batcher_limits_batches_and_close_answers_everything_queued() -> None:
@@ -302,6 +336,13 @@ def test_settings_are_checked(capsys: pytest.CaptureFixture) -> None:
         main(["serve", "model", "--max-text-chars", "0"])
     assert exit_info.value.code == 2
     assert "--max-text-chars: must be a positive integer" in capsys.readouterr().err
+
+
+def test_the_start_line_brackets_an_ipv6_address() -> None:
+    from setfit_lite.cli.commands.serve import server_url
+
+    assert server_url("::1", 8000) == "http://[::1]:8000"
+    assert server_url("127.0.0.1", 0) == "http://127.0.0.1:0"
 
 
 def test_cli_refuses_a_folder_without_a_model_before_listening(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -548,3 +589,57 @@ def test_a_request_is_counted_before_its_answer_leaves() -> None:
     with pytest.raises(RuntimeError):
         asyncio.run(MetricsMiddleware(broken, metrics)(scope, None, send))
     assert requests_of("500") == 1.0 and requests_of("200") == 1.0
+
+
+def test_a_client_that_hangs_up_mid_upload_is_not_a_server_error() -> None:
+    """The body limit stops reading at the client's disconnect and sends nothing: counted as 499 (the client
+    closed the request, nginx's code), not as a 500 that would page someone."""
+    import asyncio
+
+    from setfit_lite.serving.limits import BodyLimitMiddleware
+    from setfit_lite.serving.metrics import MetricsMiddleware, ServingMetrics
+
+    metrics = ServingMetrics()
+    messages = iter([{"type": "http.request", "body": b'{"te', "more_body": True}, {"type": "http.disconnect"}])
+
+    async def receive() -> dict:
+        return next(messages)
+
+    async def send(message: dict) -> None:
+        raise AssertionError(f"nothing is sent to a client that left: {message}")
+
+    async def app(scope, receive, send) -> None:
+        await receive()  # the endpoint reads the body: the limit's replay meets the disconnect
+
+    scope = {"type": "http", "path": "/predict", "method": "POST", "headers": []}
+    asyncio.run(MetricsMiddleware(BodyLimitMiddleware(app, 1000), metrics)(scope, receive, send))
+    page = metrics.exposition().decode()
+    assert metric(page, 'setfit_lite_requests_total{path="/predict",status="499"}') == 1
+    assert 'status="500"' not in page
+
+
+def test_the_queue_depth_counts_a_request_before_a_batcher_can_take_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gauge goes up before the request is queued: a batcher thread that takes it at once (and counts it down)
+    never leaves the gauge below 0."""
+    import queue
+    import types
+
+    from setfit_lite.serving import batcher as batcher_module
+    from setfit_lite.serving.metrics import ServingMetrics
+
+    metrics = ServingMetrics()
+    seen_at_put: list[float] = []
+
+    class Watched(queue.Queue):
+        def put(self, item, block=True, timeout=None) -> None:  # noqa: ANN001
+            seen_at_put.append(metrics.queue_depth._value.get())
+            super().put(item, block, timeout)
+
+    monkeypatch.setattr(batcher_module, "queue", types.SimpleNamespace(Queue=Watched, Empty=queue.Empty))
+    batcher = MicroBatcher(lambda texts: np.ones((len(texts), 2)), 4, 0.0, metrics=metrics)
+    try:
+        assert batcher.submit(["a"]).result(timeout=10).shape == (1, 2)
+    finally:
+        batcher.close(timeout=10)
+    assert seen_at_put[0] == 1.0  # the request's put (then the stop mark's)
+    assert metrics.queue_depth._value.get() == 0.0

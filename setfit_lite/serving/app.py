@@ -12,6 +12,7 @@ problem, and the server keeps serving.
 import asyncio
 import contextlib
 import copy
+import email.message
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -89,9 +90,20 @@ def _where(loc: Sequence[Any]) -> str:
     return out or "the body"
 
 
+def _sent_as_json(content_type: str) -> bool:
+    """Whether FastAPI parses a body of this Content-Type as JSON: ``application/json`` or ``application/*+json``
+    (its own rule; ``text/json`` or ``application/jsonl`` reach the endpoint as bytes)."""
+    if not content_type:
+        return False
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
 def _validation_answer(request: Request, error: RequestValidationError) -> JSONResponse:
     content_type = request.headers.get("content-type", "")
-    if "json" not in content_type.lower():  # FastAPI parses JSON only when the request says it is JSON
+    if not _sent_as_json(content_type):  # FastAPI parses JSON only when the request says it is JSON
         return JSONResponse(error_body(f"the body must be JSON sent with Content-Type: application/json (got "
                                        f"{content_type[:60] or 'no Content-Type'})"), status_code=415)
     problems = [{"where": _where(e.get("loc", ())), "problem": e.get("msg", ""), "type": e.get("type", "")}
@@ -106,7 +118,9 @@ def _validation_answer(request: Request, error: RequestValidationError) -> JSONR
 def _not_ready(state: ServingState) -> JSONResponse:
     message = {"loading": "the model is loading", "stopping": "the server is shutting down",
                "failed": f"the model failed to load: {state.error}"}.get(state.status, state.status)
-    return JSONResponse(error_body(message, status=state.status), status_code=503, headers={"Retry-After": "1"})
+    # a model that failed to load does not come back: no Retry-After there (the log and /ready say why)
+    retry = {} if state.status == "failed" else {"Retry-After": "1"}
+    return JSONResponse(error_body(message, status=state.status), status_code=503, headers=retry)
 
 
 def _warm(predictor: Any, settings: ServeSettings) -> None:
@@ -219,11 +233,13 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(error_body(str(error.detail)), status_code=error.status_code, headers=error.headers)
 
-    @app.get("/health", summary="Whether the process is up (and which worker process answered)")
+    @app.api_route("/health", methods=["GET", "HEAD"],  # HEAD: load balancers and uptime checks probe with it
+                   summary="Whether the process is up (and which worker process answered)")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "pid": os.getpid()}
 
-    @app.get("/ready", summary="Whether the model is loaded and warmed (503 until it is)")
+    @app.api_route("/ready", methods=["GET", "HEAD"],
+                   summary="Whether the model is loaded and warmed (503 until it is)")
     async def ready() -> Response:
         if state.status != "ready":
             return _not_ready(state)

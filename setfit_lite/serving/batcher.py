@@ -98,9 +98,9 @@ class MicroBatcher:
         with self._lock:  # no request is queued after the stop mark: close() answers everything it let in
             if self._closed:
                 raise BatcherClosed("the server is shutting down")
+            if self._metrics is not None:  # before the put: a batcher thread may take it (and dec) at once
+                self._metrics.queue_depth.inc()
             self._queue.put(request)
-        if self._metrics is not None:
-            self._metrics.queue_depth.inc()
         return request.future
 
     async def predict_proba(self, texts: Sequence[str]) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The server's Prometheus metrics (``prometheus_client``), in a registry of their own per app, so that two apps in
 one process (tests, Ray Serve replicas sharing a worker) never mix their counts.
 
-- ``setfit_lite_requests_total{path, status}``: requests answered, by route and HTTP status;
+- ``setfit_lite_requests_total{path, status}``: requests answered, by route and HTTP status (``499``: the client
+  hung up before any answer, as nginx counts it);
 - ``setfit_lite_request_latency_seconds{path}``: time from the request's arrival to its answer;
 - ``setfit_lite_batch_texts`` / ``setfit_lite_batch_requests``: texts and requests in each ``predict_proba`` call;
 - ``setfit_lite_queue_depth``: requests waiting for the model (queued, or in the batch being gathered);
@@ -27,6 +28,7 @@ MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's multiproces
 ROUTES = ("/predict", "/health", "/ready", "/metrics", "/docs", "/openapi.json")  # any other path counts as "other"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+CLIENT_CLOSED = 499  # the status counted for a request that got no response (the client disconnected first)
 
 
 class ServingMetrics:
@@ -90,12 +92,14 @@ class MetricsMiddleware:
         path = scope.get("path", "")
         path = path if path in ROUTES else "other"
         start = time.perf_counter()
-        status = {"code": 500, "counted": False}  # an exception before the response starts is a server error
+        status: dict[str, Any] = {"code": None, "counted": False}
 
         def count() -> None:
             if not status["counted"]:
                 status["counted"] = True
-                self.metrics.requests.labels(path, str(status["code"])).inc()
+                # no response at all: the client hung up first (nginx's 499), not a server error
+                code = CLIENT_CLOSED if status["code"] is None else status["code"]
+                self.metrics.requests.labels(path, str(code)).inc()
                 self.metrics.latency.labels(path).observe(time.perf_counter() - start)
 
         async def send_status(message: dict) -> None:
@@ -107,5 +111,9 @@ class MetricsMiddleware:
 
         try:
             await self.app(scope, receive, send_status)
+        except BaseException:
+            if status["code"] is None:  # an exception before the response started is a server error
+                status["code"] = 500
+            raise
         finally:
             count()  # a request that ended without a complete answer

@@ -38,7 +38,7 @@ class ServeSettings:
         port: TCP port to listen on (0: any free port).
         workers: Server processes (each loads the model; their batches are separate).
         max_batch_size: Most texts the batcher puts in one ``predict_proba`` call. A request with more texts
-            than this is predicted alone, in batches of this size.
+            than this is predicted alone, in one call (its passes of `predict_batch_size`, as for any batch).
         predict_batch_size: The ``batch_size`` of that ``predict_proba`` call: a batch's texts are sorted by length
             and run in forward passes of this many, so short texts are not padded to the longest of the batch
             (the ONNX and torch tiers; the static tier does not pad). Smaller passes pad less but pay the

@@ -28,6 +28,11 @@ _OPTIONS = (  # (setting, help)
 LOG_LEVELS = {"quiet": "error", "default": "warning", "verbose": "info"}
 
 
+def server_url(host: str, port: int) -> str:
+    """The URL of a listening address: ``http://127.0.0.1:8000``, ``http://[::1]:8000`` (IPv6 is bracketed)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def add_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export` (ONNX and "
                                          "static folders are served without torch)")
@@ -60,7 +65,7 @@ def run(ns: argparse.Namespace) -> None:
     sock = listen(settings.host, settings.port)
     host, port = sock.getsockname()[:2]
     tier = exported_format(ns.model_dir) or "torch"
-    print(f"setfit-lite serve: {ns.model_dir} ({tier}, {len(model.labels)} labels) on http://{host}:{port} with "
+    print(f"setfit-lite serve: {ns.model_dir} ({tier}, {len(model.labels)} labels) on {server_url(host, port)} with "
           f"{settings.workers} worker(s); GET /ready says when it takes requests; SIGTERM or Ctrl-C stops",
           file=sys.stderr, flush=True)
     if settings.workers > 1:
