@@ -760,6 +760,7 @@ def load_model_folder(model_dir: str | os.PathLike, runtime: str = "auto") -> An
         [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel] or
         [`StaticSetFitModel`][setfit_lite.runtime.static.StaticSetFitModel]; each predicts with the same methods.
     """
+    recover_interrupted_save(model_dir)  # a re-export killed after its commit point may still show the old kind
     kind = exported_format(model_dir)
     if kind == "onnx":
         return SetFitModel.from_onnx(model_dir, runtime=runtime)

@@ -117,12 +117,13 @@ def check_text_collection(texts: Any, single: str = "pass a list of strings, e.g
         raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}: pass a list of texts")
 
 
-def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row: int = 0) -> list[str]:
+def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row: int = 0,
+                   allow_blank: bool = False) -> list[str]:
     """Check that ``texts`` is a list of non-empty strings and return it as a ``list[str]``.
 
     A bare ``str`` is refused (TypeError): wrap a single text in a list. Raises ValueError for an empty
-    collection (unless ``allow_empty``) and for empty or whitespace-only texts, TypeError for non-string texts;
-    both name the row index (counted from ``first_row``, for a chunk of a longer stream).
+    collection (unless ``allow_empty``) and for empty or whitespace-only texts (unless ``allow_blank``), TypeError
+    for non-string texts; both name the row index (counted from ``first_row``, for a chunk of a longer stream).
     """
     check_text_collection(texts)
     # Not sklearn's check_array: it checks an array's shape and dtype, not that each item is a non-blank str, and
@@ -135,7 +136,7 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row
         if not isinstance(text, str):
             hint = " (a missing value)" if is_missing(text) else _DECODE if isinstance(text, _BYTES) else ""
             raise TypeError(f"row {first_row + i}: text must be a str, got {type(text).__name__}{hint}")
-        if not text.strip():
+        if not (allow_blank or text.strip()):
             raise ValueError(f"row {first_row + i}: text is empty or whitespace-only")
         out.append(str(text))  # numpy.str_ -> str
     return out

@@ -32,6 +32,7 @@ from ..runtime.onnx import (
 from ..runtime.predictor import length_sorted_batches
 from ..serialization import (
     atomic_update_directory,
+    check_can_update,
     check_output_path,
     save_json,
     write_manifest,
@@ -141,9 +142,11 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
         The folder written.
 
     Raises:
-        ValueError: A head with no graph form, an unknown `quantize`, `"int8-static"` without texts, or a `path`
-            that is, contains or lies inside the folder `model` was loaded from (checked before anything is read or
-            written).
+        ValueError: A head with no graph form, an unknown `quantize`, `"int8-static"` without texts (or texts
+            without it), or a `path` that is, contains or lies inside the folder `model` was loaded from (checked
+            before anything is read or written).
+        FileExistsError: `path` holds a file of a name the export writes that setfit_lite did not write (checked
+            before the trace).
 
     Example:
         ```python
@@ -159,7 +162,13 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     if quantize == "int8-static" and not calibration_texts:
         raise ValueError("quantize='int8-static' needs calibration_texts (e.g. the training texts) to calibrate "
                          "the activation scales")
+    if quantize != "int8-static" and calibration_texts is not None:
+        raise ValueError(f"calibration_texts are read only by quantize='int8-static' (got quantize={quantize!r}): "
+                         "pass them with it, or leave them out")
+    if calibration_texts is not None:  # checked here, not after the trace
+        calibration_texts = validate_texts(calibration_texts)
     model._check_fitted()
+    check_can_update(path)  # a file of the user's the export would replace: refused before the trace
     require("onnx")
     if quantize is not None:
         require("onnxruntime")
@@ -240,7 +249,7 @@ def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequenc
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    token_ids = model.tokenize(validate_texts(texts))
+    token_ids = model.tokenize(list(texts))
 
     class Batches(CalibrationDataReader):
         def __init__(self) -> None:

@@ -31,6 +31,7 @@ from ..runtime.static import (
 )
 from ..serialization import (
     atomic_update_directory,
+    check_can_update,
     check_output_path,
     save_json,
     save_tensors,
@@ -113,8 +114,11 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         The folder written.
 
     Raises:
-        ValueError: An unfitted model, a value out of range, or a `path` that is, contains or lies inside the folder
-            `model` was loaded from (checked before anything is read or written).
+        ValueError: An unfitted model, a value out of range, a label the model does not know, bad `head_params`,
+            labels of one class, or a `path` that is, contains or lies inside the folder `model` was loaded from
+            (checked before the distillation).
+        FileExistsError: `path` holds a file of a name the export writes that setfit_lite did not write (checked
+            before the distillation).
     """
     check_output_path(path, getattr(model, "source_folder", None), suffix="static")
     model._check_fitted()
@@ -127,18 +131,31 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     unlabeled = validate_texts(unlabeled_texts) if len(unlabeled_texts) else []
     if labels is not None and len(labels) != len(texts):
         raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
+    given_ids = model.label_ids(labels) if labels is not None else None  # a label the model never saw: now
+    strategy = model.multi_target_strategy if model.multi_target_strategy != "classifier-chain" else None
 
+    def new_head() -> Any:
+        return build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
+                          multi_target_strategy=strategy, **(head_params or {}))
+
+    new_head()  # bad head_params: refused before the distillation
+    check_can_update(path)  # a file of the user's the export would replace: refused before the distillation
+
+    # the fine-tuned model's view of every text: embeddings (refinement targets) and predicted labels
+    all_texts = texts + unlabeled
+    embeddings = model.encode(all_texts)
+    teacher_ids = predict_ids(np.asarray(model.model_head.predict_proba(embeddings)), model.multi_label)
+    y = np.concatenate([given_ids, teacher_ids[len(texts):]]) if given_ids is not None else teacher_ids
+    if not model.multi_label and len(np.unique(y)) < 2:
+        source = "labels given" if given_ids is not None else "labels the model predicts for the texts"
+        raise ValueError(f"the static head is refitted on the texts, but the {source} hold one class "
+                         f"({model.labels[int(y[0])]!r}): give texts of at least two classes")
     table = _token_embeddings(model, batch_size)
     pca = PCA(n_components=pca_dims, svd_solver="full", random_state=0).fit(table) if (
         pca_dims is not None and pca_dims < min(table.shape)) else None
     if pca is not None:
         table = pca.transform(table)
     table = (table * zipf_weights(len(table), sif_coefficient)[:, None]).astype(np.float32)
-    # the fine-tuned model's view of every text: embeddings (refinement targets) and predicted labels
-    all_texts = texts + unlabeled
-    embeddings = model.encode(all_texts)
-    teacher_ids = predict_ids(np.asarray(model.model_head.predict_proba(embeddings)), model.multi_label)
-    y = np.concatenate([model.label_ids(labels), teacher_ids[len(texts):]]) if labels is not None else teacher_ids
     model2vec_config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": "",
                         "apply_pca": pca_dims, "sif_coefficient": sif_coefficient, "hidden_dim": int(table.shape[1]),
                         "seq_length": 1000000, "normalize": True, "pooling": "mean", "max_length": None,
@@ -155,12 +172,6 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         # which safetensors.numpy.save_file writes scrambled without a word
         save_tensors(tmp / EMBEDDINGS_NAME, {EMBEDDINGS_KEY: table})
         save_json(tmp / "config.json", model2vec_config)
-        strategy = model.multi_target_strategy if model.multi_target_strategy != "classifier-chain" else None
-
-        def new_head() -> Any:
-            return build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
-                              multi_target_strategy=strategy, **(head_params or {}))
-
         head, features = new_head(), body.encode(all_texts)
         head.fit(features, y)
         # a calibrated model's static head gets its own temperature, fitted as the trainer fits the model's

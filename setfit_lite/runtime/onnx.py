@@ -38,6 +38,7 @@ from trainers.cpu_flags import NATIVE_BF16_FLAGS, read_cpu_flags
 from ..config.params import PRECISION_ENV, check_param
 from ..serialization import (
     load_json,
+    recover_interrupted_save,
     refuse_pickles,
     verify_manifest,
 )
@@ -286,25 +287,57 @@ def validate_onnx_config(folder: Path) -> dict[str, Any]:
     return config
 
 
+def _ports(session: Any) -> tuple[list[str], dict[str, int | None], dict[str, int | None]]:
+    """A session's input names, and the second dimension (the width: columns, embedding size) of each input and
+    output by name, None where it is symbolic or the port is not 2-D (onnxruntime or OpenVINO)."""
+    if isinstance(session, OpenVinoSession):
+        def width(port: Any) -> int | None:
+            shape = port.get_partial_shape()
+            return shape[1].get_length() if shape.rank.is_static and len(shape) == 2 and shape[1].is_static else None
+
+        ins = {name: width(port) for port in session.compiled.inputs for name in port.get_names()}
+        outs = {name: width(port) for port in session.compiled.outputs for name in port.get_names()}
+        return [name for port in session.compiled.inputs for name in port.get_names()], ins, outs
+
+    def size(shape: Any) -> int | None:
+        return shape[1] if len(shape) == 2 and isinstance(shape[1], int) else None
+
+    ins, outs = session.get_inputs(), session.get_outputs()
+    return [node.name for node in ins], {n.name: size(n.shape) for n in ins}, {n.name: size(n.shape) for n in outs}
+
+
 def _check_graph(session: Any, folder: Path, config: dict[str, Any]) -> None:
     """The graph's inputs and output must be those the config names, with one output column per label."""
     config_path, graph_file = folder / ONNX_CONFIG_NAME, config["model_file"]
-    if isinstance(session, OpenVinoSession):
-        inputs = [name for port in session.compiled.inputs for name in port.get_names()]
-        outputs = {name: port.get_partial_shape() for port in session.compiled.outputs for name in port.get_names()}
-        width = outputs[OUTPUT_NAME][1] if OUTPUT_NAME in outputs else None
-        columns = width.get_length() if width is not None and width.is_static else None
-    else:
-        inputs = [node.name for node in session.get_inputs()]
-        outputs = {node.name: node.shape for node in session.get_outputs()}
-        columns = outputs[OUTPUT_NAME][1] if OUTPUT_NAME in outputs and len(outputs[OUTPUT_NAME]) == 2 else None
+    inputs, _, outputs = _ports(session)
     if sorted(inputs) != sorted(INPUT_NAMES) or OUTPUT_NAME not in outputs:
         raise ModelFormatError(folder / graph_file, "inputs/outputs", f"are {inputs} / {sorted(outputs)}, but "
                                                                       f"{config_path.name} names {config['inputs']} / "
                                                                       f"{config['output']!r}")
-    if isinstance(columns, int):  # a symbolic width (a graph exported otherwise) is not checked
-        check_count(config_path, "labels", len(config["labels"]), columns,
+    if isinstance(outputs[OUTPUT_NAME], int):  # a symbolic width (a graph exported otherwise) is not checked
+        check_count(config_path, "labels", len(config["labels"]), outputs[OUTPUT_NAME],
                     f"{graph_file}'s output {OUTPUT_NAME!r} (columns)")
+
+
+def _check_head_graph(head_session: Any, session: Any, folder: Path, config: dict[str, Any]) -> None:
+    """A chunking model's head graph: it reads the main graph's pooled embedding and gives one column per label
+    (prediction reads its output, so a head of another model would answer with other classes)."""
+    head_file, config_path = config["head_file"], folder / ONNX_CONFIG_NAME
+    _, head_inputs, head_outputs = _ports(head_session)
+    _, _, outputs = _ports(session)
+    if EMBEDDING_NAME not in head_inputs or OUTPUT_NAME not in head_outputs or EMBEDDING_NAME not in outputs:
+        raise ModelFormatError(folder / head_file, "inputs/outputs",
+                               f"are {sorted(head_inputs)} / {sorted(head_outputs)}, but a chunking model's head "
+                               f"reads {EMBEDDING_NAME!r} (an output of {config['model_file']}) and gives "
+                               f"{OUTPUT_NAME!r}")
+    if isinstance(head_outputs[OUTPUT_NAME], int):
+        check_count(config_path, "labels", len(config["labels"]), head_outputs[OUTPUT_NAME],
+                    f"{head_file}'s output {OUTPUT_NAME!r} (columns)")
+    read, given = head_inputs[EMBEDDING_NAME], outputs[EMBEDDING_NAME]
+    if isinstance(read, int) and isinstance(given, int) and read != given:
+        raise ModelFormatError(folder / head_file, "input width",
+                               f"is {read}, but {config['model_file']}'s {EMBEDDING_NAME!r} output has {given} "
+                               "columns: the head of another model")
 
 
 # ops between a head's activation and its output that keep a row summing to 1 (binary: [1 - p, p]; one-vs-rest:
@@ -471,6 +504,7 @@ class OnnxSetFitModel(Predictor):
         if runtime != "auto":  # a precision the runtime asked for cannot run, before any file is read
             resolve_inference_precision(inference_precision, runtime)
         folder = Path(path)
+        recover_interrupted_save(folder)  # a save killed after its commit point is finished first
         refuse_pickles(folder)
         verify_manifest(folder)
         config = validate_onnx_config(folder)
@@ -487,6 +521,7 @@ class OnnxSetFitModel(Predictor):
         model = cls(session, tokenizer, config, num_workers=workers)
         if chunked:
             model.head_session = _session(str(folder / config["head_file"]), runtime, threads, precision, streams)
+            _check_head_graph(model.head_session, session, folder, config)
         check_config_against_graph(model, folder)
         return model
 

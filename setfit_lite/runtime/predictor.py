@@ -496,7 +496,7 @@ class Predictor:
         """The labels ``predict`` gives for probabilities ``proba``."""
         self._check_fitted()
         assert self.labels is not None
-        if not self.setfit_return_types:
+        if use_labels and not self.setfit_return_types:
             return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
         named = any(not is_integer(label) for label in self.labels)
         if use_labels and named and not self.multi_label:
@@ -504,6 +504,8 @@ class Predictor:
         ids = predict_ids(proba, self.multi_label)
         if not (self.multi_label or named):
             ids = np.asarray(self.labels, dtype=np.int64)[ids]
+        if not self.setfit_return_types:  # the exported tiers: a list unless as_numpy, as for their labels
+            return ids if as_numpy else ids.tolist()
         return self._array_output(ids, as_numpy)
 
     def _array_output(self, array: np.ndarray, as_numpy: bool) -> Any:

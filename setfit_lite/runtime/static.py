@@ -40,6 +40,7 @@ from ..config.params import check_param
 from ..data import validate_texts
 from ..serialization import (
     load_json,
+    recover_interrupted_save,
     refuse_pickles,
     verify_manifest,
 )
@@ -191,6 +192,7 @@ class StaticSetFitModel(Predictor):
             ```
         """
         folder = Path(path)
+        recover_interrupted_save(folder)  # a save killed after its commit point is finished first
         refuse_pickles(folder)
         verify_manifest(folder)
         config, model2vec_config, arrays, embeddings, tokenizer = validate_static_folder(folder)
@@ -233,8 +235,12 @@ class StaticSetFitModel(Predictor):
 
         Returns:
             A float32 array `(len(texts), dim)`.
+
+        Raises:
+            TypeError: A bare str (one text: pass `[text]`), or an item that is not a str (the row named).
         """
         batch_size = check_param("batch_size", batch_size)
+        texts = validate_texts(texts, allow_empty=True, allow_blank=True)  # a blank text gives zeros, as documented
         return self._mean_rows(*self._flat_token_ids(texts), batch_size)
 
     def _mean_rows(self, flat: np.ndarray, lengths: np.ndarray, batch_size: int) -> np.ndarray:
@@ -340,7 +346,7 @@ class StaticSetFitModel(Predictor):
         else:
             # the tokenizer (Rust) lets go of the GIL: each thread tokenises its own slice
             def piece(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-                emb = self.encode(texts[span[0]:span[1]], gather)
+                emb = self._mean_rows(*self._flat_token_ids(texts[span[0]:span[1]]), gather)  # checked texts
                 return emb, linear_proba(self.head, emb, block=HEAD_BLOCK)
 
         parts = run_pieces(piece, list(zip(bounds[:-1], bounds[1:])), self.num_threads)

@@ -78,7 +78,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.static:
         out = _export_static(ns, model)
     else:
-        calibration = list(read_texts(ns.data, ns.text_column)) if ns.data else None
+        calibration = list(read_texts(ns.data, ns.text_column)) if ns.data and ns.quantize == "int8-static" else None
         out = model.export_onnx(ns.output_dir, quantize=ns.quantize, opset=ns.opset, calibration_texts=calibration)
     result = {"exported_to": str(out), "format": "static" if ns.static else "onnx", "quantized": ns.quantize,
               "labels": model.labels, **student}
