@@ -365,3 +365,22 @@ def test_verbose_logs_training(tmp_path: Path, tiny_body_path: str, data: tuple[
     assert main(["--quiet", "train", str(data[0]), "--model", tiny_body_path, "--output-dir",
                  str(tmp_path / "m2"), "--max-steps", "3"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_eval_data_columns_never_replace_the_chosen_text_and_label(tmp_path: Path) -> None:
+    """--label-column label_text on a file that also has a "label" column (and --text-column sentence beside a
+    "text" column): the chosen columns are scored, the leftover ones stay extra columns."""
+    import argparse
+
+    from setfit_lite.cli.training import train_eval_rows
+
+    rows = [{"sentence": "great film", "text": "junk", "label": 1, "label_text": "positive"},
+            {"sentence": "awful plot", "text": "junk", "label": 0, "label_text": "negative"}]
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    ns = argparse.Namespace(data=str(path), eval_data=str(path), text_column="sentence", label_column="label_text",
+                            shots=None, seed=0)
+    train, evaluation = train_eval_rows(ns)
+    assert [r["label"] for r in train] == ["positive", "negative"]
+    assert evaluation is not None
+    assert evaluation["text"] == ["great film", "awful plot"] and evaluation["label"] == ["positive", "negative"]

@@ -674,3 +674,51 @@ def test_dataset_columns_are_accepted_as_lists():
         ld = to_labeled_data(data)
         assert ld.texts == ["a", "b", "c"] and ld.labels == [0, 1, 0]
     assert to_labeled_data(ds["text"], labels=ds["label"]).labels == [0, 1, 0]
+
+
+def test_csv_cells_are_read_as_the_files_text(tmp_path: Path):
+    """Every CSV cell is read as its text: "True"/"False" and "01" labels stay strings ("01" and "1" are two
+    classes), a column of integers written as integers becomes ints (as JSON gives them), and one odd value keeps
+    the whole column strings whatever the file's size (pandas guessed types per chunk of a large file)."""
+    path = tmp_path / "train.csv"
+    path.write_text("text,label,ids\na,True,1\nb,False,20\nc,True,-3\n", encoding="utf-8")
+    ld = to_labeled_data(path, label_column="label")
+    assert ld.labels == ["True", "False", "True"] and ld.columns == {"ids": [1, 20, -3]}
+    path.write_text("text,label\na,01\nb,1\nc,02\n", encoding="utf-8")
+    assert to_labeled_data(path).labels == ["01", "1", "02"]
+    path.write_text("text,label\n" + "".join(f"t{i},{i % 3}\n" for i in range(300_000)) + "last,other\n",
+                    encoding="utf-8")
+    labels = to_labeled_data(path).labels
+    assert labels[:4] == ["0", "1", "2", "0"] and labels[-1] == "other"
+
+
+def test_byte_order_marks_are_not_text(tmp_path: Path):
+    for name, content in (("a.jsonl", '{"text": "good", "label": 1}\n{"text": "bad", "label": 0}\n'),
+                          ("a.json", '[{"text": "good", "label": 1}, {"text": "bad", "label": 0}]'),
+                          ("a.csv", "text,label\ngood,1\nbad,0\n")):
+        (tmp_path / name).write_text("\ufeff" + content, encoding="utf-8")
+        assert to_labeled_data(tmp_path / name).texts == ["good", "bad"], name
+    from setfit_lite.runtime.predictor import iter_text_file
+
+    (tmp_path / "a.txt").write_text("\ufeffgood film\nbad\n", encoding="utf-8")
+    assert list(iter_text_file(tmp_path / "a.txt")) == ["good film", "bad"]
+
+
+def test_a_missing_label_is_shown_as_none_not_a_string():
+    with pytest.raises(ValueError, match=r"row 1: label is missing \(None\)"):
+        to_labeled_data(TEXTS, [0, None, 1, 0])
+
+
+def test_texts_to_predict_leave_a_label_column_unread(tmp_path: Path):
+    path = tmp_path / "pool.csv"
+    path.write_text("text,label\nhello,positive\nanother one,\n", encoding="utf-8")
+    ld = to_labeled_data(path, require_labels=False, read_labels=False)
+    assert ld.texts == ["hello", "another one"] and ld.labels is None
+    assert ld.columns["label"][0] == "positive"
+
+
+def test_sample_dataset_groups_bool_labels_as_setfit_does():
+    ds = Dataset.from_dict({"text": [f"t{i}" for i in range(12)], "label": [i % 3 == 0 for i in range(12)]})
+    ours = sample_dataset(ds, num_samples=2, seed=5)
+    assert ours["text"][:] == _setfit_reference(ds, "label", 2, 5)["text"][:]
+    assert sorted(ours["label"][:]) == [False, False, True, True]

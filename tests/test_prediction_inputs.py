@@ -109,3 +109,26 @@ def test_reading_a_non_utf8_path_names_the_line(tier_models: dict, tmp_path: Pat
     path.write_bytes(b"good film\n\xff\xfe bad\n")
     with pytest.raises(ValueError, match=rf"{path.name}: line 2 .*not valid UTF-8.*byte 0"):
         list(tier_models[tier].predict_iter(path))
+
+
+def test_stdin_json_lines_without_the_text_column_name_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from setfit_lite.cli.inputs import read_texts
+
+    data = b'{"text": "a good film"}\n\n{"sentence": "great"}\n'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    with pytest.raises(ValueError, match=r"<stdin> line 3 is a JSON object without the text column 'text' "
+                                         r"\(its keys: \['sentence'\]\)"):
+        list(read_texts("-", "text"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"text": 3}\n'), encoding="utf-8"))
+    with pytest.raises(ValueError, match=r"<stdin> line 1: 'text' is a int, not a text"):
+        list(read_texts("-", "text"))
+    plain = b"\xef\xbb\xbf{not json} but a text\nsecond\n"  # with a byte-order mark
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(plain), encoding="utf-8"))
+    assert list(read_texts("-", "text")) == ["{not json} but a text", "second"]
+
+
+def test_a_partly_labelled_file_is_predicted(tmp_path: Path) -> None:
+    from setfit_lite.cli.inputs import read_texts
+
+    (tmp_path / "pool.csv").write_text("text,label\nhello,positive\nanother one,\n", encoding="utf-8")
+    assert list(read_texts(str(tmp_path / "pool.csv"), "text")) == ["hello", "another one"]

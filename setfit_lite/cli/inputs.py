@@ -43,26 +43,36 @@ def read_texts(source: str, text_column: str) -> Iterator[str]:
 
         buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded line by line: an error names the line
         lines = decoded_lines(buffer, "<stdin>") if buffer is not None else (t.rstrip("\n") for t in sys.stdin)
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if line.strip():
-                yield _maybe_json_text(line, text_column)
+                yield _maybe_json_text(line, text_column, number)
         return
     if is_table(source):
         from ..data import to_labeled_data
 
-        yield from to_labeled_data(Path(source), text_column=text_column, require_labels=False).texts
+        # a label column (a partly labelled file) is not read: these texts are predicted
+        yield from to_labeled_data(Path(source), text_column=text_column, require_labels=False,
+                                   read_labels=False).texts
         return
     from ..runtime.predictor import iter_text_file
 
     yield from iter_text_file(Path(source))
 
 
-def _maybe_json_text(line: str, text_column: str) -> str:
+def _maybe_json_text(line: str, text_column: str, number: int) -> str:
+    """A stdin line's text: a JSON object's ``text_column`` (ValueError naming the line when it has none, or a
+    value that is not a text), any other line as it is."""
     if line.startswith("{"):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
             return line
-        if isinstance(obj, dict) and text_column in obj:
+        if isinstance(obj, dict):
+            if text_column not in obj:
+                raise ValueError(f"<stdin> line {number} is a JSON object without the text column {text_column!r} "
+                                 f"(its keys: {sorted(obj)[:10]}); set --text-column")
+            if not isinstance(obj[text_column], str):
+                raise ValueError(f"<stdin> line {number}: {text_column!r} is a {type(obj[text_column]).__name__}, "
+                                 "not a text")
             return obj[text_column]
     return line

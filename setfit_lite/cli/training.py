@@ -72,5 +72,5 @@ def train_eval_rows(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
     eval_rows = None
     if ns.eval_data:
         ev = to_labeled_data(ns.eval_data, text_column=ns.text_column, label_column=ns.label_column)
-        eval_rows = {"text": ev.texts, "label": ev.labels, **ev.columns}
+        eval_rows = {**ev.columns, "text": ev.texts, "label": ev.labels}  # a leftover "text"/"label" column loses
     return rows, eval_rows

@@ -17,7 +17,7 @@ def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
     """Normalize one label value to a Python int or str; return it and its kind ("int" or "str")."""
     where = f"row {row}: label" + (" list item" if in_list else "")
     if is_missing(value):
-        raise ValueError(f"{where} is missing ({'None' if value is None else value!r})")
+        raise ValueError(f"{where} is missing ({'None' if value is None else repr(value)})")
     if isinstance(value, (bool, np.bool_)):
         if in_list:  # multi-hot vectors of booleans are fine
             return int(value), "int"

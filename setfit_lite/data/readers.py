@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,15 +52,17 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
     if suffix == ".csv":
         import pandas as pd
 
-        # keep text-like cells such as "NA" or "123" as strings in the text column; only blank cells are missing
+        # every cell as the file's text ("NA", "01", "True" stay strings; pandas' guess differed per chunk of a
+        # large file); only blank cells are missing
         try:
-            df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype={text_source: str})
+            df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype=str)
         except ValueError as err:  # UnicodeDecodeError, pandas' ParserError and EmptyDataError
             where = _non_utf8_line(p) if isinstance(err, UnicodeDecodeError) else ""
             raise ValueError(f"{str(p)!r} is not a readable UTF-8 CSV file{where}: {err}") from None
-        return df.to_dict(orient="list")
+        table = df.to_dict(orient="list")
+        return {name: _integers(values) if name != text_source else values for name, values in table.items()}
     try:
-        content = p.read_text(encoding="utf-8")
+        content = p.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first row
     except UnicodeDecodeError as err:
         raise ValueError(f"{str(p)!r} is not UTF-8 text{_non_utf8_line(p)}: {err}") from None
     if suffix == ".json":
@@ -76,6 +79,18 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
             except json.JSONDecodeError as err:
                 raise ValueError(f"{str(p)!r} line {n} is not valid JSON: {err}") from None
     return rows
+
+
+_CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def _integers(values: list) -> list:
+    """A CSV column whose every non-blank cell is an integer as ``str(int)`` writes it, as ints (JSON files give
+    such labels as ints); any other column as the strings it holds ("01" and "1" stay two values)."""
+    cells = [v for v in values if isinstance(v, str)]
+    if not cells or not all(_CANONICAL_INT.fullmatch(v) for v in cells):
+        return values
+    return [int(v) if isinstance(v, str) else v for v in values]
 
 
 def _non_utf8_line(path: Path) -> str:
@@ -169,6 +184,7 @@ def to_labeled_data(
     label_column: str = "label",
     column_mapping: Mapping[str, str] | None = None,
     require_labels: bool = True,
+    read_labels: bool = True,
 ) -> LabeledData:
     """Validate user data and return it as `LabeledData`.
 
@@ -177,7 +193,7 @@ def to_labeled_data(
     path to a .csv/.json/.jsonl file. ``column_mapping`` (setfit's) renames source columns, e.g.
     ``{"sentence": "text", "sentiment": "label"}``. Columns other than text and label are kept in ``columns``.
     Raises ValueError/TypeError naming the problem (row index, column, type; for a file, the file) for invalid
-    data.
+    data. With ``read_labels=False`` (texts to predict) a label column is kept unread among ``columns``.
     """
     if isinstance(data, (str, os.PathLike)):
         text_source = text_column
@@ -185,14 +201,16 @@ def to_labeled_data(
             text_source = next((src for src, dst in column_mapping.items() if dst == text_column), text_column)
         content = _read_file(data, text_source)
         try:
-            return _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels)
+            return _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels,
+                                 read_labels)
         except (ValueError, TypeError) as err:  # name the file: the row numbers are its data rows
             raise (TypeError if isinstance(err, TypeError) else ValueError)(f"{str(data)!r}: {err}") from None
-    return _labeled_from(data, labels, text_column, label_column, column_mapping, require_labels)
+    return _labeled_from(data, labels, text_column, label_column, column_mapping, require_labels, read_labels)
 
 
 def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_column: str,
-                  column_mapping: Mapping[str, str] | None, require_labels: bool) -> LabeledData:
+                  column_mapping: Mapping[str, str] | None, require_labels: bool,
+                  read_labels: bool = True) -> LabeledData:
     """`to_labeled_data` on data already in memory (not a path)."""
     table = as_table(data)
     if table is None:
@@ -216,7 +234,7 @@ def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_co
         if text_column not in table:
             raise ValueError(f"no text column {text_column!r}; available columns: {list(table)}{hint}")
         texts = table.pop(text_column)
-        raw_labels = table.pop(label_column, None)
+        raw_labels = table.pop(label_column, None) if read_labels else None
         if raw_labels is None and require_labels:
             raise ValueError(f"no label column {label_column!r}; available columns: {list(table)}{hint}")
         columns = table

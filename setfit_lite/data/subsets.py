@@ -23,8 +23,11 @@ def _sample_indices(labels: list, num_samples: int | Mapping[Any, int], seed: in
     (``RandomState(seed).choice`` without replacement), concatenates, and shuffles again with the same seed.
     A mapping ``num_samples`` gives each label its own count.
     """
-    values, kind = normalize_labels(labels)
-    keys = [tuple(v) for v in values] if kind == "multi" else values
+    if labels and all(isinstance(v, (bool, np.bool_)) for v in labels):  # setfit groups bools too
+        keys: list = [bool(v) for v in labels]
+    else:
+        values, kind = normalize_labels(labels)
+        keys = [tuple(v) for v in values] if kind == "multi" else values
     order = np.random.default_rng(seed).permutation(len(keys))
     groups: dict[Any, list[int]] = {}
     for index in order.tolist():

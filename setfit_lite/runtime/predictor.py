@@ -201,6 +201,8 @@ def decoded_lines(handle: Iterable[bytes], name: str) -> Iterator[str]:
         except UnicodeDecodeError as err:
             raise ValueError(f"{name}: line {number} is not valid UTF-8 (byte {err.start} of the line is "
                              f"{raw[err.start:err.start + 1]!r}): convert it to UTF-8") from None
+        if number == 1 and line.startswith("\ufeff"):  # a byte-order mark is not part of the first text
+            line = line[1:]
         yield line.rstrip("\n").rstrip("\r")
 
 
