@@ -649,7 +649,7 @@ class Trainer:
 
     # ---- hyperparameter search ----------------------------------------------------------------
     def hyperparameter_search(self, hp_space: Any = None, compute_objective: Callable | None = None,
-                              n_trials: int = 10, direction: str = "maximize", backend: str = "optuna",
+                              n_trials: int = 10, direction: str = "maximize", backend: str | None = "optuna",
                               hp_name: Callable | None = None, **kwargs: Any) -> Any:
         """Search hyperparameters with Optuna: each trial trains a fresh model from `model_init` and scores it on
         `eval_dataset`.
@@ -667,7 +667,9 @@ class Trainer:
                 [`default_compute_objective`][setfit_lite.search.default_compute_objective].
             n_trials: The trials this call runs at most; None for no cap (with `max_trials` or `timeout`).
             direction: `"maximize"` or `"minimize"`.
-            backend: `"optuna"`; `"sigopt"` runs a SigOpt experiment's space on Optuna.
+            backend: `"optuna"` (None too, setfit's default), which also runs SigOpt-style spaces; `"sigopt"`
+                runs SigOpt's offline driver (`sigopt[lite]`, installed separately: an ImportError naming it
+                otherwise).
             hp_name: setfit's trial-naming function (accepted; Optuna names trials by number).
             **kwargs: Optuna's `sampler`, `pruner`, `storage` (a URL, a `.db` or `.log`/`.jsonl` path, or a storage
                 object), `study_name`, `load_if_exists`, `timeout`, `n_jobs` (1 only: trials share the trainer),

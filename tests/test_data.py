@@ -188,9 +188,9 @@ def test_bad_jsonl_line_is_named(tmp_path: Path):
 def test_path_errors(tmp_path: Path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         to_labeled_data(tmp_path / "missing.csv")
-    other = tmp_path / "data.parquet"
+    other = tmp_path / "data.tsv"
     other.write_text("x")
-    with pytest.raises(ValueError, match="unsupported file type '.parquet'"):
+    with pytest.raises(ValueError, match="unsupported file type '.tsv'.*use .csv, .json, .jsonl or .parquet"):
         to_labeled_data(other)
     with pytest.raises(ValueError, match="pass a list of strings"):
         to_labeled_data("just one sentence")

@@ -14,6 +14,7 @@ from typing import Any
 
 import optuna
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -506,6 +507,13 @@ def test_string_categorical_values_take_their_receivers_type(tiny_body_path: str
      r"hyperparameter 'C' \(head parameter 'C'\), categorical value 'abc': 'abc' is not a number"),
     ({"name": "fit_intercept", "type": "categorical", "categorical_values": ["yes"]}, ValueError,
      r"hyperparameter 'fit_intercept' .*'yes' is not true/false"),
+    # the head's own rules (scikit-learn's parameter constraints), before a body trains for the head to refuse
+    ({"name": "C", "type": "int", "grid": [-1]}, ValueError,
+     r"hyperparameter 'C' \(head parameter 'C'\), categorical value -1: .*'C' parameter of LogisticRegression"),
+    ({"name": "solver", "type": "categorical", "categorical_values": ["lbfgs", "bogus"]}, ValueError,
+     r"hyperparameter 'solver' .*categorical value 'bogus': .*'solver' parameter"),
+    ({"name": "max_iter", "type": "double", "bounds": {"min": 10, "max": 100}}, ValueError,
+     r"hyperparameter 'max_iter' .*bound 10\.0: .*'max_iter' parameter of LogisticRegression must be an int"),
 ])
 def test_bad_space_value_is_refused_before_the_first_trial(tiny_body_path: str, toy_data: Any, toy_eval: Any,
                                                            parameter: dict, error: type, match: str) -> None:
@@ -689,3 +697,44 @@ def test_search_is_quiet_unless_verbose(tiny_body_path: str, toy_data: Any, toy_
     finally:
         library.setLevel(level)
         optuna_logger.removeHandler(record)
+
+
+def test_best_run_keeps_the_parameters_hp_space_gave(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    """The best run's hyperparameters are those the trial trained with, not their JSON copy (int dict keys became
+    str, numpy values were not kept and Optuna's own names came back); and it indexes like setfit's BestRun."""
+    import numpy as np
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    seeds = np.array([3, 5])
+
+    def space(trial: Any) -> dict:
+        return {"seed": seeds[trial.suggest_int("i", 0, 1)], "class_weight": {0: 1.0, 1: 2.0}}
+
+    best = trainer.hyperparameter_search(hp_space=space, n_trials=2, backend=None,  # None: setfit's default
+                                         sampler=optuna.samplers.RandomSampler(seed=0))
+    assert set(best.hyperparameters) == {"seed", "class_weight"}
+    assert best.hyperparameters["class_weight"] == {0: 1.0, 1: 2.0}
+    assert best.hyperparameters["seed"] in (3, 5)
+    assert best[1] == best.objective and best[:2] == (best.run_id, best.objective) and len(best) == 4
+    assert best._asdict()["hyperparameters"] is best.hyperparameters
+    trainer.train(trial=best.hyperparameters)  # the parameters train as they are
+    assert trainer.model.model_head.estimator.class_weight == {0: 1.0, 1: 2.0}
+
+
+def test_evaluation_during_training_changes_nothing_the_training_draws(tiny_body_path: str, toy_data: Any,
+                                                                      toy_eval: Any) -> None:
+    """A trial evaluates every epoch for its pruner where the user's run does not evaluate: the evaluation's
+    throwaway head must draw no random number, or the trial trains another model than the final training
+    (a differentiable head's dropout and initialisation drew from the generators)."""
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    bodies = []
+    for strategy in ("no", "epoch"):
+        model = SetFitModel.from_pretrained(tiny_body_path, use_differentiable_head=True, head_params={"dropout": 0.3})
+        args = TrainingArguments(num_epochs=(2, 2), body_learning_rate=1e-2, show_progress_bar=False, backend="cpu",
+                                 eval_strategy=strategy)
+        trainer = Trainer(model=model, args=args, train_dataset=toy_data, eval_dataset=toy_eval)
+        trainer.train()
+        bodies.append({k: v.clone() for k, v in model.model_body.state_dict().items()})
+    for name, value in bodies[0].items():
+        assert torch.equal(value, bodies[1][name]), name

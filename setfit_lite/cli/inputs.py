@@ -11,7 +11,7 @@ from typing import Any
 
 __all__ = ["check_output", "load_model", "read_texts"]
 
-TABLE_SUFFIXES = (".csv", ".json", ".jsonl")  # read as columns; any other file: one text per line
+TABLE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")  # read as columns; any other file: one text per line
 
 
 def check_output(output: str, *inputs: str | None, suffix: str) -> None:
@@ -36,7 +36,7 @@ def is_table(source: str) -> bool:
 
 
 def read_texts(source: str, text_column: str) -> Iterator[str]:
-    """The texts of ``source``: ``-`` (stdin: a text or a JSON object per line), a CSV/JSON/JSONL file (its
+    """The texts of ``source``: ``-`` (stdin: a text or a JSON object per line), a CSV/JSON/JSONL/Parquet file (its
     ``text_column``) or a text file (one text per line)."""
     if source == "-":
         from ..runtime.predictor import decoded_lines

@@ -22,7 +22,7 @@ from .labels import normalize_labels
 
 __all__ = ["LabeledData", "as_table", "column_renames", "to_labeled_data"]
 
-_FILE_SUFFIXES = (".csv", ".json", ".jsonl")
+_FILE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
 
 
 @dataclass
@@ -46,9 +46,17 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
                 f"got a str that is not a path to a {'/'.join(_FILE_SUFFIXES)} file: {path[:60]!r}; "
                 "to pass texts, pass a list of strings"
             )
-        raise ValueError(f"unsupported file type {suffix or '(none)'!r} for {str(p)!r}; use .csv, .json or .jsonl")
+        raise ValueError(f"unsupported file type {suffix or '(none)'!r} for {str(p)!r}; use .csv, .json, .jsonl "
+                         "or .parquet")
     if not p.is_file():
         raise FileNotFoundError(f"no such file: {str(p)!r}")
+    if suffix == ".parquet":  # typed columns: read as they are
+        import pandas as pd
+
+        try:
+            return pd.read_parquet(p).to_dict(orient="list")
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(f"{str(p)!r} is not a readable Parquet file: {err}") from None
     if suffix == ".csv":
         import pandas as pd
 
@@ -172,7 +180,7 @@ def _sequences(data: Any, labels: Any) -> tuple[Any, Any]:
         return data, labels
     raise TypeError(
         f"unsupported data type {type(data).__name__}; pass a datasets.Dataset, a pandas.DataFrame, a list of dicts, "
-        "a dict of lists, a (texts, labels) tuple, a list of texts, or a path to a .csv/.json/.jsonl file"
+        "a dict of lists, a (texts, labels) tuple, a list of texts, or a path to a .csv/.json/.jsonl/.parquet file"
     )
 
 
@@ -190,7 +198,7 @@ def to_labeled_data(
 
     ``data`` is a ``datasets.Dataset`` (or a single-split ``DatasetDict``), a ``pandas.DataFrame``, a list of
     dicts, a dict of lists, a ``(texts, labels)`` tuple, a list of texts (with ``labels=`` or unlabelled), or a
-    path to a .csv/.json/.jsonl file. ``column_mapping`` (setfit's) renames source columns, e.g.
+    path to a .csv/.json/.jsonl/.parquet file. ``column_mapping`` (setfit's) renames source columns, e.g.
     ``{"sentence": "text", "sentiment": "label"}``. Columns other than text and label are kept in ``columns``.
     Raises ValueError/TypeError naming the problem (row index, column, type; for a file, the file) for invalid
     data. With ``read_labels=False`` (texts to predict) a label column is kept unread among ``columns``.

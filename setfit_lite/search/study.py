@@ -70,6 +70,18 @@ class BestRun:
     def __iter__(self) -> Iterator[Any]:
         return iter((self.run_id, self.objective, self.hyperparameters, self.backend))
 
+    def __getitem__(self, index: int | slice) -> Any:
+        """`best[1]` is the objective, as for setfit's named tuple."""
+        return (self.run_id, self.objective, self.hyperparameters, self.backend)[index]
+
+    def __len__(self) -> int:
+        return 4
+
+    def _asdict(self) -> dict[str, Any]:
+        """The named tuple's fields by name (`run_id`, `objective`, `hyperparameters`, `backend`)."""
+        return {"run_id": self.run_id, "objective": self.objective, "hyperparameters": self.hyperparameters,
+                "backend": self.backend}
+
 
 # ------------------------------------------------------------------------------------------------ objective
 
@@ -121,7 +133,8 @@ class _TrialRunner:
         apply_hyperparameters(trainer, params, final_model=True)
         args = trainer.args
         if self.evaluate_every_epoch and args.eval_strategy == "no":
-            args = trainer.args = args.update({"eval_strategy": "epoch"})
+            # evaluations for the pruner only: a patience the user's run never acts on (it has none) stays idle
+            args = trainer.args = args.update({"eval_strategy": "epoch", "early_stopping_patience": None})
         reporter = None
         if trial is not None:
             from .pruning import OptunaPruningCallback
@@ -261,7 +274,7 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         TypeError: An unknown keyword argument.
         NoCompletedTrialError: No trial completed.
     """
-    backend = getattr(backend, "value", backend)
+    backend = "optuna" if backend is None else getattr(backend, "value", backend)  # None: setfit's default
     if backend not in ("optuna", "sigopt"):
         raise ValueError(f"backend must be 'optuna' or 'sigopt', got {backend!r}")
     if backend == "sigopt":
@@ -322,12 +335,16 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
                          sampler=kwargs.pop("sampler", None), pruner=kwargs.pop("pruner", None))
     evaluate_every_epoch = not isinstance(study.pruner, optuna.pruners.NopPruner)
     runner = _TrialRunner(trainer, compute_objective, evaluate_every_epoch)
+    # each trial's parameters as hp_space gave them: the stored copy is JSON (dict keys become str, numpy
+    # values are not kept), for trials of earlier runs of a resumed study only
+    given: dict[int, dict[str, Any]] = {}
 
     def objective(trial: optuna.Trial) -> float:
         params = sample(trial)
         if not isinstance(params, Mapping):
             raise TypeError(f"hp_space must return a dict of parameters, got {type(params).__name__}")
         params = convert(params, conversions)
+        given[trial.number] = dict(params)
         _set_json_attr(trial, "hyperparameters", params)
         if hp_name is not None:
             trial.set_user_attr("name", str(hp_name(trial)))
@@ -344,7 +361,7 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
         raise NoCompletedTrialError(f"no trial of study {study.study_name!r} completed (all pruned or failed): "
                                     f"see the trials' errors above, or give more trials or a longer timeout")
     best = study.best_trial
-    params = best.user_attrs.get("hyperparameters", best.params)
+    params = given.get(best.number, best.user_attrs.get("hyperparameters", best.params))
     return BestRun(str(best.number), float(best.value), dict(params), backend=study, study=study)
 
 

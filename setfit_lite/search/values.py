@@ -57,17 +57,28 @@ def _constraint_kinds(constraints: Sequence[Any]) -> tuple[type, ...] | None:
     return tuple(dict.fromkeys(kinds)) or None
 
 
-def _head_param_kinds(model: Any, name: str) -> tuple[type, ...] | None:
-    """The scalar types the head parameter ``name`` takes (None: unknown), for string categorical values."""
-    from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES, TorchHead
+def _sklearn_head(model: Any) -> Any:
+    """The scikit-learn estimator the model's head is built from (a default `LogisticRegression` for the name),
+    None for a torch head."""
+    from ..heads import SKLEARN_HEAD_NAMES, TORCH_HEAD_NAMES
 
     spec = head_spec(model)
     if isinstance(spec, str) and spec in TORCH_HEAD_NAMES:
-        return _hint_kinds(typing.get_type_hints(TorchHead.__init__).get(name))
+        return None
     if isinstance(spec, str) and spec in SKLEARN_HEAD_NAMES:
         from sklearn.linear_model import LogisticRegression
 
-        spec = LogisticRegression()
+        return LogisticRegression()
+    return spec
+
+
+def _head_param_kinds(model: Any, name: str) -> tuple[type, ...] | None:
+    """The scalar types the head parameter ``name`` takes (None: unknown), for string categorical values."""
+    from ..heads import TorchHead
+
+    spec = _sklearn_head(model)
+    if spec is None:
+        return _hint_kinds(typing.get_type_hints(TorchHead.__init__).get(name))
     *path, key = name.split("__")
     try:
         owner = spec
@@ -80,6 +91,21 @@ def _head_param_kinds(model: Any, name: str) -> tuple[type, ...] | None:
     if constraints is not None:
         return _constraint_kinds(constraints)
     return (type(default),) if type(default) in _SCALARS else None
+
+
+def check_head_value(model: Any, name: str, value: Any) -> None:
+    """ValueError/TypeError when a scikit-learn head would refuse ``value`` for its parameter ``name`` (its own
+    parameter rules, as its ``fit`` checks them), before any trial trains a body only for the head to refuse."""
+    spec = _sklearn_head(model)
+    if spec is None or not hasattr(spec, "_validate_params"):
+        return
+    from sklearn.base import clone
+
+    try:
+        estimator = clone(spec).set_params(**{name: value})
+    except ValueError:  # a name the estimator does not have: routing reports it
+        return
+    estimator._validate_params()
 
 
 def _model_init_kinds(model_init: Callable[..., Any], name: str) -> tuple[type, ...] | None:
@@ -118,7 +144,8 @@ def _from_text(text: str, kinds: tuple[type, ...]) -> Any:
 def check_space(trainer: Any, distributions: Mapping[str, BaseDistribution]) -> dict[str, dict[str, Any]]:
     """Before the first trial: route every parameter (TypeError for a name nothing accepts), convert string
     categorical values to their receiver's type and check every categorical value and bound a TrainingArguments
-    field would get (ValueError/TypeError naming the parameter). Returns ``{name: {string value: converted}}``."""
+    field or a scikit-learn head would get (ValueError/TypeError naming the parameter). Returns
+    ``{name: {string value: converted}}``."""
     hints = typing.get_type_hints(TrainingArguments)
     conversions: dict[str, dict[str, Any]] = {}
     for name, (receiver, key) in route(trainer, distributions).items():
@@ -142,6 +169,8 @@ def check_space(trainer: Any, distributions: Mapping[str, BaseDistribution]) -> 
                     converted = conversions.setdefault(name, {})[value] = _from_text(value, kinds)
                 if receiver == "args":
                     check_argument(key, converted)
+                elif receiver == "head":
+                    check_head_value(trainer.model, key, converted)
             except (TypeError, ValueError) as error:
                 target = {"args": "TrainingArguments field", "head": "head parameter",
                           "model_init": "model_init parameter"}[receiver]

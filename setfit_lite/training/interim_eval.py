@@ -15,6 +15,7 @@ from ..metrics import MetricInputs, add_reported_metrics, compute_metric
 from ..runtime.predictor import predict_ids
 from ..training_args import TrainingArguments
 from .callbacks import EarlyStopping
+from .checkpoints import rng_state, set_rng_state
 from .head_fit import fit_head
 from .progress import Progress
 from .session import Session
@@ -37,6 +38,16 @@ class InterimEvaluator:
         self._eval: tuple[list[list[int]], np.ndarray] | None = None
 
     def __call__(self, session: Session) -> dict[str, float]:
+        # the evaluation draws no random number the training would have drawn: a run with evaluation on trains the
+        # model a run without it trains (the throwaway head's fit and dropout used the generators)
+        state = rng_state(session.backend.rng_state())
+        try:
+            return self._metrics(session)
+        finally:
+            set_rng_state(state)
+            session.backend.set_rng_state(state)
+
+    def _metrics(self, session: Session) -> dict[str, float]:
         model, args = session.model, session.args
         if self._eval is None:
             self._eval = (model.tokenize(self.data.texts), encode_labels(self.data.labels, model.labels)[0])

@@ -17,7 +17,8 @@ HELP = "predict labels for a file or stdin, one JSON line per text"
 
 def add_arguments(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("model_dir", help="a saved model, or a folder written by `setfit-lite export`")
-    predict.add_argument("data", nargs="?", default="-", help="CSV/JSON/JSONL file, a text file, or - for stdin")
+    predict.add_argument("data", nargs="?", default="-",
+                         help="CSV/JSON/JSONL/Parquet file, a text file, or - for stdin")
     add_data_args(predict, labelled=False)
     predict.add_argument("--batch-size", type=argument_type("batch_size"), default=64,
                          help="texts per encoding batch (default: %(default)s)")
