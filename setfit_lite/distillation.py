@@ -68,6 +68,8 @@ def shrink_body(model: SetFitModel, num_layers: int, keep: str | Sequence[int] =
     name = next(key for key, child in parent.named_children() if child is stacks[0])
     setattr(parent, name, kept)
     config.num_hidden_layers = num_layers  # what a reload of the saved body builds
+    if getattr(config, "layer_types", None) is not None:  # per-layer attention kinds (ModernBERT and later)
+        config.layer_types = [config.layer_types[i] for i in indices]
     student = SetFitModel(body, model_head=model.head_spec, **model.settings())  # every setting save/load keeps
     student.training_info["layers_kept"] = {"of": total, "indices": indices}
     return student
@@ -159,6 +161,11 @@ class DistillationTrainer(Trainer):
         """
         if self._unlabelled is None:
             raise ValueError("DistillationTrainer.train needs a train_dataset of texts")
+        self.apply_trial(args, trial)  # first: a trial with model_init replaces the student, which gets the labels
+        if (calibration := (args or self.args).calibration) != "none":
+            raise ValueError(f"DistillationTrainer does not calibrate (calibration={calibration!r}): its folds "
+                             "would train students without the teacher; calibrate the teacher, or the distilled "
+                             "student with a Trainer on labelled texts")
         teacher = self.teacher_model
         if self.target == "embeddings":
             sizes = [teacher.embedding_dim, self.model.embedding_dim]
@@ -175,7 +182,7 @@ class DistillationTrainer(Trainer):
             self.model.labels = list(teacher.labels)
         self._train_data = LabeledData(texts, predicted, self._unlabelled.columns)
         try:
-            super().train(args, trial, **kwargs)
+            super().train(args, None, **kwargs)
         finally:
             self._train_data = None
         self.model.training_info["distilled_from"] = teacher.source or "a SetFitModel in memory"

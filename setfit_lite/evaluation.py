@@ -38,7 +38,8 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
     y_pred = predict_ids(proba, model.multi_label)
     num_classes = len(model.labels)
     result: dict[str, Any] = add_reported_metrics(
-        compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs), metric, y_pred, y_true)
+        compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs), metric, y_pred, y_true,
+        num_classes=num_classes)
     if not model.multi_label:
         result["calibration"] = calibration_metrics(proba, y_true)
     if group_by is not None:

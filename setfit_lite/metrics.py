@@ -43,14 +43,16 @@ def is_skewed(y: np.ndarray, ratio: float = SKEW_RATIO) -> bool:
 
 
 def add_reported_metrics(result: dict[str, Any], metric: str | Callable[..., Any], y_pred: np.ndarray,
-                         y_true: np.ndarray, wanted: Iterable[str] = ()) -> dict[str, Any]:
+                         y_true: np.ndarray, wanted: Iterable[str] = (), num_classes: int | None = None
+                         ) -> dict[str, Any]:
     """``result`` (``metric``'s) with the metrics reported beside it: ``wanted`` names computed here (the
-    ``metric_for_best_model``), and macro-F1 beside accuracy when the true labels are skewed (accuracy alone then
-    hides how the small classes fare)."""
+    ``metric_for_best_model``, with `compute_metric`'s averaging for f1, precision and recall), and macro-F1 beside
+    accuracy when the true labels are skewed (accuracy alone then hides how the small classes fare)."""
     names = [name for name in wanted if name in _METRICS]
     if metric == "accuracy" and is_skewed(y_true):
         names.append("f1_macro")
-    return result | {name: float(_METRICS[name](y_true, y_pred)) for name in names if name not in result}
+    return result | {name: compute_metric(name, y_pred, y_true, num_classes=num_classes)[name] for name in names
+                     if name not in result}
 
 
 MetricInputs = Callable[[np.ndarray, np.ndarray], tuple[Any, Any]]
@@ -75,8 +77,8 @@ def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true:
         inputs = metric_inputs(y_pred, y_true) if metric_inputs is not None else (y_pred, y_true)
         result = metric(*inputs, **kwargs)
         if isinstance(result, dict):
-            return {str(k): float(v) for k, v in result.items()}
-        return {"metric": float(result)}  # setfit's key for a callable's single value
+            return {str(k): _value(v) for k, v in result.items()}
+        return {"metric": _value(result)}  # setfit's key for a callable's single value
     y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
     if metric not in _METRICS:
         return _evaluate_metric(metric, y_pred, y_true, kwargs)
@@ -86,7 +88,17 @@ def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true:
         kwargs["average"] = "micro" if y_true.ndim > 1 else ("binary" if binary else "macro")
     if metric in ("f1", "precision", "recall"):
         kwargs.setdefault("zero_division", 0)
-    return {metric: float(_METRICS[metric](y_true, y_pred, **kwargs))}
+    return {metric: _value(_METRICS[metric](y_true, y_pred, **kwargs))}
+
+
+def _value(value: Any) -> Any:
+    """A metric's value as JSON takes it: a number as a float, an array (``average=None``: one per class) as a
+    list, anything else (a report string) as it is."""
+    if isinstance(value, numbers.Real) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
 
 
 def _evaluate_metric(name: str, y_pred: np.ndarray, y_true: np.ndarray, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -135,6 +135,7 @@ class SetFitModel(Predictor):
                  inference_precision: str = "auto") -> None:
         self.model_body = model_body
         self.inference_precision = inference_precision
+        _check_head_has_probabilities(model_head)
         self.head_spec = model_head if not _is_fitted_head(model_head) else None
         self.model_head = model_head if _is_fitted_head(model_head) else None
         self.labels = check_label_names(labels) if labels is not None else None
@@ -167,8 +168,9 @@ class SetFitModel(Predictor):
         `normalize_embeddings`) default to the saved values; a different value is refused when the model has a
         fitted head (it could not apply to it) and replaces the saved value otherwise. A setfit folder
         (`model_head.pkl`, `config_setfit.json`) loads completely, its head converted to a pickle-free one, so
-        `save_pretrained` then writes setfit_lite's format. Nothing is downloaded: a hub name must be in the local
-        cache or one of the models known offline ([models without the Hub](../offline-models.md)).
+        `save_pretrained` then writes setfit_lite's format. A hub name resolves to one of the models known offline,
+        the local Hugging Face cache, or (unless huggingface_hub is offline, `HF_HUB_OFFLINE=1`) a download from
+        the Hub without pickled weights ([models without the Hub](../offline-models.md)).
 
         Args:
             pretrained_model_name_or_path: A Sentence Transformers hub name or a local folder: a body, a saved
@@ -235,6 +237,7 @@ class SetFitModel(Predictor):
         given = {"multi_target_strategy": multi_target_strategy, "use_differentiable_head": use_differentiable_head,
                  "head_params": head_params, "normalize_embeddings": normalize_embeddings}
         config_path = folder / CONFIG_NAME
+        from_setfit = False
         if config_path.exists():
             saved = _read_config(folder)
             head = load_head(folder / HEAD_DIR) if (folder / HEAD_DIR).exists() else None
@@ -244,7 +247,7 @@ class SetFitModel(Predictor):
             _check_head_against_config(folder, saved, head)
             saved["labels"] = saved_labels if saved_labels is not None else labels
             where = folder
-        elif is_setfit_folder(folder):
+        elif from_setfit := is_setfit_folder(folder):
             saved = load_setfit_folder(folder, labels, allow_pickle=allow_pickle)
             head, where = saved.pop("head"), folder
             saved["source"] = str(pretrained_model_name_or_path)
@@ -259,6 +262,8 @@ class SetFitModel(Predictor):
                                        local_files_only=True)
         if max_length is not None:
             body.max_seq_length = capped_max_length(body, int(max_length))
+        if prompt is None and from_setfit:
+            prompt = setfit_prompt(body)  # the prompt setfit encoded with (none unless the body names a default)
         model = cls(body, model_head=head, labels=saved["labels"], **settings,
                     prompt=prompt if prompt is not None else saved.get("prompt"),
                     source=saved.get("source"), **chunking.to_config(),
@@ -369,13 +374,16 @@ class SetFitModel(Predictor):
                 param.requires_grad = trainable
 
     def new_head(self, num_classes: int, multi_label: bool) -> Any:
-        """An unfitted head for ``num_classes`` classes, as configured at construction."""
+        """An unfitted head for ``num_classes`` classes, as configured at construction (``class_weight_given``:
+        whether ``head_params`` named its class weight, even None, which training then keeps)."""
         from .heads import build_head
 
-        return build_head(self.head_spec, num_classes=num_classes, multi_label=multi_label,
+        head = build_head(self.head_spec, num_classes=num_classes, multi_label=multi_label,
                           multi_target_strategy=self.multi_target_strategy,
                           in_features=self.embedding_dim, use_differentiable_head=self.use_differentiable_head,
                           **self.head_params)
+        head.class_weight_given = "class_weight" in self.head_params
+        return head
 
     def with_body(self, model_body: SentenceTransformer) -> SetFitModel:
         """An untrained model with this one's settings (head, labels, prompt, long-text reading) and ``model_body``."""
@@ -716,6 +724,14 @@ class SetFitModel(Predictor):
         return self.model_body.device
 
 
+def setfit_prompt(body: SentenceTransformer) -> str:
+    """The prompt setfit's (sentence-transformers') ``encode`` applies: the body's default prompt, if it names one;
+    a model trained by setfit was trained and is scored with it (`default_prompt` would add E5's ``query``)."""
+    prompts = getattr(body, "prompts", None) or {}
+    name = getattr(body, "default_prompt_name", None)
+    return prompts.get(name, "") if name else ""
+
+
 def default_prompt(body: SentenceTransformer) -> str:
     """The prompt the body's config asks for: its default prompt, else its ``query`` prompt (E5), else none."""
     prompts = getattr(body, "prompts", None) or {}
@@ -737,6 +753,21 @@ def capped_max_length(body: SentenceTransformer, max_length: int) -> int:
 
 def _is_fitted_head(head: Any) -> bool:
     return head is not None and hasattr(head, "save") and getattr(head, "fitted", False)
+
+
+def _check_head_has_probabilities(head: Any) -> None:
+    """ValueError for a scikit-learn estimator without ``predict_proba`` (LinearSVC, SVC without probabilities,
+    RidgeClassifier), before any training: every prediction goes through class probabilities."""
+    from sklearn.base import BaseEstimator
+
+    estimator = getattr(head, "estimator", head)
+    if not isinstance(estimator, BaseEstimator):  # None, a name, a torch head
+        return
+    if not hasattr(estimator, "predict_proba"):
+        name = type(estimator).__name__
+        raise ValueError(f"model_head={name}(...) has no predict_proba: setfit_lite predicts through class "
+                         "probabilities (predict, calibration, abstaining, the exported tiers); pass a classifier "
+                         f"that gives them, e.g. CalibratedClassifierCV({name}()) or SVC(probability=True)")
 
 
 _SETTING_DEFAULTS: dict[str, Any] = {"multi_target_strategy": None, "use_differentiable_head": False,

@@ -247,6 +247,21 @@ class Trainer:
         self.model.unfreeze(component, keep_body_frozen=keep_body_frozen)
 
     # ---- training -----------------------------------------------------------------------------
+    def apply_trial(self, args: TrainingArguments | None, trial: Any) -> None:
+        """`train`'s ``trial``, applied as `apply_hyperparameters(params, final_model=True)` (nothing for None).
+
+        Raises:
+            ValueError: ``args`` given and a trial that sets training arguments.
+        """
+        if trial is None:
+            return
+        params = routing.trial_params(trial)
+        arg_params = routing.split_hyperparameters(self, params)[0]
+        if args is not None and arg_params:
+            raise ValueError(f"train() got args and a trial that sets training arguments "
+                             f"({', '.join(sorted(arg_params))}): give one of them")
+        self.apply_hyperparameters(params, final_model=True)
+
     def train(self, args: TrainingArguments | None = None, trial: Any = None,
               resume_from_checkpoint: Any = None, **kwargs: Any) -> None:
         """Train the model: check the data, train the body contrastively, then fit the head.
@@ -279,13 +294,7 @@ class Trainer:
                           f"`{name}.train` method. setfit_lite applies {', '.join(sorted(kwargs))} to this call "
                           "(setfit ignores them).", DeprecationWarning, stacklevel=2)
             args = (args or self.args).update(kwargs)
-        if trial is not None:
-            params = routing.trial_params(trial)
-            arg_params = routing.split_hyperparameters(self, params)[0]
-            if args is not None and arg_params:
-                raise ValueError(f"train() got args and a trial that sets training arguments "
-                                 f"({', '.join(sorted(arg_params))}): give one of them")
-            self.apply_hyperparameters(params, final_model=True)
+        self.apply_trial(args, trial)
         args = args or self.args
         self.check_output_dir(args, resume_from_checkpoint)
         resume_from = resolve_checkpoint(resume_from_checkpoint, args.output_dir) if resume_from_checkpoint \
@@ -349,6 +358,7 @@ class Trainer:
         self.state = session.state
         # this call's self-training record only: a model trained (or saved) with a pool before keeps none of it
         model.training_info.pop("self_training", None)
+        model.training_info.pop("eval_results", None)  # scores of the model before: the card must not report them
         session.event("on_init_end")
         start = time.perf_counter()
         backend.move_module(model.model_body)

@@ -175,3 +175,58 @@ def test_embedding_target_needs_the_teachers_width(teacher: SetFitModel, tmp_pat
     finally:
         del teacher.encode
     assert not encoded and wide.model_head is None  # refused before any work
+
+
+def test_a_trial_with_model_init_keeps_the_teachers_labels(teacher: SetFitModel, tiny_body_path: str) -> None:
+    """train(trial=...) with model_init builds a fresh student: it gets the teacher's labels in the teacher's
+    order (they came back sorted from the texts' predicted labels)."""
+    from conftest import make_sentences
+
+    unlabelled, _ = make_sentences(12, seed=5)
+    ordered = SetFitModel.from_pretrained(tiny_body_path, labels=list(reversed(teacher.labels)))
+    Trainer(model=ordered, args=TrainingArguments(num_epochs=1, max_steps=2, show_progress_bar=False),
+            train_dataset={"text": unlabelled, "label": teacher.predict(unlabelled)}).train()
+    trainer = DistillationTrainer(teacher_model=ordered, model_init=lambda: SetFitModel.from_pretrained(tiny_body_path),
+                                  args=TrainingArguments(num_epochs=1, max_steps=2, show_progress_bar=False),
+                                  train_dataset={"text": unlabelled})
+    trainer.train(trial={"body_learning_rate": 1e-2})
+    assert trainer.model.labels == ordered.labels != sorted(ordered.labels)
+
+
+def test_calibration_is_refused_before_the_teacher_encodes(teacher: SetFitModel, tiny_body_path: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = DistillationTrainer(teacher_model=teacher, student_model=student,
+                                  args=TrainingArguments(**FAST, calibration="temperature"),
+                                  train_dataset={"text": ["a good film", "a dull film"]})
+    monkeypatch.setattr(teacher, "encode", lambda *a, **k: pytest.fail("the teacher encoded before the check"))
+    with pytest.raises(ValueError, match="DistillationTrainer does not calibrate"):
+        trainer.train()
+
+
+def test_shrinking_a_body_with_layer_types_keeps_its_config_consistent(tmp_path) -> None:
+    transformers = pytest.importorskip("transformers")
+    from sentence_transformers import SentenceTransformer, models
+
+    if not hasattr(transformers, "ModernBertConfig"):
+        pytest.skip("this transformers has no ModernBERT")
+    config = transformers.ModernBertConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=4,
+                                           num_attention_heads=2, max_position_embeddings=64,
+                                           global_attn_every_n_layers=2, pad_token_id=1, eos_token_id=0,
+                                           bos_token_id=0, cls_token_id=0, sep_token_id=0)
+    folder = tmp_path / "modernbert"
+    transformers.ModernBertModel(config).save_pretrained(folder / "hf")
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers import models as token_models
+
+    tokenizer = Tokenizer(token_models.WordLevel({"[UNK]": 0, "[PAD]": 1, "a": 2, "film": 3}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]"
+                                         ).save_pretrained(folder / "hf")
+    word = models.Transformer(str(folder / "hf"))
+    body = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension())], device="cpu")
+    kinds = list(body[0].auto_model.config.layer_types)
+    student = shrink_body(SetFitModel(body), 2, keep="first")
+    assert student.model_body[0].auto_model.config.layer_types == kinds[:2]
+    student.model_body.save(str(tmp_path / "student"))  # refused a config of 2 layers and 4 layer types
+    assert SentenceTransformer(str(tmp_path / "student"), device="cpu")[0].auto_model.config.num_hidden_layers == 2

@@ -216,3 +216,29 @@ def test_differentiable_head(tmp_path, tiny_body_path, monkeypatch, multitarget)
     if not multitarget:
         assert model.predict(TEXTS) == [["a", "b", "c"][i] for i in expected.argmax(1)]
     _round_trip(model, tmp_path / "converted")
+
+
+def test_unpickling_a_setfit_head_warns(tmp_path, tiny_body_path, train_set):
+    texts, y = train_set
+    head = LogisticRegression().fit(_setfit_embeddings(tiny_body_path, texts, False), y)
+    folder = _write_setfit_folder(tmp_path / "sf", tiny_body_path, head, {"labels": ["neg", "pos"]})
+    with pytest.warns(UserWarning, match=r"unpickling .*model_head\.pkl \(allow_pickle=True\): a pickle can run"):
+        SetFitModel.from_pretrained(folder, allow_pickle=True)
+
+
+def test_a_setfit_model_of_a_body_with_a_query_prompt_encodes_as_setfit(tmp_path, tiny_body_path, train_set):
+    """setfit encodes with the body's default prompt only; a body whose config has an E5-style "query" prompt but
+    no default was trained and is scored without it, so the loaded model applies none."""
+    texts, y = train_set
+    body = SentenceTransformer(tiny_body_path, device="cpu")
+    body.prompts = {"query": "awful awful awful ", "passage": ""}
+    folder = tmp_path / "sf"
+    body.save(str(folder))
+    head = LogisticRegression().fit(body.encode(texts), y)
+    joblib.dump(head, folder / "model_head.pkl")
+    (folder / "config_setfit.json").write_text(json.dumps({"labels": ["neg", "pos"], "normalize_embeddings": False}))
+    with pytest.warns(UserWarning, match="unpickling"):
+        model = SetFitModel.from_pretrained(folder, allow_pickle=True)
+    assert model.prompt == ""
+    np.testing.assert_allclose(model.predict_proba(texts, as_numpy=True), head.predict_proba(body.encode(texts)),
+                               rtol=0, atol=1e-5)

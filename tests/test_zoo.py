@@ -405,3 +405,31 @@ def test_public_names() -> None:
     """Every exported name resolves; the unused Q4_0 helper is no longer public (E5S1File.tensor dequantises)."""
     assert all(hasattr(zoo, name) for name in zoo.__all__)
     assert "dequantize_q4_0" not in zoo.__all__ and not hasattr(zoo, "dequantize_q4_0")
+
+
+@pytest.mark.parametrize(("files", "skips_pickles"), [
+    (["model.safetensors", "pytorch_model.bin", "config.json"], True),
+    (["pytorch_model.bin", "config.json"], False),  # no other weights: the load refuses the pickle, naming it
+])
+def test_a_download_skips_pickled_weights_beside_safetensors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                             files: list[str], skips_pickles: bool) -> None:
+    import types
+
+    import huggingface_hub
+    from huggingface_hub import HfApi, constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    info = types.SimpleNamespace(siblings=[types.SimpleNamespace(rfilename=f) for f in files])
+    monkeypatch.setattr(HfApi, "repo_info", lambda self, name, timeout=None: info)
+    calls: list[dict] = []
+
+    def snapshot_download(name: str, **kwargs: object) -> str:
+        calls.append(kwargs)
+        if kwargs.get("local_files_only"):
+            raise FileNotFoundError("not cached")
+        return str(tmp_path)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    assert zoo.resolve_model_path("someone/a-model", cache_dir=tmp_path) == str(tmp_path)
+    ignored = calls[-1]["ignore_patterns"]
+    assert ("pytorch_model*.bin" in ignored) is skips_pickles

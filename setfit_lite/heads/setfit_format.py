@@ -11,6 +11,7 @@ as setfit does: ``predict_proba`` columns follow the head's classes, named by se
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ def load_setfit_folder(folder: str | Path, labels: Sequence | None = None, *, al
     if not allow_pickle:
         raise ValueError(f"refusing to unpickle {head_path}: pickles can execute arbitrary code when loaded. "
                          "Pass allow_pickle=True only if you trust the source of this file.")
+    warnings.warn(f"unpickling {head_path} (allow_pickle=True): a pickle can run any code when it loads; load "
+                  "only folders you trust, and save_pretrained writes the model without it", UserWarning,
+                  stacklevel=3)
     obj = _unpickle(head_path)
     if isinstance(obj, torch.nn.Module):
         head, out["labels"] = _from_setfit_head(obj, names, head_path)

@@ -33,7 +33,8 @@ def gather_embeddings(model: Any, tokens: list[list[int]], backend: Backend) -> 
 
 def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
     """Give ``head`` the class weights ``args.head_class_weight`` asks for on the training ids ``ids``; returns the
-    head's class weight (one it already has, e.g. from ``head_params``, is kept).
+    head's class weight (one it already has, e.g. from ``head_params``, is kept, and so is an explicit
+    ``head_params={"class_weight": None}``).
 
     ``"auto"`` means ``"balanced"`` for single-label ids whose classes have unequal counts, else none (equal
     counts: the weights would all be 1). Heads without a
@@ -49,8 +50,8 @@ def weigh_classes(head: Any, ids: np.ndarray, args: TrainingArguments) -> Any:
     wish = args.head_class_weight
     if wish == "auto":
         wish = "balanced" if ids.ndim == 1 and np.ptp(np.unique(ids, return_counts=True)[1]) > 0 else None
-    if own is not None or wish is None or ids.ndim > 1:
-        return own
+    if own is not None or getattr(head, "class_weight_given", False) or wish is None or ids.ndim > 1:
+        return own  # the head's own weights, also an explicit class_weight=None of head_params
     if params is None:
         head.class_weight = wish
     else:

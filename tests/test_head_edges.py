@@ -1,0 +1,76 @@
+"""Heads and metrics at their edges: a head without probabilities is refused before training, the metric reported
+for `metric_for_best_model` averages as the metric does, metric values that are not one number pass through, a
+model trained again reports no earlier scores, and an explicit `class_weight=None` is kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_sentences
+from sklearn.linear_model import RidgeClassifier
+from sklearn.metrics import f1_score
+from sklearn.svm import SVC, LinearSVC
+
+from setfit_lite import SetFitModel, Trainer, TrainingArguments
+from setfit_lite.metrics import add_reported_metrics, compute_metric
+
+
+@pytest.mark.parametrize("estimator", [LinearSVC(), SVC(), RidgeClassifier()])
+def test_a_head_without_probabilities_is_refused_at_construction(tiny_body_path: str, estimator: object) -> None:
+    name = type(estimator).__name__
+    body = SetFitModel.from_pretrained(tiny_body_path).model_body
+    with pytest.raises(ValueError, match=rf"model_head={name}\(\.\.\.\) has no predict_proba.*CalibratedClassifierCV"):
+        SetFitModel(body, model_head=estimator)
+
+
+def test_a_head_with_probabilities_is_taken(tiny_body_path: str) -> None:
+    model = SetFitModel(SetFitModel.from_pretrained(tiny_body_path).model_body, model_head=SVC(probability=True))
+    assert isinstance(model.head_spec, SVC)
+
+
+def test_the_metric_for_best_model_averages_as_the_metric_does() -> None:
+    y_true, y_pred = np.array([0, 1, 2, 2, 1, 0]), np.array([0, 2, 2, 2, 1, 1])
+    result = add_reported_metrics({"accuracy": 0.5}, "accuracy", y_pred, y_true, wanted=["f1", "precision"],
+                                  num_classes=3)
+    assert result["f1"] == pytest.approx(f1_score(y_true, y_pred, average="macro"))
+    assert set(result) == {"accuracy", "f1", "precision"}
+
+
+def test_metric_values_that_are_not_one_number_pass_through() -> None:
+    y_true, y_pred = np.array([0, 1, 1, 0]), np.array([0, 1, 0, 0])
+    per_class = compute_metric("f1", y_pred, y_true, {"average": None})["f1"]
+    assert per_class == pytest.approx(f1_score(y_true, y_pred, average=None).tolist())
+
+    def report(y_pred: list, y_test: list) -> dict:
+        return {"accuracy": np.float64(0.75), "report": "two classes"}
+
+    assert compute_metric(report, y_pred, y_true) == {"accuracy": 0.75, "report": "two classes"}
+
+
+def _args() -> TrainingArguments:
+    return TrainingArguments(num_epochs=1, max_steps=2, show_progress_bar=False, backend="cpu")
+
+
+def test_a_model_trained_again_reports_no_earlier_scores(tiny_body_path: str) -> None:
+    texts, labels = make_sentences(8, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model=model, args=_args(), train_dataset={"text": texts, "label": labels})
+    trainer.train()
+    trainer.evaluate({"text": texts, "label": labels})
+    assert "eval_results" in model.training_info
+    trainer.train()
+    assert "eval_results" not in model.training_info  # the card would report the model before's score
+
+
+def test_an_explicit_class_weight_of_none_is_kept(tiny_body_path: str) -> None:
+    texts, labels = make_sentences(8, seed=0)
+    keep = [i for i, label in enumerate(labels) if label == labels[0]] + \
+        [next(i for i, label in enumerate(labels) if label != labels[0])]  # skewed: one text of the other class
+    train = {"text": [texts[i] for i in keep], "label": [labels[i] for i in keep]}
+    weighted = SetFitModel.from_pretrained(tiny_body_path)
+    Trainer(model=weighted, args=_args(), train_dataset=train).train()
+    assert weighted.model_head.estimator.class_weight == "balanced"  # the default weighs skewed counts
+    unweighted = SetFitModel.from_pretrained(tiny_body_path, head_params={"class_weight": None})
+    Trainer(model=unweighted, args=_args(), train_dataset=train).train()
+    assert unweighted.model_head.estimator.class_weight is None
+    assert unweighted.training_info["class_weight"]["used"] is None
