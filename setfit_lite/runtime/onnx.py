@@ -288,8 +288,8 @@ def validate_onnx_config(folder: Path) -> dict[str, Any]:
 
 
 def _ports(session: Any) -> tuple[list[str], dict[str, int | None], dict[str, int | None]]:
-    """A session's input names, and the second dimension (the width: columns, embedding size) of each input and
-    output by name, None where it is symbolic or the port is not 2-D (onnxruntime or OpenVINO)."""
+    """An inference session's input names, and the second dimension (the width: columns, embedding size) of each
+    input and output by name, None where it is symbolic or the port is not 2-D (onnxruntime or OpenVINO)."""
     if isinstance(session, OpenVinoSession):
         def width(port: Any) -> int | None:
             shape = port.get_partial_shape()
