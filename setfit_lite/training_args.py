@@ -276,6 +276,9 @@ class TrainingArguments:
     self_training_body: bool = True
     # whether body_learning_rate was left to the objective's default (update() and copy() keep it so)
     _default_body_learning_rate: bool = field(default=True, init=False, repr=False, compare=False)
+    # values filled in from others (eval_steps from logging_steps, greater_is_better from the metric's name):
+    # `update` derives them again rather than keeping them as if they had been given
+    _derived: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args:  # setfit's signature: output_dir may come first, positionally (TrainingArguments("out", ...))
@@ -310,6 +313,9 @@ class TrainingArguments:
             self.body_learning_rate = default_body_learning_rate(self.objective)
         self.body_learning_rate = _pair(self.body_learning_rate)
         self._check_intervals()
+        if self.greater_is_better is None and self.metric_for_best_model:  # as transformers sets it
+            self.greater_is_better = not self.metric_for_best_model.removeprefix("eval_").endswith("loss")
+            self._derived += ("greater_is_better",)
         if self.report_to != ["none"]:  # transformers' integrations: checked here, run by the Trainer
             from .reporting import check_report_to
 
@@ -331,6 +337,7 @@ class TrainingArguments:
                 raise ValueError("TrainingArguments: eval_strategy 'steps' needs eval_steps or a positive "
                                  "logging_steps, got eval_steps=None and logging_steps=0")
             self.eval_steps = self.logging_steps
+            self._derived += ("eval_steps",)
         if self.load_best_model_at_end and self.eval_strategy == "no":
             raise ValueError("TrainingArguments: load_best_model_at_end=True needs eval_strategy 'steps' or 'epoch', "
                              f"got {self.eval_strategy!r}")
@@ -430,6 +437,8 @@ class TrainingArguments:
         current = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         if self._default_body_learning_rate:
             current["body_learning_rate"] = None  # still the (new) objective's default
+        for name in self._derived:  # derived again from the new values (eval_strategy="no" stays "no")
+            current[name] = None
         known = {k: v for k, v in arguments.items() if k in current}
         if not ignore_extra and len(known) != len(arguments):
             unknown = sorted(set(arguments) - set(known))

@@ -205,3 +205,26 @@ def test_a_users_folder_named_like_a_checkpoint_is_never_replaced(tiny_body_path
         run(tiny_body_path, toy_data, tmp_path, save_strategy="steps", save_steps=5)
     assert (mine / "notes.txt").read_text() == "mine" and sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]  # no half-written staging left
+
+
+def test_pruning_and_re_saving_never_remove_a_users_file_inside_a_checkpoint(tiny_body_path, toy_data, tmp_path,
+                                                                             caplog) -> None:
+    """save_total_limit removes the files a checkpoint's manifest lists; a note of the user's inside keeps its
+    folder (with a warning). Re-saving a step whose folder holds such a note is refused, the note untouched."""
+    run(tiny_body_path, toy_data, tmp_path, num_epochs=(1, 1), min_steps_per_epoch=6, save_strategy="steps",
+        save_steps=2, save_total_limit=None)
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
+    (tmp_path / "checkpoint-2" / "my_notes.txt").write_text("mine")
+    (tmp_path / "checkpoint-4" / "my_notes.txt").write_text("also mine")
+    with caplog.at_level("WARNING"):
+        with pytest.raises(CheckpointError, match=r"checkpoint-4 holds my_notes\.txt, which setfit_lite did not"):
+            run(tiny_body_path, toy_data, tmp_path, num_epochs=(1, 1), min_steps_per_epoch=6, save_strategy="steps",
+                save_steps=4, save_total_limit=1, resume=str(tmp_path / "checkpoint-2"))
+    assert (tmp_path / "checkpoint-4" / "my_notes.txt").read_text() == "also mine"
+    (tmp_path / "checkpoint-4" / "my_notes.txt").unlink()
+    with caplog.at_level("WARNING"):
+        run(tiny_body_path, toy_data, tmp_path, num_epochs=(1, 1), min_steps_per_epoch=6, save_strategy="steps",
+            save_steps=3, save_total_limit=1, resume=str(tmp_path / "checkpoint-2"))
+    assert (tmp_path / "checkpoint-2" / "my_notes.txt").read_text() == "mine"  # pruned around it
+    assert sorted(p.name for p in (tmp_path / "checkpoint-2").iterdir()) == ["my_notes.txt"]
+    assert "kept" in caplog.text and "my_notes.txt" in caplog.text

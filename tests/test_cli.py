@@ -384,3 +384,28 @@ def test_eval_data_columns_never_replace_the_chosen_text_and_label(tmp_path: Pat
     assert [r["label"] for r in train] == ["positive", "negative"]
     assert evaluation is not None
     assert evaluation["text"] == ["great film", "awful plot"] and evaluation["label"] == ["positive", "negative"]
+
+
+def test_export_and_evaluate_check_their_inputs_before_the_model_loads(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    from setfit_lite import modeling
+    from setfit_lite.cli import main
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model loaded before the check")
+
+    monkeypatch.setattr(modeling.SetFitModel, "from_pretrained", never)
+    monkeypatch.setattr(modeling, "load_model_folder", never)
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\ngood,1\nbad,0\n", encoding="utf-8")
+    model = str(tmp_path / "m")
+    cases = [
+        (["export", model, str(tmp_path / "o1"), "--static"], "export --static needs --data"),
+        (["export", model, str(tmp_path / "o2"), "--static", "--data", str(tmp_path / "no.csv")], "no such file"),
+        (["evaluate", model, str(data), "--group-by", "lang"], "--group-by 'lang' is not a column"),
+        (["evaluate", model, str(tmp_path / "no.csv")], "no such file"),
+    ]
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        assert words in capsys.readouterr().err, argv

@@ -221,3 +221,27 @@ def test_inputs_refused_before_any_work(tmp_path) -> None:
     existing.mkdir()
     with pytest.raises(FileExistsError):
         score_dataset(tmp_path, tmp_path / "b.csv", existing)
+
+
+def test_files_are_read_as_predict_reads_them(cluster, folders, tmp_path) -> None:
+    """A folder's text files give the lines `setfit-lite predict` gives (split at newlines only, a byte-order mark
+    dropped; Ray's read_text also split at form feeds and kept the mark), its sub-folders are not read (the check
+    saw only the top level), and a CSV text column of numbers or "NA" stays text."""
+    from setfit_lite.cli.inputs import read_texts as predict_texts
+
+    corpus = tmp_path / "corpus"
+    (corpus / "old").mkdir(parents=True)
+    (corpus / "a.txt").write_bytes("\ufeffa good film\r\nform\x0cfeed and\u2028separator\n\nbad plot\n".encode())
+    (corpus / "old" / "b.txt").write_text("never read\n", encoding="utf-8")
+    out = tmp_path / "txt.parquet"
+    score_dataset(folders["static"], corpus, out)
+    model = load_model(str(folders["static"]))
+    expected = list(predict_texts(str(corpus / "a.txt"), "text"))
+    assert expected == ["a good film", "form\x0cfeed and\u2028separator", "bad plot"]
+    got = read_output(out, "row")
+    assert got["label"].tolist() == model.predict(expected)
+    table = tmp_path / "numbers.csv"
+    table.write_text("text\n2024\nNA\na good film\n", encoding="utf-8")
+    out = tmp_path / "csv.parquet"
+    score_dataset(folders["static"], table, out)
+    assert read_output(out, "row")["label"].tolist() == model.predict(["2024", "NA", "a good film"])

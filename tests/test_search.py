@@ -666,6 +666,15 @@ def test_cli_search(tmp_path: Path, tiny_body_path: str, toy_data: Any, toy_eval
     assert best["study_name"] == "cli" and best["n_trials"] == 1 and best["direction"] == "maximize"
     assert set(best["hyperparameters"]) == {"seed"} and 0.0 <= best["objective"] <= 1.0
     assert main(["search", str(files["train"]), "--model", tiny_body_path]) == 2  # no --eval-data
+    # an existing --output is never written over (refused before any trial), and nothing is created for a run that
+    # cannot start: no database file for a missing --eval-data file
+    out.write_text('{"mine": true}', encoding="utf-8")
+    assert main(argv[:-4] + ["--study-name", "again"] + argv[-2:] + ["--output", str(out)]) == 2
+    assert json.loads(out.read_text(encoding="utf-8")) == {"mine": True}
+    fresh = tmp_path / "fresh.db"
+    assert main(["search", str(files["train"]), "--eval-data", str(tmp_path / "missing.jsonl"), "--model",
+                 tiny_body_path, "--storage", str(fresh)]) == 2
+    assert not fresh.exists()
 
 
 def test_search_is_quiet_unless_verbose(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:

@@ -50,7 +50,9 @@ text (large batches amortise the call), the transformer tiers are dominated by t
 # suffix: (reader, its arguments); read tasks keep Ray Data's retries (a read can be repeated safely)
 READERS: dict[str, tuple[str, dict[str, Any]]] = {
     ".parquet": ("read_parquet", {}), ".jsonl": ("read_json", {"lines": True}), ".json": ("read_json", {}),
-    ".csv": ("read_csv", {}), ".txt": ("read_text", {})}
+    # text files as bytes, split into lines as `setfit-lite predict` splits them (`_text_lines`): Ray's read_text
+    # also splits at form feeds and Unicode line separators, and keeps a byte-order mark
+    ".csv": ("read_csv", {}), ".txt": ("read_binary_files", {"include_paths": True})}
 
 
 def require_ray() -> Any:
@@ -198,12 +200,26 @@ class BatchScorer:
         return pa.table(columns)
 
 
-def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], **read_args: Any) -> Any:
+def _text_lines(row: dict[str, Any]) -> list[dict[str, str]]:
+    """A text file's non-blank lines as rows of ``text``, split as `setfit-lite predict` reads a text file (at
+    ``\\n`` only, ``\\r`` and a leading byte-order mark dropped; an invalid UTF-8 line names the file and line)."""
+    import io
+
+    from ..runtime.predictor import decoded_lines
+
+    lines = decoded_lines(io.BytesIO(row["bytes"]), str(row["path"]))
+    return [{"text": line} for line in lines if line.strip()]
+
+
+def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], text_column: str | None = None,
+               **read_args: Any) -> Any:
     """Read Parquet, JSONL/JSON, CSV or text files (one text per line, column `text`) as a `ray.data.Dataset`,
-    with the `ray.data.read_*` function their suffix names; a folder is read by the suffix of its files.
+    with the `ray.data.read_*` function their suffix names; a folder is read by the suffix of its files (its own
+    files, not its sub-folders', nor hidden ones).
 
     Args:
         paths: A file or folder, or several.
+        text_column: A CSV file's text column, read as strings whatever its cells look like (`2024`, `NA`).
         **read_args: Keyword arguments of the `ray.data.read_*` function.
 
     Returns:
@@ -216,17 +232,22 @@ def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], **read_ar
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not items:
         raise ValueError("no input paths given")
-    suffixes = set()
+    files: list[Path] = []  # the files checked are the files read (Ray would read a folder's sub-folders too)
     for item in map(Path, items):
-        files = sorted(p for p in item.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) \
+        files += sorted(p for p in item.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) \
             if item.is_dir() else [item]
-        suffixes.update(p.suffix.lower() for p in files)
+    suffixes = {p.suffix.lower() for p in files}
     if len(suffixes) != 1 or (suffix := suffixes.pop()) not in READERS:
         raise ValueError(f"cannot tell how to read {[str(i) for i in items]}: give files of one kind, "
                          f"{', '.join(READERS)} (found {sorted(suffixes) or 'no files'})")
     name, defaults = READERS[suffix]
-    reader = getattr(ray.data, name)
-    return reader([str(i) for i in items] if len(items) > 1 else str(items[0]), **{**defaults, **read_args})
+    if suffix == ".csv" and text_column is not None and "convert_options" not in read_args:
+        import pyarrow as pa
+        import pyarrow.csv as pa_csv
+
+        defaults = {**defaults, "convert_options": pa_csv.ConvertOptions(column_types={text_column: pa.string()})}
+    dataset = getattr(ray.data, name)([str(f) for f in files], **{**defaults, **read_args})
+    return dataset.flat_map(_text_lines) if suffix == ".txt" else dataset
 
 
 def _with_row_index(dataset: Any, column: str, max_retries: int) -> tuple[Any, int]:
@@ -317,7 +338,7 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
         raise ValueError(f"{concurrency} actors x {num_cpus} CPUs take all {cpus:g} CPUs of the cluster: the read "
                          "and write tasks could never run and the job would hang; use fewer actors, a smaller "
                          "num_cpus, or concurrency=(min, max) to let Ray Data size the pool")
-    dataset = data if hasattr(data, "map_batches") else read_texts(data)
+    dataset = data if hasattr(data, "map_batches") else read_texts(data, text_column=text_column)
     columns = dataset.columns()
     if text_column not in columns:
         raise ValueError(f"the input has no column {text_column!r} (columns: {columns}); pass text_column=")

@@ -10,6 +10,7 @@ into place, so a process killed mid-write leaves no folder that `latest_checkpoi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -24,7 +25,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..serialization import jsonable, load_json, owns_folder, save_json, verify_manifest, write_manifest
+from ..serialization import jsonable, load_json, owned_files, owns_folder, save_json, verify_manifest, write_manifest
+from ..serialization.manifest import MANIFEST_NAME
 from ..serialization.validate import ModelFormatError, check_count, check_type, check_version
 
 logger = logging.getLogger(__name__)
@@ -122,6 +124,10 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
         raise CheckpointError(f"{final} exists and is not a setfit_lite checkpoint (no {MANIFEST} and manifest "
                               "setfit_lite wrote, or a symlink): refusing to replace it; move it away or choose "
                               "another output_dir")
+    if final.exists() and (foreign := _foreign_files(final)):
+        shutil.rmtree(folder, ignore_errors=True)
+        raise CheckpointError(f"{final} holds {', '.join(foreign[:5])}, which setfit_lite did not write: refusing "
+                              "to replace the checkpoint; move them away")
     save_model(body, str(folder / "body.safetensors"))
     written = sorted(name for name, state in states.items() if state is not None)
     for name in written:
@@ -133,7 +139,7 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
                                   "states": written})
     write_manifest(folder)  # the SHA-256 of every file, checkpoint.json included
     if final.exists():  # an earlier checkpoint of this step (checked above), e.g. re-saved after a resume
-        shutil.rmtree(final)
+        _remove_checkpoint(final)
     os.replace(folder, final)
     _prune(final.parent, save_total_limit)
     logger.info("saved checkpoint %s", final)
@@ -146,13 +152,38 @@ def _is_checkpoint(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() and owns_folder(folder)
 
 
+def _foreign_files(folder: Path) -> list[str]:
+    """The files of a checkpoint folder that its manifest does not list (the user's), as relative paths."""
+    owned = {*owned_files(folder), MANIFEST_NAME}
+    return sorted(rel for path in folder.rglob("*") if path.is_file() or path.is_symlink()
+                  if (rel := path.relative_to(folder).as_posix()) not in owned)
+
+
+def _remove_checkpoint(folder: Path) -> bool:
+    """Remove the files setfit_lite wrote in a checkpoint folder, then the folder if nothing else is left; a file of
+    the user's keeps it (with a warning). Returns whether the folder is gone."""
+    for rel in owned_files(folder):
+        (folder / rel).unlink(missing_ok=True)
+    (folder / MANIFEST_NAME).unlink(missing_ok=True)
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+        with contextlib.suppress(OSError):
+            sub.rmdir()  # only an empty folder goes
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+    if folder.exists():
+        logger.warning("kept %s: it holds files setfit_lite did not write (%s)", folder,
+                       ", ".join(sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))[:5]))
+        return False
+    return True
+
+
 def _prune(output_dir: Path, limit: int | None) -> None:
     if not limit or limit < 1:
         return
     complete = sorted((p for p in output_dir.iterdir() if _step_of(p) is not None and _is_checkpoint(p)),
                       key=_step_of)
     for old in complete[:-limit]:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove_checkpoint(old)  # the files it wrote: a note of the user's inside stays, with its folder
 
 
 def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:

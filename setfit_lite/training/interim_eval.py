@@ -107,11 +107,18 @@ def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]],
     args = session.args
     metrics = evaluator(session)
     key = args.metric_for_best_model or next(iter(metrics))
-    key = key if key in metrics else f"eval_{key}" if f"eval_{key}" in metrics else next(iter(metrics))
+    if key not in metrics and f"eval_{key}" not in metrics:
+        if args.metric_for_best_model:  # transformers' KeyError: a misspelt name never ranks by another metric
+            raise KeyError(f"metric_for_best_model={args.metric_for_best_model!r} is not among the evaluation's "
+                           f"metrics {sorted(metrics)}")
+        key = next(iter(metrics))
+    key = key if key in metrics else f"eval_{key}"
     is_best, stop = progress.stopper.step(metrics[key])
-    session.state.best_metric = progress.stopper.best
     session.log({f"{log_prefix}{k}": v for k, v in metrics.items()})
+    # callbacks see the best metric before this evaluation, as transformers' do (its EarlyStoppingCallback
+    # compares the new value with it)
     session.event("on_evaluate", metrics=metrics)
+    session.state.best_metric = progress.stopper.best
     if stop:
         logger.info("early stopping at step %d: %s did not improve for %d evaluations",
                     session.state.global_step, key, progress.stopper.patience)

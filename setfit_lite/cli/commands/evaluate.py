@@ -24,9 +24,15 @@ def add_arguments(evaluate: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> dict[str, Any]:
     from ...data import to_labeled_data
     from ...evaluation import evaluate_model
+    from ...metrics import check_metric
 
-    model = load_model(ns.model_dir, ns.runtime)
+    check_metric(ns.metric)
+    # the data, its columns and the metric are checked before the model loads
     data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
+    if ns.group_by is not None and ns.group_by not in data.columns:
+        raise ValueError(f"--group-by {ns.group_by!r} is not a column of {ns.data}; its other columns: "
+                         f"{sorted(data.columns)}")
+    model = load_model(ns.model_dir, ns.runtime)
     result = evaluate_model(model, data, ns.metric, group_by=ns.group_by)
     if ns.group_by:
         print(format_groups(result, ns.metric, ns.group_by))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from ...config.params import argument_type
@@ -58,6 +59,11 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--quantize applies to ONNX exports, not to --static")
     if ns.quantize == "int8-static" and not ns.data:
         raise ValueError("--quantize int8-static needs --data: the texts it calibrates on")
+    if ns.static and not ns.data:
+        raise ValueError("export --static needs --data: texts to refit the head on the static embeddings")
+    for option, path in (("--data", ns.data), ("--unlabeled-data", ns.unlabeled_data)):
+        if path and path != "-" and not Path(path).is_file():
+            raise FileNotFoundError(f"{option} {path}: no such file")
     if ns.student is None and ns.student_epochs is not None:
         raise ValueError("--student-epochs applies only with --student")
     if ns.student is not None and ns.static:
@@ -101,8 +107,6 @@ def _distil_student(teacher: Any, layers: int, epochs: int, texts: list[str]) ->
 def _export_static(ns: argparse.Namespace, model: Any) -> Any:
     from ...data import to_labeled_data
 
-    if not ns.data:
-        raise ValueError("export --static needs --data: texts to refit the head on the static embeddings")
     if is_table(ns.data):
         data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column,
                                require_labels=False)

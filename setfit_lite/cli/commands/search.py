@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from ...config.params import argument_type
@@ -52,13 +53,20 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.study_name and not ns.storage:
         raise ValueError("--study-name needs --storage (an in-memory study cannot be continued)")
+    if not ns.eval_data:
+        raise ValueError("search needs --eval-data: each trial is scored on it")
     if ns.output:
         storage_file = ns.storage.removeprefix("sqlite:///") if ns.storage else None  # a URL is no path: skipped
         check_output(ns.output, ns.model, ns.data, ns.eval_data, ns.space, storage_file, suffix="best")
+        if Path(ns.output).exists() or Path(ns.output).is_symlink():
+            raise FileExistsError(f"{ns.output} exists: search never writes over a file; pass a new --output")
+    for option, path in (("data", ns.data), ("--eval-data", ns.eval_data), ("--space", ns.space)):
+        if path and not Path(path).is_file():  # before the storage is opened (a .db file is created there)
+            raise FileNotFoundError(f"{option} {path}: no such file")
+    space = load_space(ns.space) if ns.space else None  # an invalid space: refused before a database file exists
     # a database that cannot be reached, or refuses the password, fails here: before any data or model is loaded
     storage = open_storage(ns.storage, heartbeat_interval=ns.heartbeat_interval, grace_period=ns.grace_period,
                            max_retry=ns.max_retry)
-    space = load_space(ns.space) if ns.space else None
     if isinstance(space, dict):  # explicit options override the experiment's budget and objective
         space = dict(space)
         if ns.n_trials is not None:
@@ -70,8 +78,6 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
                                 else m for m in space["metrics"]]
     args = train_args(ns)
     rows, eval_rows = train_eval_rows(ns)
-    if eval_rows is None:
-        raise ValueError("search needs --eval-data: each trial is scored on it")
     trainer = Trainer(args=args, train_dataset=rows, eval_dataset=eval_rows,
                       model_init=lambda: SetFitModel.from_pretrained(ns.model))
     options: dict[str, Any] = {"storage": storage, "study_name": ns.study_name,
@@ -92,6 +98,6 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.output:
         from ...serialization import atomic_write_text
 
-        atomic_write_text(ns.output, json.dumps(result, indent=2, default=str) + "\n")
+        atomic_write_text(ns.output, json.dumps(result, indent=2, default=str) + "\n", overwrite=False)
     print(text)
     return result
