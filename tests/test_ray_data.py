@@ -223,6 +223,16 @@ def test_inputs_refused_before_any_work(tmp_path) -> None:
         score_dataset(tmp_path, tmp_path / "b.csv", existing)
 
 
+def test_an_input_of_an_unknown_kind_is_refused_before_ray_starts(tmp_path, monkeypatch) -> None:
+    from setfit_lite.integrations import ray_data
+
+    monkeypatch.setattr(ray_data, "connect_ray", lambda *a, **k: pytest.fail("Ray started before the check"))
+    (tmp_path / "model").mkdir()
+    (tmp_path / "c.tsv").write_text("text\tlabel\nx\t1\n")
+    with pytest.raises(ValueError, match=r"cannot tell how to read .*c\.tsv"):
+        score_dataset(tmp_path / "model", tmp_path / "c.tsv", tmp_path / "scores.parquet")
+
+
 def test_files_are_read_as_predict_reads_them(cluster, folders, tmp_path) -> None:
     """A folder's text files give the lines `setfit-lite predict` gives (split at newlines only, a byte-order mark
     dropped; Ray's read_text also split at form feeds and kept the mark), its sub-folders are not read (the check

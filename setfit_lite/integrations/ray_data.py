@@ -149,6 +149,8 @@ def check_score_request(model_dir: str | os.PathLike, data: Any, output: str | o
     missing = [str(item) for item in inputs if not os.path.exists(item)]
     if missing:
         raise FileNotFoundError(f"input {', '.join(missing)} does not exist")
+    if inputs:
+        input_files(inputs)  # files of one kind Ray can read: refused here, not after Ray starts
     check_output_path(out, model_dir, *inputs, suffix="scores")
     return inputs
 
@@ -200,6 +202,23 @@ class BatchScorer:
         return pa.table(columns)
 
 
+def input_files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> tuple[list[Path], str]:
+    """The files `read_texts` reads (a folder's own files, not hidden ones nor its sub-folders') and their one
+    suffix; ValueError for no paths, or files of several or unknown kinds (checked before Ray starts)."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not items:
+        raise ValueError("no input paths given")
+    files: list[Path] = []  # the files checked are the files read (Ray would read a folder's sub-folders too)
+    for item in map(Path, items):
+        files += sorted(p for p in item.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) \
+            if item.is_dir() else [item]
+    suffixes = {p.suffix.lower() for p in files}
+    if len(suffixes) != 1 or (suffix := suffixes.pop()) not in READERS:
+        raise ValueError(f"cannot tell how to read {[str(i) for i in items]}: give files of one kind, "
+                         f"{', '.join(READERS)} (found {sorted(suffixes) or 'no files'})")
+    return files, suffix
+
+
 def _text_lines(row: dict[str, Any]) -> list[dict[str, str]]:
     """A text file's non-blank lines as rows of ``text``, split as `setfit-lite predict` reads a text file (at
     ``\\n`` only, ``\\r`` and a leading byte-order mark dropped; an invalid UTF-8 line names the file and line)."""
@@ -229,17 +248,7 @@ def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], text_colu
         ValueError: No paths, or files of several or unknown kinds.
     """
     ray = require_ray()
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if not items:
-        raise ValueError("no input paths given")
-    files: list[Path] = []  # the files checked are the files read (Ray would read a folder's sub-folders too)
-    for item in map(Path, items):
-        files += sorted(p for p in item.iterdir() if p.is_file() and not p.name.startswith((".", "_"))) \
-            if item.is_dir() else [item]
-    suffixes = {p.suffix.lower() for p in files}
-    if len(suffixes) != 1 or (suffix := suffixes.pop()) not in READERS:
-        raise ValueError(f"cannot tell how to read {[str(i) for i in items]}: give files of one kind, "
-                         f"{', '.join(READERS)} (found {sorted(suffixes) or 'no files'})")
+    files, suffix = input_files(paths)
     name, defaults = READERS[suffix]
     if suffix == ".csv" and text_column is not None and "convert_options" not in read_args:
         import pyarrow as pa
