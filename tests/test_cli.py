@@ -403,6 +403,11 @@ def test_export_and_evaluate_check_their_inputs_before_the_model_loads(tmp_path:
     cases = [
         (["export", model, str(tmp_path / "o1"), "--static"], "export --static needs --data"),
         (["export", model, str(tmp_path / "o2"), "--static", "--data", str(tmp_path / "no.csv")], "no such file"),
+        (["export", model, str(tmp_path / "o3"), "--pca-dims", "8"], "--pca-dims: not read by this export"),
+        (["export", model, str(tmp_path / "o4"), "--quantize", "int8", "--data", str(data)],
+         "--data: not read by this export"),
+        (["export", model, str(tmp_path / "o5"), "--static", "--data", str(data), "--opset", "18"],
+         "--opset: not read by this export"),
         (["evaluate", model, str(data), "--group-by", "lang"], "--group-by 'lang' is not a column"),
         (["evaluate", model, str(tmp_path / "no.csv")], "no such file"),
     ]

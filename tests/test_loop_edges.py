@@ -64,3 +64,36 @@ def test_a_misspelt_metric_for_best_model_is_an_error(tiny_body_path: str, toy_d
                       train_dataset=toy_data, eval_dataset=toy_eval)
     with pytest.raises(KeyError, match=r"metric_for_best_model='acurracy' is not among the evaluation's metrics"):
         trainer.train()
+
+
+def test_logging_by_epoch_logs_each_epochs_mean_loss(tiny_body_path: str, toy_data: Any) -> None:
+    args = TrainingArguments(num_epochs=(2, 1), min_steps_per_epoch=3, backend="cpu", show_progress_bar=False,
+                             logging_strategy="epoch", seed=0, body_learning_rate=1e-2)
+    trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=args, train_dataset=toy_data)
+    trainer.train()
+    losses = [entry for entry in trainer.state.log_history if "embedding_loss" in entry]
+    assert len(losses) == 2 and all(entry["embedding_loss"] > 0 for entry in losses)  # one per epoch
+
+
+def test_a_signal_during_the_last_epochs_end_stops_with_a_checkpoint(tiny_body_path: str, toy_data: Any,
+                                                                      tmp_path) -> None:
+    """SIGTERM that arrives after the last step's check (here in on_epoch_end, as during an evaluation or a save)
+    stops training with a checkpoint; it was swallowed and training went on to the head."""
+    import os
+    import signal
+
+    from setfit_lite.trainer import TrainingInterrupted
+
+    class Kill(TrainerCallback):
+        def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == state.max_steps:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    args = TrainingArguments(output_dir=str(tmp_path), num_epochs=(2, 1), min_steps_per_epoch=3, backend="cpu",
+                             show_progress_bar=False, save_strategy="steps", save_steps=100, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model=model, args=args, train_dataset=toy_data, callbacks=[Kill()])
+    with pytest.raises(TrainingInterrupted, match="checkpoint saved to .*checkpoint-6"):
+        trainer.train()
+    assert model.model_head is None  # the head was never fitted
+    assert (tmp_path / "checkpoint-6" / "checkpoint.json").is_file()

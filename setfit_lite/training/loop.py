@@ -73,6 +73,8 @@ def run_phase(session: Session, phase: Phase) -> None:
 
     bar = tqdm(total=total, initial=state.global_step, desc=f"Training ({phase.name})",
                disable=tqdm_disable(args.show_progress_bar and backend.is_main_process))
+    # steps whose loss is in progress.running and not logged yet (a resumed run's running sum is the checkpoint's)
+    unlogged = progress.step_in_epoch // per_step if args.logging_strategy == "epoch" else 0
     with StopSignal(enabled=saving) as stop, contextlib.closing(bar):
         while state.global_step < total and not session.control.should_training_stop:
             state.epoch = progress.epoch
@@ -86,13 +88,14 @@ def run_phase(session: Session, phase: Phase) -> None:
                 backend.on_lr_change(optimizer)
                 state.global_step += 1
                 progress.running += float(loss)
+                unlogged += 1
                 progress.step_in_epoch += consumed
                 bar.update(1)
                 session.event("on_step_end")
                 if args.logging_strategy == "steps" and state.global_step % args.logging_steps == 0:
                     session.log({f"{phase.name}_loss": progress.running / args.logging_steps,
                                  "learning_rate": scheduler.get_last_lr()[0]})
-                    progress.running = 0.0
+                    progress.running, unlogged = 0.0, 0
                 if (phase.evaluate is not None and args.eval_strategy == "steps"
                         and state.global_step % (args.eval_steps or args.logging_steps) == 0):
                     _evaluate(session, phase, wrapped, progress)
@@ -106,11 +109,19 @@ def run_phase(session: Session, phase: Phase) -> None:
                     break
             progress.epoch, progress.step_in_epoch = progress.epoch + 1, 0
             state.epoch = progress.epoch  # as transformers: the epochs completed
+            if args.logging_strategy == "epoch" and unlogged:  # the mean loss of the epoch's steps
+                session.log({f"{phase.name}_loss": progress.running / unlogged,
+                             "learning_rate": scheduler.get_last_lr()[0]})
+                progress.running, unlogged = 0.0, 0
             session.event("on_epoch_end")
             if phase.evaluate is not None and args.eval_strategy == "epoch":
                 _evaluate(session, phase, wrapped, progress)
             if saving and args.save_strategy == "epoch":
                 save_checkpoint(session, optimizer, scheduler, progress)
+        # a signal after the last step's check (during the epoch's end: an evaluation, a save, a callback) stops
+        # here, with a checkpoint, not after the rest of training
+        if saving and stop.received(backend):
+            raise stop.interrupted(state.global_step, save_checkpoint(session, optimizer, scheduler, progress))
     backend.unwrap(wrapped)
     end_phase(session, progress, phase.keep)
     phase.module.eval()

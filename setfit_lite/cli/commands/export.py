@@ -27,8 +27,8 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("--quantize", choices=["int8", "int8-static"], default=None,
                         help="int8: dynamic int8 weight quantisation; int8-static: also the activations, calibrated "
                              "on the texts of --data")
-    export.add_argument("--opset", type=argument_type("opset"), default=17,
-                        help="the ONNX opset of the graph (default: %(default)s)")
+    export.add_argument("--opset", type=argument_type("opset"), default=None,
+                        help="the ONNX opset of the graph (default: 17)")
     export.add_argument("--static", action="store_true",
                         help="distil the body into static token embeddings (numpy-only inference, model2vec's "
                              "format); the head is refitted on --data")
@@ -47,8 +47,8 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
                         help="with --static: more texts (any readable file) that the model labels for the refit; "
                              "with --student: more texts to distil on")
     add_data_args(export)
-    export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=256,
-                        help="with --static: embedding size after PCA")
+    export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=None,
+                        help="with --static: embedding size after PCA (default: 256)")
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
@@ -61,6 +61,16 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--quantize int8-static needs --data: the texts it calibrates on")
     if ns.static and not ns.data:
         raise ValueError("export --static needs --data: texts to refit the head on the static embeddings")
+    ignored = [option for option, given in (
+        ("--pca-dims", ns.pca_dims is not None and not ns.static), ("--opset", ns.opset is not None and ns.static),
+        ("--data", ns.data and not (ns.static or ns.student is not None or ns.quantize == "int8-static")),
+        ("--unlabeled-data", ns.unlabeled_data and not (ns.static or ns.student is not None))) if given]
+    if ignored:  # an option this export would not read is refused, not silently dropped
+        raise ValueError(f"{', '.join(ignored)}: not read by this export (--pca-dims with --static; --opset without "
+                         "it; --data with --static, --student or --quantize int8-static; --unlabeled-data with "
+                         "--static or --student)")
+    ns.pca_dims = 256 if ns.pca_dims is None else ns.pca_dims
+    ns.opset = 17 if ns.opset is None else ns.opset
     for option, path in (("--data", ns.data), ("--unlabeled-data", ns.unlabeled_data)):
         if path and path != "-" and not Path(path).is_file():
             raise FileNotFoundError(f"{option} {path}: no such file")
