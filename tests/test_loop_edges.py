@@ -97,3 +97,29 @@ def test_a_signal_during_the_last_epochs_end_stops_with_a_checkpoint(tiny_body_p
         trainer.train()
     assert model.model_head is None  # the head was never fitted
     assert (tmp_path / "checkpoint-6" / "checkpoint.json").is_file()
+
+
+def test_resuming_the_checkpoint_of_an_early_stop_stops_there_too(tiny_body_path: str, toy_data: Any,
+                                                                  toy_eval: Any, tmp_path) -> None:
+    """The last checkpoint of a phase that early stopping ended (the process then killed, say while the head fits)
+    resumes into the same stop: a resumed run equals the uninterrupted one (it trained on to the next
+    evaluation)."""
+    import torch
+
+    def run(resume: Any = None) -> Trainer:
+        args = TrainingArguments(output_dir=str(tmp_path), num_epochs=(1, 1), min_steps_per_epoch=12, backend="cpu",
+                                 show_progress_bar=False, eval_strategy="steps", eval_steps=2, save_strategy="steps",
+                                 save_steps=2, early_stopping_patience=1, seed=0, body_learning_rate=1e-2)
+        # a metric that never improves: patience 1 stops the body at its second evaluation, step 4 of 12
+        trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=args, train_dataset=toy_data,
+                          eval_dataset=toy_eval, metric=lambda y_pred, y_test: 0.5)
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    whole = run()
+    evaluated = [entry["step"] for entry in whole.state.log_history if "eval_metric" in entry]
+    assert evaluated[:2] == [2, 4] and whole.state.global_step < 12
+    resumed = run(resume=True)
+    assert [entry["step"] for entry in resumed.state.log_history if "eval_metric" in entry] == evaluated
+    a, b = whole.model.model_body.state_dict(), resumed.model.model_body.state_dict()
+    assert all(torch.equal(a[name], b[name]) for name in a)

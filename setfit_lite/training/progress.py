@@ -40,7 +40,9 @@ class Progress:
         return {"global_step": session.state.global_step, "log_history": session.state.log_history,
                 "best_metric": self.stopper.best, "bad_evaluations": self.stopper.bad_evaluations,
                 "epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "running": self.running,
-                "data_digest": session.data_digest}
+                "data_digest": session.data_digest,
+                # an early stop decided at this step (the last checkpoint of a stopped phase): a resumed run stops too
+                "stopped": bool(session.control.should_training_stop)}
 
 
 def save_checkpoint(session: Session, optimizer: torch.optim.Optimizer, scheduler: Any, progress: Progress) -> Path:
@@ -82,6 +84,7 @@ def resume(session: Session, path: Path, optimizer: torch.optim.Optimizer, sched
     session.state.best_metric = progress.stopper.best
     progress.epoch, progress.step_in_epoch, progress.running = ts["epoch"], ts["step_in_epoch"], ts["running"]
     progress.best_state = saved.get("best_body")
+    session.control.should_training_stop = bool(ts.get("stopped", False))  # absent from older checkpoints
     set_rng_state(saved["rng"])
     backend.set_rng_state(saved["rng"])
     logger.info("resumed from %s at step %d", path, session.state.global_step)
