@@ -231,6 +231,15 @@ def test_an_input_of_an_unknown_kind_is_refused_before_ray_starts(tmp_path, monk
     (tmp_path / "c.tsv").write_text("text\tlabel\nx\t1\n")
     with pytest.raises(ValueError, match=r"cannot tell how to read .*c\.tsv"):
         score_dataset(tmp_path / "model", tmp_path / "c.tsv", tmp_path / "scores.parquet")
+    (tmp_path / "d.csv").write_text("sentence,id\nx,1\n")
+    with pytest.raises(ValueError, match=r"d\.csv has no column 'text' \(columns: \['sentence', 'id'\]\)"):
+        score_dataset(tmp_path / "model", tmp_path / "d.csv", tmp_path / "scores.parquet")
+    (tmp_path / "e.jsonl").write_text('{"text": "x", "id": 1}\n')
+    with pytest.raises(ValueError, match=r"e\.jsonl has no column 'key'.*pass id_column="):
+        score_dataset(tmp_path / "model", tmp_path / "e.jsonl", tmp_path / "scores.parquet", id_column="key")
+    pq.write_table(pa.table({"body": ["x"]}), tmp_path / "f.parquet")
+    with pytest.raises(ValueError, match=r"f\.parquet has no column 'text'"):
+        score_dataset(tmp_path / "model", tmp_path / "f.parquet", tmp_path / "scores.parquet")
 
 
 def test_files_are_read_as_predict_reads_them(cluster, folders, tmp_path) -> None:

@@ -129,10 +129,12 @@ def connect_ray(address: str | None = None, **init_args: Any) -> Any:
 def check_score_request(model_dir: str | os.PathLike, data: Any, output: str | os.PathLike, *,
                         concurrency: int | tuple[int, int] | None = None, num_cpus: float = 1.0,
                         max_retries: int = 3, batch_size: int | None = None,
-                        model_batch_size: int | None = None) -> list[Any]:
+                        model_batch_size: int | None = None, text_column: str | None = None,
+                        id_column: str | None = None) -> list[Any]:
     """What `score_dataset` checks before Ray starts: its numbers by their rules (``setfit_lite.config.params``),
-    the model folder and the input files exist, and ``output`` is new and neither holds nor lies in what is read.
-    Returns the input paths (empty for a ``ray.data.Dataset``)."""
+    the model folder and the input files exist and are of one kind Ray reads, the first file has ``text_column``
+    and ``id_column`` (when given), and ``output`` is new and neither holds nor lies in what is read. Returns the
+    input paths (empty for a ``ray.data.Dataset``)."""
     from ..config.params import check_param, check_params
     from ..serialization import check_output_path
 
@@ -149,8 +151,12 @@ def check_score_request(model_dir: str | os.PathLike, data: Any, output: str | o
     missing = [str(item) for item in inputs if not os.path.exists(item)]
     if missing:
         raise FileNotFoundError(f"input {', '.join(missing)} does not exist")
-    if inputs:
-        input_files(inputs)  # files of one kind Ray can read: refused here, not after Ray starts
+    if inputs:  # files of one kind Ray can read, with the columns asked for: refused here, not after Ray starts
+        files, suffix = input_files(inputs)
+        columns = _columns_of(files[0], suffix)
+        for option, column in (("text_column", text_column), ("id_column", id_column)):
+            if column is not None and columns is not None and column not in columns:
+                raise ValueError(f"{files[0]} has no column {column!r} (columns: {columns}); pass {option}=")
     check_output_path(out, model_dir, *inputs, suffix="scores")
     return inputs
 
@@ -217,6 +223,30 @@ def input_files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> tuple
         raise ValueError(f"cannot tell how to read {[str(i) for i in items]}: give files of one kind, "
                          f"{', '.join(READERS)} (found {sorted(suffixes) or 'no files'})")
     return files, suffix
+
+
+def _columns_of(path: Path, suffix: str) -> list[str] | None:
+    """The column names of an input file, read from its head (None where they cannot be told cheaply)."""
+    import csv
+    import json
+
+    if suffix == ".txt":
+        return ["text"]
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        if suffix == ".csv":
+            return next(csv.reader(handle), [])
+        if suffix == ".jsonl":
+            line = next((line for line in handle if line.strip()), "")
+            try:
+                row = json.loads(line) if line else {}
+            except json.JSONDecodeError:
+                return None  # Ray's reader reports it
+            return list(row) if isinstance(row, dict) else None
+    return None  # a .json file: read whole by Ray
 
 
 def _text_lines(row: dict[str, Any]) -> list[dict[str, str]]:
@@ -336,7 +366,8 @@ def score_dataset(model_dir: str | os.PathLike, data: Any, output: str | os.Path
     started = time.perf_counter()
     out = Path(output)
     check_score_request(model_dir, data, output, concurrency=concurrency, num_cpus=num_cpus,
-                        max_retries=max_retries, batch_size=batch_size, model_batch_size=model_batch_size)
+                        max_retries=max_retries, batch_size=batch_size, model_batch_size=model_batch_size,
+                        text_column=text_column, id_column=id_column)
     tier = model_tier(model_dir)
     defaults = TIER_DEFAULTS[tier]
     ray = connect_ray()

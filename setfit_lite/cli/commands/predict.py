@@ -45,7 +45,8 @@ def run_on_ray(ns: argparse.Namespace) -> dict[str, Any]:
     if not ns.output or ns.data == "-":
         raise ValueError("predict --ray needs an input file or folder and --output OUT.parquet")
     check_score_request(ns.model_dir, ns.data, ns.output, concurrency=ns.concurrency, num_cpus=ns.num_cpus,
-                        model_batch_size=ns.batch_size)  # before Ray starts
+                        model_batch_size=ns.batch_size, text_column=ns.text_column,
+                        id_column=ns.id_column)  # before Ray starts
     ray = connect_ray(ns.ray or None, log_to_driver=sl_logging.is_verbose())
     ray.data.DataContext.get_current().enable_progress_bars = sl_logging.tqdm_disable(True) is None
     result = score_dataset(ns.model_dir, ns.data, ns.output, text_column=ns.text_column, id_column=ns.id_column,
