@@ -23,9 +23,15 @@ def test_a_head_without_probabilities_is_refused_at_construction(tiny_body_path:
         SetFitModel(body, model_head=estimator)
 
 
-def test_a_head_with_probabilities_is_taken(tiny_body_path: str) -> None:
+def test_a_head_with_probabilities_trains_and_predicts(tiny_body_path: str) -> None:
+    """The refusal is for heads without probabilities only: SVC(probability=True) trains and predicts."""
+    texts, labels = make_sentences(8, seed=0)
     model = SetFitModel(SetFitModel.from_pretrained(tiny_body_path).model_body, model_head=SVC(probability=True))
-    assert isinstance(model.head_spec, SVC)
+    Trainer(model=model, args=_args(), train_dataset={"text": texts, "label": labels}).train()
+    proba = model.predict_proba(texts, as_numpy=True)
+    assert isinstance(model.model_head.estimator, SVC) and proba.shape == (len(texts), 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-5)
+    assert model.predict(texts) == [model.labels[i] for i in proba.argmax(axis=1)]
 
 
 def test_the_metric_for_best_model_averages_as_the_metric_does() -> None:

@@ -51,9 +51,9 @@ def test_callbacks_see_the_best_metric_before_the_evaluation(tiny_body_path: str
                       train_dataset=toy_data, eval_dataset=toy_eval, callbacks=[spy])
     trainer.train()
     body = spy.seen[:3]  # the body's evaluations at steps 2, 4, 6
-    assert body[0][0] is None
+    assert len(body) == 3 and body[0][0] is None
     best = None
-    for (before, value), _ in zip(body, range(3)):
+    for before, value in body:
         assert before == best  # the best of the earlier evaluations, not yet this one
         best = value if best is None else max(best, value)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_output", "load_model", "read_texts"]
+__all__ = ["check_inputs_exist", "check_new_file", "check_output", "load_model", "read_texts"]
 
 TABLE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")  # read as columns; any other file: one text per line
 
@@ -21,6 +21,20 @@ def check_output(output: str, *inputs: str | None, suffix: str) -> None:
     from ..serialization import check_output_path
 
     check_output_path(output, *inputs, suffix=suffix)
+
+
+def check_new_file(output: str, command: str) -> None:
+    """FileExistsError when ``output`` exists (a file, folder or link): the command writes only new files."""
+    if Path(output).exists() or Path(output).is_symlink():
+        raise FileExistsError(f"{output} exists: {command} never writes over a file; pass a new --output")
+
+
+def check_inputs_exist(paths: dict[str, str | None]) -> None:
+    """FileNotFoundError naming the argument (``{"--eval-data": path}``) of a given input file that does not exist
+    (``-``, stdin, is skipped), before any model loads or anything is written."""
+    for argument, path in paths.items():
+        if path and path != "-" and not Path(path).is_file():
+            raise FileNotFoundError(f"{argument} {path}: no such file")
 
 
 def load_model(model_dir: str, runtime: str = "auto") -> Any:

@@ -254,10 +254,9 @@ def _text_lines(row: dict[str, Any]) -> list[dict[str, str]]:
     ``\\n`` only, ``\\r`` and a leading byte-order mark dropped; an invalid UTF-8 line names the file and line)."""
     import io
 
-    from ..runtime.predictor import decoded_lines
+    from ..runtime.predictor import text_lines
 
-    lines = decoded_lines(io.BytesIO(row["bytes"]), str(row["path"]))
-    return [{"text": line} for line in lines if line.strip()]
+    return [{"text": line} for line in text_lines(io.BytesIO(row["bytes"]), str(row["path"]))]
 
 
 def read_texts(paths: str | os.PathLike | Sequence[str | os.PathLike], text_column: str | None = None,

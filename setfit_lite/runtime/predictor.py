@@ -206,10 +206,15 @@ def decoded_lines(handle: Iterable[bytes], name: str) -> Iterator[str]:
         yield line.rstrip("\n").rstrip("\r")
 
 
+def text_lines(handle: Iterable[bytes], name: str) -> Iterator[str]:
+    """The texts of a binary stream of one text per line: its non-blank `decoded_lines`."""
+    return (line for line in decoded_lines(handle, name) if line.strip())
+
+
 def iter_text_file(path: str | os.PathLike) -> Iterator[str]:
     """The non-blank lines of a UTF-8 text file, newline removed, read lazily (a file of any size)."""
     with open(path, "rb") as handle:
-        yield from (line for line in decoded_lines(handle, str(path)) if line.strip())
+        yield from text_lines(handle, str(path))
 
 
 def text_stream(inputs: Iterable[str] | os.PathLike) -> Iterable[str]:

@@ -22,7 +22,7 @@ import json
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import optuna
 from optuna.distributions import BaseDistribution
@@ -67,20 +67,21 @@ class BestRun:
     backend: Any = None
     study: Any = field(default=None, repr=False, compare=False)
 
+    _fields: ClassVar[tuple[str, ...]] = ("run_id", "objective", "hyperparameters", "backend")  # the named tuple's
+
     def __iter__(self) -> Iterator[Any]:
-        return iter((self.run_id, self.objective, self.hyperparameters, self.backend))
+        return (getattr(self, name) for name in self._fields)
 
     def __getitem__(self, index: int | slice) -> Any:
         """`best[1]` is the objective, as for setfit's named tuple."""
-        return (self.run_id, self.objective, self.hyperparameters, self.backend)[index]
+        return tuple(self)[index]
 
     def __len__(self) -> int:
-        return 4
+        return len(self._fields)
 
     def _asdict(self) -> dict[str, Any]:
         """The named tuple's fields by name (`run_id`, `objective`, `hyperparameters`, `backend`)."""
-        return {"run_id": self.run_id, "objective": self.objective, "hyperparameters": self.hyperparameters,
-                "backend": self.backend}
+        return dict(zip(self._fields, self))
 
 
 # ------------------------------------------------------------------------------------------------ objective

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from ...config.params import argument_type
-from ..inputs import check_output, is_table, read_texts
+from ..inputs import check_inputs_exist, check_output, is_table, read_texts
 from ..options import add_data_args
 
 #: the speed tier's distillation epochs (docs/export.md: chosen on validation texts)
@@ -71,9 +70,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
                          "--static or --student)")
     ns.pca_dims = 256 if ns.pca_dims is None else ns.pca_dims
     ns.opset = 17 if ns.opset is None else ns.opset
-    for option, path in (("--data", ns.data), ("--unlabeled-data", ns.unlabeled_data)):
-        if path and path != "-" and not Path(path).is_file():
-            raise FileNotFoundError(f"{option} {path}: no such file")
+    check_inputs_exist({"--data": ns.data, "--unlabeled-data": ns.unlabeled_data})
     if ns.student is None and ns.student_epochs is not None:
         raise ValueError("--student-epochs applies only with --student")
     if ns.student is not None and ns.static:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from ...config.params import argument_type
-from ..inputs import check_output
+from ..inputs import check_inputs_exist, check_new_file, check_output
 from ..training import add_train_args, train_args, train_eval_rows
 
 HELP = "search hyperparameters with Optuna (each trial scored on --eval-data)"
@@ -58,12 +57,10 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     if ns.output:
         storage_file = ns.storage.removeprefix("sqlite:///") if ns.storage else None  # a URL is no path: skipped
         check_output(ns.output, ns.model, ns.data, ns.eval_data, ns.space, storage_file, suffix="best")
-        if Path(ns.output).exists() or Path(ns.output).is_symlink():
-            raise FileExistsError(f"{ns.output} exists: search never writes over a file; pass a new --output")
-    for option, path in (("data", ns.data), ("--eval-data", ns.eval_data), ("--space", ns.space)):
-        if path and not Path(path).is_file():  # before the storage is opened (a .db file is created there)
-            raise FileNotFoundError(f"{option} {path}: no such file")
-    space = load_space(ns.space) if ns.space else None  # an invalid space: refused before a database file exists
+        check_new_file(ns.output, "search")
+    # missing files and an invalid space are refused before --storage creates a database file
+    check_inputs_exist({"data": ns.data, "--eval-data": ns.eval_data, "--space": ns.space})
+    space = load_space(ns.space) if ns.space else None
     # a database that cannot be reached, or refuses the password, fails here: before any data or model is loaded
     storage = open_storage(ns.storage, heartbeat_interval=ns.heartbeat_interval, grace_period=ns.grace_period,
                            max_retry=ns.max_retry)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...active.params import RULES, STRATEGIES
 from ...config.params import argument_type
-from ..inputs import check_output, load_model, read_texts
+from ..inputs import check_new_file, check_output, load_model, read_texts
 from ..options import add_data_args, add_runtime_arg
 
 HELP = "suggest which texts of a pool to label next (a JSONL file to fill in)"
@@ -87,8 +87,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     from ...active.strategies import resolve
     from ...serialization import atomic_write_text
 
-    if Path(ns.output).exists():
-        raise FileExistsError(f"{ns.output} exists: suggest never writes over a file; pass a new --output")
+    check_new_file(ns.output, "suggest")
     check_output(ns.output, ns.model, ns.pool, *ns.exclude, suffix="to_label")
     rounds = [(path, read_indices(path)) for path in ns.exclude]
     texts = check_pool(list(read_texts(ns.pool, ns.text_column)))
