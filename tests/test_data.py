@@ -139,15 +139,32 @@ def test_csv_with_column_mapping_keeps_numeric_texts(tmp_path: Path):
 def test_csv_blank_label_is_missing(tmp_path: Path):
     path = tmp_path / "train.csv"
     path.write_text("text,label\na,1\nb,\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="row 1: label is missing"):
+    with pytest.raises(ValueError, match=r"row 1 \(line 3\): label is missing"):
         to_labeled_data(path)
+
+
+def test_file_errors_name_the_line_of_the_row(tmp_path: Path):
+    """A row named in an error about a CSV or JSON lines file comes with the file line it starts on: blank lines,
+    the header and a quoted cell's line breaks counted as an editor counts them."""
+    csv_file = tmp_path / "train.csv"
+    csv_file.write_text('text,label\na,0\n\n"two\nlines",1\n,1\n', encoding="utf-8")
+    with pytest.raises(TypeError, match=r"row 2 \(line 6\): text must be a str"):
+        to_labeled_data(csv_file)
+    jsonl = tmp_path / "train.jsonl"
+    jsonl.write_text('{"text": "a", "label": 0}\n\n\n{"text": "b", "label": "x"}\n', encoding="utf-8")
+    with pytest.raises(TypeError, match=r"row 0 \(line 1\) is int, row 1 \(line 4\) is str"):
+        to_labeled_data(jsonl)
+    array = tmp_path / "train.json"  # one JSON array: rows are its items, not lines
+    array.write_text('[{"text": "a", "label": 0},\n {"text": " ", "label": 1}]', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"row 1: text is empty"):
+        to_labeled_data(array)
 
 
 def test_file_errors_name_the_file(tmp_path: Path):
     """Whatever is wrong with a file's content, the message names the file as well as the row."""
     path = tmp_path / "train.csv"
     path.write_text("text,label\na,1\nb,\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"train\.csv'?: row 1: label is missing"):
+    with pytest.raises(ValueError, match=r"train\.csv'?: row 1 \(line 3\): label is missing"):
         to_labeled_data(path)
     for name in ("latin1.csv", "latin1.jsonl"):
         (tmp_path / name).write_bytes('{"text": "caf\u00e9", "label": 1}'.encode("latin-1"))

@@ -101,6 +101,45 @@ def _integers(values: list) -> list:
     return [int(v) if isinstance(v, str) else v for v in values]
 
 
+def _row_lines(path: Path) -> list[int]:
+    """The file line each data row starts on (1-based), for a CSV or JSON lines file; [] for other files.
+
+    A CSV row may span lines (a quoted cell with line breaks); blank lines hold no row, as for pandas' reader.
+    """
+    suffix = path.suffix.lower()
+    try:
+        content = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if suffix == ".csv":
+        import csv
+        import io
+
+        reader = csv.reader(io.StringIO(content, newline=""))
+        starts, line = [], 1
+        for record in reader:
+            if record:
+                starts.append(line)
+            line = reader.line_num + 1
+        return starts[1:]  # the header is not a data row
+    if suffix == ".jsonl" or (suffix == ".json" and content.lstrip()[:1] != "["):
+        return [n for n, text in enumerate(content.splitlines(), start=1) if text.strip()]
+    return []
+
+
+def _with_file_lines(message: str, path: Path) -> str:
+    """``message`` with each "row N" it names followed by the file line that row starts on (rows count from 0)."""
+    if not re.search(r"\brow \d+", message):
+        return message
+    lines = _row_lines(path)
+
+    def at_line(match: re.Match) -> str:
+        row = int(match.group(1))
+        return f"{match.group(0)} (line {lines[row]})" if row < len(lines) else match.group(0)
+
+    return re.sub(r"\brow (\d+)", at_line, message)
+
+
 def _non_utf8_line(path: Path) -> str:
     """Where a file first fails to decode as UTF-8, for an error message: ``" (line N, byte B of the line)"``."""
     with path.open("rb") as handle:
@@ -211,8 +250,9 @@ def to_labeled_data(
         try:
             return _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels,
                                  read_labels)
-        except (ValueError, TypeError) as err:  # name the file: the row numbers are its data rows
-            raise (TypeError if isinstance(err, TypeError) else ValueError)(f"{str(data)!r}: {err}") from None
+        except (ValueError, TypeError) as err:  # name the file, and the line of each row the message names
+            message = _with_file_lines(str(err), Path(data))
+            raise (TypeError if isinstance(err, TypeError) else ValueError)(f"{str(data)!r}: {message}") from None
     return _labeled_from(data, labels, text_column, label_column, column_mapping, require_labels, read_labels)
 
 
