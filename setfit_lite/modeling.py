@@ -135,9 +135,8 @@ class SetFitModel(Predictor):
                  inference_precision: str = "auto") -> None:
         self.model_body = model_body
         self.inference_precision = inference_precision
-        _check_head_has_probabilities(model_head)
-        self.head_spec = model_head if not _is_fitted_head(model_head) else None
-        self.model_head = model_head if _is_fitted_head(model_head) else None
+        self.head_spec: Any = None
+        self.model_head = model_head
         self.labels = check_label_names(labels) if labels is not None else None
         self.multi_target_strategy = multi_target_strategy
         self.use_differentiable_head = use_differentiable_head
@@ -373,6 +372,22 @@ class SetFitModel(Predictor):
             for param in module.parameters():
                 param.requires_grad = trainable
 
+    @property
+    def model_head(self) -> Any:
+        """The fitted head (None before training)."""
+        return self._model_head
+
+    @model_head.setter
+    def model_head(self, head: Any) -> None:
+        """A fitted head replaces the model's; an unfitted one (a scikit-learn estimator, as setfit users assign
+        it) is what the next training fits, and the model has no fitted head until then."""
+        if head is None or _is_fitted_head(head):
+            self._model_head = head
+            return
+        _check_head_has_probabilities(head)
+        self.head_spec = head
+        self._model_head = None
+
     def new_head(self, num_classes: int, multi_label: bool) -> Any:
         """An unfitted head for ``num_classes`` classes, as configured at construction (``class_weight_given``:
         whether ``head_params`` named its class weight, even None, which training then keeps)."""
@@ -531,19 +546,27 @@ class SetFitModel(Predictor):
             show_progress_bar: Whether to show a progress bar; None follows the library's setting.
 
         Returns:
-            A tensor (numpy with `as_numpy`) `(n, len(labels))`, one row for one text. With
-            `multi_target_strategy="multi-output"` each label has its two columns `[P(0), P(1)]`, shape
-            `(n, L, 2)`, as scikit-learn's `MultiOutputClassifier` gives them; `class_proba` gives the `(n, L)`
-            numpy form for every head.
+            A tensor (numpy with `as_numpy`) `(n, len(labels))`, one row for one text. With a scikit-learn head
+            of `multi_target_strategy="multi-output"` each label has its two columns `[P(0), P(1)]`, shape
+            `(n, L, 2)`, as scikit-learn's `MultiOutputClassifier` gives them (a torch head: `(n, L)`, as in
+            setfit); `class_proba` gives the `(n, L)` numpy form for every head.
 
         Raises:
             TypeError: The inputs are not texts.
             ValueError: The model has no fitted head.
         """
         proba = self.class_proba(inputs, batch_size=batch_size, show_progress_bar=show_progress_bar)
-        if self.multi_label and self.multi_target_strategy == "multi-output":
+        if self._answers_per_label():
             proba = np.stack([1.0 - proba, proba], axis=-1)
         return proba if as_numpy else _as_tensor(proba)
+
+    def _answers_per_label(self) -> bool:
+        """Whether the head answers each label apart, `[P(0), P(1)]` (scikit-learn's `MultiOutputClassifier`), as
+        setfit's `predict_proba` shows it: the fitted head decides, not the setting (a torch head never does)."""
+        from .heads import SklearnHead
+
+        head = self.model_head
+        return self.multi_label and isinstance(head, SklearnHead) and head.multi_target_strategy == "multi-output"
 
     def _array_output(self, array: np.ndarray, as_numpy: bool) -> np.ndarray | torch.Tensor:
         return array if as_numpy else _as_tensor(array)

@@ -475,3 +475,25 @@ def test_multi_output_predict_proba_has_setfits_shape(tiny_body_path: str, toy_d
     np.testing.assert_allclose(proba[..., 1], model.class_proba(toy_data["text"][:3]), rtol=1e-6)
     assert model.predict_proba(toy_data["text"][0]).shape == (2, 2)
     assert model.predict(toy_data["text"][:3]).shape == (3, 2)  # multi-hot, a tensor
+
+
+def test_predict_proba_shape_follows_the_fitted_head(tiny_body_path: str, toy_data: dict) -> None:
+    """setfit stacks `[P(0), P(1)]` per label only for a head whose estimator answers per label: a torch head with
+    `multi_target_strategy="multi-output"` gives `(n, L)`, and a `MultiOutputClassifier` given as the head gives
+    `(n, L, 2)` whatever the model's setting says."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+
+    from setfit_lite import SetFitModel, Trainer
+
+    hot = [[1, 0] if y == "positive" else [0, 1] for y in toy_data["label"]]
+    train = {"text": toy_data["text"], "label": hot}
+    torch_head = SetFitModel.from_pretrained(tiny_body_path, multi_target_strategy="multi-output",
+                                             use_differentiable_head=True, head_params={"out_features": 2})
+    Trainer(torch_head, args=TrainingArguments(**FAST), train_dataset=train).train()
+    assert torch_head.predict_proba(toy_data["text"][:3], as_numpy=True).shape == (3, 2)
+    given = SetFitModel.from_pretrained(tiny_body_path)
+    given.model_head = MultiOutputClassifier(LogisticRegression())  # setfit's way to give a head
+    Trainer(given, args=TrainingArguments(**FAST), train_dataset=train).train()
+    assert given.multi_target_strategy is None
+    assert given.predict_proba(toy_data["text"][:3], as_numpy=True).shape == (3, 2, 2)
