@@ -136,6 +136,8 @@ class Trainer:
         self._callbacks = list(callbacks or [])
         self.state = TrainerState()
         self.session: Session | None = None  # the current (or last) train() call's
+        # (model, its body before training) kept after an interrupted call, for the folds of the call resuming it
+        self._untrained: tuple[Any, Any] | None = None
         if model is None:
             seed_everything(self.args.seed)
             model = self.call_model_init()
@@ -372,10 +374,10 @@ class Trainer:
             if backend.world_size > 1:
                 raise ValueError("calibration='temperature' trains whole models on folds of the data in one "
                                  "process; with distributed training use calibration='none'")
-            session.initial_body = copy.deepcopy(model.model_body).to("cpu")
+            session.initial_body = self._body_before_training(resume_from)
         if self._uses_pool(args) and args.self_training == "auto":  # the folds of the decision start from it
             session.pool_body = session.initial_body if session.initial_body is not None \
-                else copy.deepcopy(model.model_body).to("cpu")
+                else self._body_before_training(resume_from)
         if self.trains_body(args):
             self.train_embeddings(args, tokens, ids)
         self.train_classifier(args, tokens, ids, multi_label)
@@ -390,9 +392,21 @@ class Trainer:
             "train_seconds": round(self.state.train_seconds, 3),
             "backend": backend.describe(),
         })
+        self._untrained = None  # trained to the end: nothing resumes this call
         if reporting:
             session.log(self._final_logs())
         session.event("on_train_end")
+
+    def _body_before_training(self, resume_from: Any) -> Any:
+        """A copy (on the CPU) of the model's body before this call trains it, which the folds of calibration and
+        of the pool decision retrain: on a resume of this trainer's interrupted call, the copy that call took
+        (the body has trained since); else a copy now, kept until the call ends."""
+        kept = self._untrained
+        if resume_from is not None and kept is not None and kept[0] is self.model:
+            return kept[1]
+        body = copy.deepcopy(self.model.model_body).to("cpu")
+        self._untrained = (self.model, body)
+        return body
 
     def _uses_pool(self, args: TrainingArguments) -> bool:
         return self._unlabeled is not None and args.self_training is not False and args.self_training_rounds > 0
@@ -520,8 +534,11 @@ class Trainer:
         """The embedding phase's batch loss (``args.loss``)."""
         return build_loss(args.loss, margin=args.margin, distance_metric=args.distance_metric)
 
-    def train_embeddings(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray) -> None:
-        """Phase 1: contrastive training of the body (sentence batches by default, setfit pairs on request)."""
+    def train_embeddings(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray,
+                         checkpoints: bool = True) -> None:
+        """Phase 1: contrastive training of the body (sentence batches by default, setfit pairs on request);
+        ``checkpoints``: whether it saves and resumes checkpoints (the labelled training; a self-training round's
+        body training does neither, so its steps never replace the labelled phase's checkpoints)."""
         backend, body = self.backend, self.model.model_body
         assert backend is not None and self.session is not None
         freeze_word_embeddings(body, args.freeze_word_embeddings)
@@ -537,7 +554,7 @@ class Trainer:
         run_phase(self.session, Phase(
             "embedding", EmbeddingModule(body, loss), body_optimizer(backend, body, args),
             sampler, tokens, self._batch_labels(ids), args.embedding_num_epochs,
-            max_steps=args.max_steps, checkpoints=True, evaluate=evaluator))
+            max_steps=args.max_steps, checkpoints=checkpoints, evaluate=evaluator))
         freeze_word_embeddings(body, False)
 
     def train_classifier(self, args: TrainingArguments, tokens: list[list[int]], ids: np.ndarray,
@@ -605,19 +622,23 @@ class Trainer:
         Recorded in ``model.training_info["calibration"]`` with the reason when none is fitted."""
         temperature, how = None, "calibration='none'"
         session = self.session
-        if args.calibration == "temperature" and session is not None and session.initial_body is not None:
-            if session.cross_fit is None:  # fitted once, on the labelled data (self-training refits reuse it)
+        if args.calibration == "temperature" and session is not None and session.cross_fit is None:
+            # fitted once, on the labelled texts: a self-training round's head reuses it (refitted on the round's
+            # pseudo-labels, the head's own confident guesses, it would sharpen the probabilities)
+            if session.initial_body is not None:
                 data = self._train_data
                 assert data is not None
                 session.cross_fit = cross_fit_temperature(
                     fold_trainer(type(self), self.model, session.initial_body, args, data.texts, data.labels),
                     ids, args.calibration_folds or CROSS_FIT_FOLDS, seed=args.seed)
+            else:  # the body is not trained: its embeddings are out of sample
+                num_classes = len(self.model.labels or [])
+                session.cross_fit = cv_temperature(
+                    lambda: self.model.new_head(num_classes, ids.ndim > 1),
+                    lambda h, x, y: self._refit_head(args, h, x, y), embeddings, ids,
+                    args.calibration_folds or MAX_FOLDS, seed=args.seed)
+        if args.calibration == "temperature" and session is not None:
             temperature, how = session.cross_fit
-        elif args.calibration == "temperature":  # the body is not trained: its embeddings are out of sample
-            num_classes = len(self.model.labels or [])
-            temperature, how = cv_temperature(lambda: self.model.new_head(num_classes, ids.ndim > 1),
-                                              lambda h, x, y: self._refit_head(args, h, x, y), embeddings, ids,
-                                              args.calibration_folds or MAX_FOLDS, seed=args.seed)
         head.calibration_temperature = temperature or 1.0
         self.model.training_info["calibration"] = {"temperature": temperature, "method": how}
 

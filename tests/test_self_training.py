@@ -578,3 +578,83 @@ def test_with_bf16_prediction_the_round_s_body_is_the_one_that_predicts(tiny_bod
         assert model.training_info["self_training"]["rounds"][0]["body"] is True
         final = model.with_body(copy.deepcopy(model.model_body))
         np.testing.assert_allclose(model.encode(toy_eval["text"]), final.encode(toy_eval["text"]), atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ checkpoints, resumes, calibration
+class _Saves(TrainerCallback):
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def on_save(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+        self.steps.append(state.global_step)
+
+
+def test_the_rounds_body_training_never_replaces_the_labelled_checkpoints(tiny_body_path: str, toy_data: dict,
+                                                                          tmp_path: Path) -> None:
+    """Checkpoints are of the labelled training: a round (whose steps count from 0 again) saving `checkpoint-2`
+    over the labelled one would make a resumed run load the round's body into the labelled phase."""
+    saves = _Saves()
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model, TrainingArguments(**FAST, save_strategy="steps", save_steps=2, output_dir=str(tmp_path)),
+                      train_dataset=toy_data, unlabeled_dataset=POOL, callbacks=[saves])
+    trainer.train()
+    assert model.training_info["self_training"]["rounds"][0]["body"]
+    assert saves.steps == [2, 4]  # the labelled phase's; the round's 4 steps saved nothing
+
+
+def test_a_resume_by_the_interrupted_trainer_gives_its_folds_the_untrained_body(tiny_body_path: str,
+                                                                                toy_data: dict, tmp_path: Path
+                                                                                ) -> None:
+    """The folds of calibration (and of the pool decision) retrain the body from before training; a resume by
+    the trainer that was interrupted must not hand them the body trained up to the interruption."""
+    import signal
+
+    from setfit_lite.trainer import TrainingInterrupted
+
+    class Stop(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            if state.global_step == 3:
+                signal.raise_signal(signal.SIGTERM)
+
+    args = {**FAST, "self_training": False, "calibration": "temperature", "save_strategy": "steps",
+            "save_steps": 2}
+    reference = SetFitModel.from_pretrained(tiny_body_path)
+    Trainer(reference, TrainingArguments(**args, output_dir=str(tmp_path / "a")), train_dataset=toy_data).train()
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    trainer = Trainer(model, TrainingArguments(**args, output_dir=str(tmp_path / "b")), train_dataset=toy_data,
+                      callbacks=[Stop()])
+    with pytest.raises(TrainingInterrupted):
+        trainer.train()
+    trainer.pop_callback(Stop)
+    trainer.train(resume_from_checkpoint=True)
+    assert model.training_info["calibration"] == reference.training_info["calibration"]
+    texts = toy_data["text"][:6]
+    np.testing.assert_allclose(model.predict_proba(texts, as_numpy=True),
+                               reference.predict_proba(texts, as_numpy=True), atol=1e-6)
+
+
+def test_the_temperature_is_fitted_on_the_labelled_texts_only(tiny_body_path: str, toy_data: dict,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a body that is not trained the temperature comes from heads refitted on folds of the labelled
+    embeddings, once: a round's head keeps it (refitted on the pseudo-labels, the head's own confident guesses, it
+    would sharpen the probabilities)."""
+    import setfit_lite.trainer as trainer_module
+
+    fitted_on: list[int] = []
+    original = trainer_module.cv_temperature
+
+    def spy(new_head, fit, embeddings, ids, *args, **kwargs):  # type: ignore[no-untyped-def]
+        fitted_on.append(len(ids))
+        return original(new_head, fit, embeddings, ids, *args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "cv_temperature", spy)
+    model, _ = _train(tiny_body_path, toy_data, POOL, body_learning_rate=0.0, calibration="temperature")
+    assert sum(model.training_info["self_training"]["rounds"][0]["counts"].values()) > 0
+    assert fitted_on == [len(toy_data["text"])]
+
+
+def test_a_set_is_refused_as_the_pool(tiny_body_path: str, toy_data: dict) -> None:
+    """A set's order changes from one Python process to the next, and the round's batches follow the pool's."""
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.raises(TypeError, match="unlabeled_dataset: got a set.*sorted"):
+        Trainer(model, TrainingArguments(**FAST), train_dataset=toy_data, unlabeled_dataset=set(POOL))

@@ -72,7 +72,11 @@ logger = logging.getLogger(__name__)
 def read_unlabeled(dataset: Any, column_mapping: Mapping[str, str] | None = None) -> list[str]:
     """The texts of an unlabeled pool: a list of str, or a table (``datasets.Dataset``, dict of lists, DataFrame,
     list of dicts) with a ``text`` column (or the column ``column_mapping`` maps to ``"text"``); other columns
-    (a label column included) are ignored. TypeError/ValueError naming the problem otherwise."""
+    (a label column included) are ignored. TypeError/ValueError naming the problem otherwise (a set too: its order
+    changes from one Python process to the next, and the round's batches follow the pool's order)."""
+    if isinstance(dataset, (set, frozenset)):
+        raise TypeError(f"unlabeled_dataset: got a {type(dataset).__name__}, whose order changes from one run to the "
+                        "next (and so would the trained model); pass a list, e.g. sorted(pool)")
     table = as_table(dataset)
     if table is None:
         try:
@@ -263,7 +267,7 @@ def run_self_training(trainer: Any, args: Any, texts: list[str], ids: np.ndarray
         round_ids = np.concatenate([ids, pseudo.astype(ids.dtype)])
         if done.body:
             trainer.train_embeddings(args.update({"min_steps_per_epoch": args.min_steps_per_epoch or body_steps}),
-                                     round_tokens, round_ids)
+                                     round_tokens, round_ids, checkpoints=False)
         trainer.train_classifier(args, round_tokens, round_ids, False)
     return rounds
 

@@ -35,7 +35,7 @@ class Session:
     prototypes: bool = False
     anchor_texts: list[str] | None = None
     initial_body: Any = None  # calibration with a trained body: the body before training, which each fold retrains
-    cross_fit: tuple[float | None, str] | None = None  # its temperature and method, once fitted
+    cross_fit: tuple[float | None, str] | None = None  # the temperature and its method, once fitted (either way)
     data_digest: str | None = None  # sha256 of the training texts and labels: a checkpoint resumes only on them
     pool_body: Any = None  # self_training="auto": the body before training, which each fold of the decision retrains
 
