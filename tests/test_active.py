@@ -194,7 +194,8 @@ def test_a_class_with_no_label_yet_is_found_by_its_name() -> None:
     ({"strategy": "entropy"}, ValueError, "strategy must be one of"),
     ({"strategy": "uncertainty"}, ValueError, "no fitted head"),
     ({"strategy": "margin_diverse"}, ValueError, "no fitted head"),
-    ({"seed": -1}, ValueError, "seed must be an integer >= 0"),
+    ({"seed": -1}, ValueError, r"seed must be an integer in \[0, 4294967295\]"),
+    ({"seed": 2**32}, ValueError, r"seed must be an integer in \[0, 4294967295\]"),  # k-means refused it late
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"label_names": "sports"}, TypeError, "label_names"),
     ({"label_names": ["a", "a"]}, ValueError, "duplicates"),
@@ -206,6 +207,49 @@ def test_bad_parameters_are_refused_before_any_work(kwargs: dict, error: type, f
     with pytest.raises(error, match=fragment):
         suggest_labels(model, call.pop("texts"), call.pop("k"), **call)
     assert model.calls == 0
+
+
+def _duplicated_pool() -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """11 distinct texts in 39 rows: texts 0 and 4 of `clusters` 15 times each (16 for text 0), the most uncertain
+    of all, text 4 the only one predicted "b" (copies share their embedding and probabilities, as a model gives
+    them)."""
+    distinct, ids, x = clusters([4, 4, 3])
+    top = np.where(np.arange(len(distinct)) == 0, 0.51, 0.6 + 0.03 * np.arange(len(distinct)))
+    top[4] = 0.49
+    pool = [distinct[0]] * 15 + [distinct[4]] * 15 + [t for i, t in enumerate(distinct) if i not in (0, 4)]
+    pool = pool[:5] + distinct[:1] + pool[5:]  # a copy of text 0 after other rows
+    return pool, dict(zip(distinct, x)), dict(zip(distinct, np.stack([top, 1 - top], axis=1)))
+
+
+@pytest.mark.parametrize("strategy", ["auto", *SELECTORS])
+def test_a_text_the_pool_holds_more_than_once_is_suggested_once(strategy: str) -> None:
+    # k-means left clusters empty and filled them with copies, and uncertainty took every copy of the most
+    # uncertain texts: the picks now hold distinct texts while the pool has enough, copies only after all of them
+    pool, vectors, proba = _duplicated_pool()
+    model = FakeClassifier(vectors, proba, ["a", "b"])
+    for k in (2, 3, 6, 11):
+        picks = suggest_labels(model, pool, k, strategy=strategy, seed=1)
+        assert len({pool[i] for i in picks}) == k == len(set(picks)), (k, picks)
+        assert suggest_labels(model, pool, k, strategy=strategy, seed=1) == picks  # deterministic
+    picks = suggest_labels(model, pool, 13, [1, 2], strategy=strategy)  # 11 distinct texts left, then copies
+    assert len(set(picks)) == 13 and len({pool[i] for i in picks}) == 11 and not {1, 2} & set(picks)
+    if strategy in ("auto", "cold_start_kmeans", "typical", "random"):
+        cold = suggest_labels(FakeEncoder(vectors), pool, 6, strategy=strategy, label_names=[])
+        assert len({pool[i] for i in cold}) == 6, cold
+
+
+@pytest.mark.parametrize("strategy", list(SELECTORS))
+def test_a_pool_without_duplicates_gets_the_strategys_own_picks(strategy: str) -> None:
+    from setfit_lite.active.pool import PoolView
+    from setfit_lite.active.strategies import Request, select
+
+    texts, _, x = clusters([15, 15, 10])
+    p = np.random.default_rng(3).uniform(0.5, 1.0, len(texts))
+    model = FakeClassifier(dict(zip(texts, x)), dict(zip(texts, np.stack([p, 1 - p], axis=1))), ["a", "b"])
+    candidates = np.setdiff1d(np.arange(len(texts)), [0, 3, 6])
+    for k in (1, 5, 12):
+        request = Request(PoolView(model, texts, 64), candidates, k, 2)
+        assert select(strategy, request) == SELECTORS[strategy](request), k
 
 
 def test_every_prediction_tier(tier_models: dict, tiny_body_path: str) -> None:
@@ -231,6 +275,54 @@ def test_the_guide_describes_the_default_a_trained_model_gets() -> None:
     trained = guide.split("- **A trained model**", 1)[1].split("\n\n", 1)[0]
     assert f"`{TRAINED_DEFAULT}`" in trained, trained
     assert TRAINED_DEFAULT == "margin_typical" and "nearest each cluster's" in trained  # not margin_diverse's rule
+
+
+def test_the_notebook_describes_the_default_a_trained_model_gets() -> None:
+    from setfit_lite.active.strategies import TRAINED_DEFAULT
+
+    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "06_labelling_loop.ipynb"
+    intro = "".join(json.loads(notebook.read_text(encoding="utf-8"))["cells"][0]["source"])
+    assert f"`{TRAINED_DEFAULT}`" in intro and "nearest each" in intro, intro  # margin_typical's rule
+    assert "not all alike" not in intro  # margin_diverse's
+
+
+def _bash_recipes(markdown: str) -> list[list[str]]:
+    """The commands of each bash block of ``markdown`` (continuation lines joined, ``&&`` split, comments dropped)."""
+    blocks = []
+    for block in markdown.split("```bash\n")[1:]:
+        joined = block.split("```", 1)[0].replace("\\\n", " ")
+        blocks.append([part.strip() for line in joined.splitlines() if not line.lstrip().startswith("#")
+                       for part in line.split("&&") if part.strip()])
+    return blocks
+
+
+def _rounds_trained_on(commands: list[str]) -> list[tuple[set[str], set[str]]]:
+    """For each ``setfit-lite train FILE``: the rounds FILE holds (a ``cat ... > FILE`` joins them) and the rounds
+    labelled so far (every suggest's ``--output`` and ``--exclude`` file)."""
+    rounds: set[str] = set()
+    joins: dict[str, set[str]] = {}
+    out = []
+    for command in commands:
+        words = command.split()
+        if words[:2] == ["setfit-lite", "suggest"]:
+            rounds |= {words[i + 1] for i, w in enumerate(words) if w in ("--output", "--exclude")}
+        elif words[0] == "cat" and ">" in words:
+            joins[words[words.index(">") + 1]] = set(words[1:words.index(">")])
+        elif words[:2] == ["setfit-lite", "train"]:
+            out.append((joins.get(words[2], {words[2]}), set(rounds)))
+    return out
+
+
+@pytest.mark.parametrize("page", ["docs/active_learning.md", "notebooks/06_labelling_loop.ipynb"])
+def test_the_command_line_recipes_train_on_every_round_labelled(page: str) -> None:
+    # a round's model trained on that round's file alone lost the labels of the rounds before it
+    text = (Path(__file__).resolve().parents[1] / page).read_text(encoding="utf-8")
+    if page.endswith(".ipynb"):
+        text = "\n".join("".join(cell["source"]) for cell in json.loads(text)["cells"])
+    trained = [t for commands in _bash_recipes(text) for t in _rounds_trained_on(commands)]
+    assert trained, page
+    for files, rounds in trained:
+        assert files == rounds, (page, files, rounds)
 
 
 def test_minilm_cold_start_finds_each_class_by_its_name() -> None:
@@ -380,3 +472,94 @@ def test_cli_names_the_file_and_line_of_an_exclude_file_that_is_not_json(tmp_pat
         assert main(["suggest", "some/body", str(pool), "--k", "2", "--exclude", str(path), "--output", str(out)]) == 2
         assert fragment in capsys.readouterr().err
     assert not out.exists()
+
+
+def _no_model(monkeypatch: pytest.MonkeyPatch) -> list:
+    """`load_model` of the suggest command replaced: records its calls and stops there (exit status 2)."""
+    from setfit_lite.cli.commands import suggest
+
+    loaded: list = []
+
+    def load(*args: object) -> None:
+        loaded.append(args)
+        raise OSError("the model would load here")
+
+    monkeypatch.setattr(suggest, "load_model", load)
+    return loaded
+
+
+def test_cli_refuses_an_output_that_is_not_jsonl_before_reading_anything(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    # JSON lines written under r1.csv: train read the filled file as a CSV and failed
+    loaded = _no_model(monkeypatch)
+    missing_pool = tmp_path / "pool.txt"  # not read: the output is refused first
+    for name in ("r1.csv", "r1.json", "r1"):
+        out = tmp_path / name
+        assert main(["suggest", "some/body", str(missing_pool), "--k", "2", "--output", str(out)]) == 2, name
+        err = capsys.readouterr().err
+        assert f"--output {out}" in err and "must end in .jsonl" in err and "no such" not in err.lower(), err
+        assert not out.exists()
+    assert loaded == []
+
+
+def test_cli_refuses_an_exclude_file_whose_texts_moved_in_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    loaded = _no_model(monkeypatch)
+    old = [f"text {i}" for i in range(10)]
+    pool = tmp_path / "pool.txt"
+    pool.write_text("a new text added at the top\n" + "".join(f"{t}\n" for t in old))  # changed between rounds
+    earlier = tmp_path / "round1.jsonl"
+    earlier.write_text("".join(json.dumps({"index": i, "text": old[i], "label": "a"}) + "\n" for i in (0, 3)))
+    whole = tmp_path / "round1.json"
+    whole.write_text(json.dumps([{"index": 0, "text": "a new text added at the top"}, {"index": 5, "text": "text 5"}]))
+    indices = tmp_path / "indices.txt"  # no texts recorded: indices are trusted
+    indices.write_text("0\n3\n")
+    out = tmp_path / "to_label.jsonl"
+    for path, fragment in ((earlier, f"{earlier}: line 1 has index 0 for the text 'text 0', but text 0 of {pool}"),
+                           (whole, f"{whole}: row 2 has index 5 for the text 'text 5', but text 5 of {pool} is "
+                                   "'text 4'")):
+        assert main(["suggest", "some/body", str(pool), "--k", "2", "--exclude", str(path), "--output", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and "the pool changed" in err, err
+    assert loaded == [] and not out.exists()
+    pool.write_text("".join(f"{t}\n" for t in old))  # the pool of that round: the texts match
+    for path in (earlier, indices):
+        assert main(["suggest", "some/body", str(pool), "--k", "2", "--exclude", str(path), "--output", str(out)]) == 2
+        assert "the model would load here" in capsys.readouterr().err
+    assert len(loaded) == 2
+
+
+def test_cli_refuses_a_seed_scikit_learn_would_refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    loaded = _no_model(monkeypatch)
+    out = tmp_path / "to_label.jsonl"
+    with pytest.raises(SystemExit):  # an argparse error, before anything is read
+        main(["suggest", "some/body", str(tmp_path / "pool.txt"), "--k", "2", "--seed", str(2**32),
+              "--output", str(out)])
+    assert "seed" in capsys.readouterr().err and loaded == [] and not out.exists()
+
+
+def test_cli_writes_the_text_under_the_text_column_train_reads(tmp_path: Path, tiny_body_path: str,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    from setfit_lite.data import to_labeled_data
+
+    texts, labels = make_sentences(5, seed=4)
+    pool = tmp_path / "pool.csv"
+    pool.write_text("id,sentence\n" + "".join(f"doc{i},{t}\n" for i, t in enumerate(texts)))
+    out = tmp_path / "round1.jsonl"
+    args = ["suggest", tiny_body_path, str(pool), "--k", "4", "--text-column", "sentence"]
+    assert main([*args, "--output", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [set(r) for r in rows] == [{"index", "sentence", "label"}] * 4
+    assert all(texts[r["index"]] == r["sentence"] for r in rows)
+    out.write_text("".join(json.dumps(r | {"label": labels[r["index"]]}) + "\n" for r in rows))
+    data = to_labeled_data(out, text_column="sentence")  # what train --text-column sentence reads
+    assert list(data.texts) == [r["sentence"] for r in rows]
+    second = tmp_path / "round2.jsonl"  # the recorded texts are checked under the same name
+    assert main([*args, "--exclude", str(out), "--output", str(second)]) == 0
+    assert not {json.loads(line)["index"] for line in second.read_text().splitlines()} & {r["index"] for r in rows}
+    capsys.readouterr()
+    assert main(["suggest", tiny_body_path, str(pool), "--k", "2", "--text-column", "label",
+                 "--output", str(tmp_path / "x.jsonl")]) == 2
+    assert "--text-column 'label'" in capsys.readouterr().err and not (tmp_path / "x.jsonl").exists()

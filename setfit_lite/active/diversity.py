@@ -5,7 +5,8 @@ k-means is scikit-learn's ``KMeans``, seeded: the same seed gives the same picks
 fitted on a seeded sample of `FIT_SAMPLE` rows (`fit_sample`), and every row is then assigned to its nearest centre
 (the centres of that many texts already place the clusters; fitting on all of a large pool costs far more).
 Fewer distinct texts than clusters (duplicates) leave clusters empty; the picks are then topped up from the
-candidates not yet taken, so a call always returns the number asked for.
+candidates not yet taken, so a call always returns the number asked for (copies of a picked text among them:
+`setfit_lite.active.strategies.select` drops those and chooses again among the texts not yet picked).
 """
 
 from __future__ import annotations

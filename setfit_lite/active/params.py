@@ -27,7 +27,7 @@ STRATEGIES = ("auto", "random", "cold_start_kmeans", "uncertainty", "margin_dive
 RULES: dict[str, Rule] = {
     "k": integer(note="how many texts to suggest"),
     "strategy": option(STRATEGIES),
-    "seed": integer(low=0),
+    "seed": integer(low=0, high=2**32 - 1, note="scikit-learn's k-means takes seeds below 2**32"),
 }
 
 

@@ -19,6 +19,11 @@
 
 With a fitted head, the strategies that use the model (not ``"random"``) first search by name for the classes the
 head has never seen labelled (a column of zeros over the whole pool), so that a class with no label yet is found.
+
+A pool may hold the same text more than once: `select` keeps the picks' texts distinct while the candidates hold
+enough distinct texts (a pick whose text was already picked is dropped, and the strategy runs again on the
+candidates whose text is new for the picks still to make); only once every distinct text is picked do copies
+make up the rest. A pool without duplicates gets the strategy's picks as they are.
 """
 
 from __future__ import annotations
@@ -158,5 +163,29 @@ def resolve(strategy: str, fitted: bool) -> str:
 
 
 def select(strategy: str, req: Request) -> list[int]:
-    """``req.k`` distinct rows of ``req.candidates`` chosen by ``strategy`` (a name of `SELECTORS`)."""
-    return SELECTORS[strategy](req)
+    """``req.k`` distinct rows of ``req.candidates`` chosen by ``strategy`` (a name of `SELECTORS`), their texts
+    distinct while the candidates hold ``req.k`` distinct texts (the module's docstring)."""
+    texts = req.view.texts
+    picks = SELECTORS[strategy](req)
+    while True:
+        kept, seen = _first_of_each_text(picks, texts)
+        if len(kept) == req.k:  # no text twice (always, in a pool without duplicates): the picks as they are
+            return kept
+        fresh = np.array([i for i in req.candidates.tolist() if texts[i] not in seen], dtype=np.int64)
+        n = req.k - len(kept)
+        if not len(fresh):  # every distinct text of the candidates is picked: copies make up the rest
+            spare = req.candidates[~np.isin(req.candidates, kept)]
+            return kept + [int(i) for i in spare[:n]]
+        # the strategy again, on the candidates whose text is new (each round keeps at least one more text)
+        picks = kept + SELECTORS[strategy](Request(req.view, fresh, min(n, len(fresh)), req.seed))
+
+
+def _first_of_each_text(picks: list[int], texts: list[str]) -> tuple[list[int], set[str]]:
+    """The picks whose text no earlier pick has (in order), and the set of their texts."""
+    kept: list[int] = []
+    seen: set[str] = set()
+    for i in picks:
+        if texts[i] not in seen:
+            seen.add(texts[i])
+            kept.append(i)
+    return kept, seen

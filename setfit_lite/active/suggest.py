@@ -22,6 +22,9 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
                    label_names: Sequence[str] | None = None, seed: int = 0, batch_size: int = 64) -> list[int]:
     """The indices of ``k`` texts of ``texts`` to label next: distinct, none in ``exclude``, the same for a seed.
 
+    A text the pool holds more than once is suggested once (its first copy the strategy reaches) while the texts
+    not excluded hold ``k`` distinct ones; copies make up the rest only when fewer are left.
+
     A model without a fitted head (a fresh ``SetFitModel.from_pretrained(body)``) gets a cold start: for each label
     name, the text its name claims most surely (names encoded as training encodes them), then texts diverse and
     representative of the pool by the body's embeddings (k-means, the text nearest each centre). A model with a
@@ -42,17 +45,20 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
             "margin_typical", "typical", "class_typical" or "mixed" (docs/active_learning.md, "Strategies").
         label_names: the classes' names to search the pool for (default: the model's ``labels`` when they are
             names; ``[]``: no search). With a fitted head, one name per column of ``predict_proba``.
-        seed: seeds k-means and the random draw: the same seed, model and pool give the same indices.
+        seed: seeds k-means and the random draw, an integer in [0, 2**32 - 1]: the same seed, model and pool
+            give the same indices.
         batch_size: texts per forward pass.
 
     Returns:
-        ``k`` distinct indices of ``texts``, none in ``exclude``, the first ones found by name (if any).
+        ``k`` distinct indices of ``texts``, none in ``exclude``, of distinct texts while enough are left, the
+        first ones found by name (if any).
 
     Raises:
         TypeError: a parameter of the wrong type (texts that are not strings, a non-integer ``k`` or index), or a
             model that neither embeds texts nor gives probabilities.
-        ValueError: ``k <= 0`` or more than the texts left, an index of ``exclude`` out of range, an empty pool or
-            text, an unknown strategy, or one that needs a fitted head on a model without one.
+        ValueError: ``k <= 0`` or more than the texts left, an index of ``exclude`` out of range, a ``seed``
+            outside [0, 2**32 - 1], an empty pool or text, an unknown strategy, or one that needs a fitted head on
+            a model without one.
 
     Examples:
         >>> from setfit_lite import SetFitModel, suggest_labels
