@@ -30,7 +30,13 @@ class _DeviceTrainer(Trainer):
         self.args = self.on_device(self.args)
 
     def on_device(self, args: TrainingArguments) -> TrainingArguments:
-        """``args`` with this trainer's backend and config (a different backend or a second config is an error)."""
+        """``args`` with this trainer's backend and config (a different backend or a second config is an error).
+
+        A backend instance of this trainer's kind (its ``name`` is `backend_name`) is kept as built, with its own
+        config; the config cannot be given to the trainer as well.
+        """
+        if not isinstance(args.backend, str):
+            return self._on_instance(args)
         if args.backend not in ("auto", self.backend_name):
             raise ValueError(f"{type(self).__name__} trains on backend {self.backend_name!r}, but its "
                              f"TrainingArguments ask for backend={args.backend!r}: use setfit_lite.Trainer for that")
@@ -41,6 +47,20 @@ class _DeviceTrainer(Trainer):
                                  f"TrainingArguments.backend_options: give it once")
             options[self.config_option] = self.device_config
         return args.update({"backend": self.backend_name, "backend_options": options or None})
+
+    def _on_instance(self, args: TrainingArguments) -> TrainingArguments:
+        """``args`` as they are when their backend is an instance of this trainer's kind; ValueError otherwise."""
+        backend = args.backend
+        kind = type(backend).__name__
+        name = getattr(backend, "name", None)
+        if name != self.backend_name:
+            raise ValueError(f"{type(self).__name__} trains on backend {self.backend_name!r}, but its "
+                             f"TrainingArguments hold a {kind} (backend {name!r}): use setfit_lite.Trainer for that")
+        if self.device_config is not None:
+            raise ValueError(f"{self.config_option} was given to {type(self).__name__} with a {kind} instance, "
+                             f"which keeps the config it was built with: build the {kind} with "
+                             f"{self.config_option}=..., or pass the backend by name")
+        return args
 
     def train(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
         """`Trainer.train`; ``args``, when given, runs on this trainer's backend too."""
@@ -61,7 +81,8 @@ class GaudiTrainer(_DeviceTrainer):
         **kwargs: `Trainer`'s keyword arguments.
 
     Raises:
-        ValueError: Training arguments that ask for another backend, or a `gaudi_config` given twice.
+        ValueError: Training arguments that ask for another backend, a `gaudi_config` given twice, or a
+            `gaudi_config` with a `GaudiBackend` instance (which keeps its own).
 
     Example:
         ```python
@@ -95,7 +116,8 @@ class IPUTrainer(_DeviceTrainer):
         **kwargs: `Trainer`'s keyword arguments.
 
     Raises:
-        ValueError: Training arguments that ask for another backend, or an `ipu_config` given twice.
+        ValueError: Training arguments that ask for another backend, an `ipu_config` given twice, or an
+            `ipu_config` with an `IpuBackend` instance (which keeps its own).
 
     Example:
         ```python

@@ -323,6 +323,13 @@ class TrainingArguments:
         if self.backend_options and not isinstance(self.backend, str):
             raise ValueError("TrainingArguments: backend_options cannot be combined with a trainers.Backend instance "
                              "(build the instance with its options instead)")
+        if self.backend is not None and not isinstance(self.backend, str):  # a Backend keeps its own settings
+            from trainers.registry import check_backend_instance
+
+            try:
+                check_backend_instance(self.backend, self.precision, self.compile)
+            except ValueError as error:
+                raise ValueError(f"TrainingArguments: {error}") from None
         self.loss_name = loss_name(self.loss)
 
     def _check_intervals(self) -> None:

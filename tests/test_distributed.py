@@ -72,8 +72,10 @@ def backend_worker(out_dir: Path):
     return backend
 
 
-def train_and_report(body_path: str, out_dir: Path | None, resume: Path | None = None) -> dict:
-    """Train the Trainer on the toy data; return (and on a rank, save) the body's parameters and eval results."""
+def train_and_report(body_path: str, out_dir: Path | None, resume: Path | None = None,
+                     checkpoints: Path | None = None) -> dict:
+    """Train the Trainer on the toy data; return (and on a rank, save) the body's parameters and eval results.
+    Checkpoints go to ``checkpoints`` (default: ``out_dir / "ckpt"``)."""
     sys.path.insert(0, str(HERE))
     from conftest import make_sentences
 
@@ -82,7 +84,8 @@ def train_and_report(body_path: str, out_dir: Path | None, resume: Path | None =
     texts, labels = make_sentences(12, seed=0)
     eval_texts, eval_labels = make_sentences(10, seed=1)
     model = SetFitModel.from_pretrained(body_path)
-    saving = ({"save_strategy": "steps", "save_steps": 8, "save_total_limit": None, "output_dir": str(out_dir / "ckpt")}
+    checkpoints = checkpoints or (out_dir / "ckpt" if out_dir else None)
+    saving = ({"save_strategy": "steps", "save_steps": 8, "save_total_limit": None, "output_dir": str(checkpoints)}
               if out_dir and not resume else {})
     trainer = Trainer(model=model, args=TrainingArguments(**TRAINER_ARGS, **saving),
                       train_dataset={"text": texts, "label": labels})
@@ -200,6 +203,91 @@ def test_trainer_on_two_processes(ranks: Path, tiny_body_path: str) -> None:
     assert r0["accuracy"] >= 0.8
 
 
+def one_of_two_ranks(rank: int, reported: str | None = None):
+    """A CPU backend on rank ``rank`` of two, its collectives answered for the other rank: what a checkpoint save
+    sees on one node of two that share no filesystem (``reported``: rank 0's broadcast message, seen by rank 1)."""
+    from trainers.cpu import CpuBackend
+
+    class OneOfTwoRanks(CpuBackend):
+        def gather_object(self, obj):
+            self.calls.append("gather_object")
+            other = {**obj, "torch": obj["torch"].clone()}
+            return [obj, other] if self.rank == 0 else [other, obj]
+
+        def broadcast_object(self, obj, src: int = 0):
+            self.calls.append("broadcast_object")
+            return obj if self.rank == src else reported
+
+        def barrier(self) -> None:
+            self.calls.append("barrier")
+
+    backend = OneOfTwoRanks(precision="fp32")
+    backend.rank, backend.world_size, backend.calls = rank, WORLD_SIZE, []
+    return backend
+
+
+def _save(backend, output_dir: Path) -> Path:
+    """One checkpoint of a small body at step 3, saved as the training loop saves it."""
+    from setfit_lite import TrainingArguments
+    from setfit_lite.training.callbacks import CallbackHandler
+    from setfit_lite.training.interim_eval import new_stopper
+    from setfit_lite.training.progress import Progress, save_checkpoint
+    from setfit_lite.training.session import Session
+
+    args = TrainingArguments(output_dir=str(output_dir), save_strategy="steps", save_steps=3)
+    body = Regressor(seed=0)
+    model = type("Model", (), {"model_body": body})()
+    session = Session(args, backend, model, CallbackHandler([], model))
+    session.state.global_step = 3
+    optimizer = torch.optim.SGD(body.parameters(), lr=LR)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    return save_checkpoint(session, optimizer, scheduler, Progress(stopper=new_stopper(args)))
+
+
+def test_rank_zero_writes_every_ranks_rng_state_without_a_shared_filesystem(tmp_path: Path) -> None:
+    """Each node has its own disk: rank 0 saves the whole checkpoint (every rank's RNG state gathered to it) on its
+    own, and the other ranks write nothing."""
+    from setfit_lite.training.checkpoints import load_checkpoint, verify_checkpoint
+
+    rank0 = one_of_two_ranks(0)
+    final = _save(rank0, tmp_path / "node0" / "out")
+    assert final == tmp_path / "node0" / "out" / "checkpoint-3"
+    assert verify_checkpoint(final)["world_size"] == WORLD_SIZE
+    assert sorted(p.name for p in final.glob("rng_rank*.json")) == ["rng_rank0.json", "rng_rank1.json"]
+    assert torch.equal(load_checkpoint(final, 1)["rng"]["torch"], torch.get_rng_state())
+    assert [p.name for p in final.parent.iterdir()] == ["checkpoint-3"]  # no staging folder left
+    rank1 = one_of_two_ranks(1)
+    assert _save(rank1, tmp_path / "node1" / "out") == tmp_path / "node1" / "out" / "checkpoint-3"
+    assert not (tmp_path / "node1").exists()  # rank 1 wrote nothing on its disk
+    assert rank1.calls == ["gather_object", "broadcast_object"]
+
+
+def test_a_checkpoint_rank_zero_cannot_write_fails_every_rank_and_leaves_no_staging_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import safetensors.torch
+
+    from setfit_lite.training.checkpoints import CheckpointError
+
+    def disk_full(*args, **kwargs) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(safetensors.torch, "save_model", disk_full)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="No space left on device"):
+        _save(one_of_two_ranks(0), out)
+    assert list(out.iterdir()) == []  # the staging folder is gone
+    (out / "checkpoint-3").mkdir()  # a folder of the user's where the checkpoint would go
+    (out / "checkpoint-3" / "notes.txt").write_text("mine")
+    with pytest.raises(CheckpointError, match="is not a setfit_lite checkpoint"):
+        _save(one_of_two_ranks(0), out)
+    assert [p.name for p in out.iterdir()] == ["checkpoint-3"]
+    assert (out / "checkpoint-3" / "notes.txt").read_text() == "mine"
+    # the other rank does not wait for a checkpoint that never comes: it fails with rank 0's reason
+    with pytest.raises(CheckpointError, match="rank 0 could not save checkpoint-3: OSError: No space left"):
+        _save(one_of_two_ranks(1, reported="OSError: No space left on device"), tmp_path / "node1")
+    assert not (tmp_path / "node1").exists()
+
+
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory: pytest.TempPathFactory, tiny_body_path: str) -> Path:
     """Two torchrun agents as two nodes of one process each (static rendezvous at MASTER_ADDR:MASTER_PORT, as on
@@ -247,6 +335,14 @@ def test_trainer_on_two_nodes(nodes: Path, ranks: Path, tiny_body_path: str) -> 
     assert abs(n0["accuracy"] - single["accuracy"]) <= 0.1
     eval_texts = make_sentences(10, seed=1)[0]
     np.testing.assert_array_equal(SetFitModel.from_pretrained(nodes / "model").predict_proba(eval_texts), n0["proba"])
+    # each node checkpointed to its own folder, as to its own disk: node 0 holds the whole checkpoint, both ranks'
+    # RNG states included, and node 1 wrote nothing
+    from setfit_lite.training.checkpoints import latest_checkpoint, verify_checkpoint
+
+    checkpoint = latest_checkpoint(nodes / "node0" / "ckpt")
+    assert checkpoint is not None and verify_checkpoint(checkpoint)["world_size"] == 2
+    assert all(p.name.startswith("checkpoint-") for p in (nodes / "node0" / "ckpt").iterdir())  # no staging left
+    assert not (nodes / "node1").exists()
 
 
 if __name__ == "__main__":
@@ -254,7 +350,8 @@ if __name__ == "__main__":
     if sys.argv[3:] == ["--trainer-only"]:  # one node's process in test_trainer_on_two_nodes
         launch_env = {k: os.environ.get(k) for k in ("RANK", "GROUP_RANK", "LOCAL_RANK", "WORLD_SIZE")}
         (out_dir / f"env_rank{launch_env['RANK']}.json").write_text(json.dumps(launch_env))
-        train_and_report(sys.argv[2], out_dir)
+        # checkpoints on each node's own disk (a folder of its own): no filesystem shared between the nodes
+        train_and_report(sys.argv[2], out_dir, checkpoints=out_dir / f"node{launch_env['RANK']}" / "ckpt")
         sys.exit(0)
     group_owner = backend_worker(out_dir)  # the Trainer then joins the group this backend created
     train_and_report(sys.argv[2], out_dir)

@@ -330,3 +330,102 @@ def test_cuda_takes_ray_train_device(fake_gpu: None, monkeypatch: pytest.MonkeyP
     backend = get_backend("cuda")
     assert backend.local_rank == 0 and backend.device == torch.device("cuda", 1)
     assert backend.ddp_device_ids() == [1]
+
+
+def test_backend_instance_refuses_arguments_it_would_ignore(tiny_body_path: str, toy_data: dict) -> None:
+    """A Backend instance keeps its own precision and compile setting: asking for others is an error, not ignored."""
+    backend = CpuBackend(precision="fp32")
+    assert get_backend(backend, precision="auto") is backend  # "auto" (TrainingArguments' default) defers
+    assert get_backend(backend, precision="fp32", compile=False) is backend  # what it already does
+    with pytest.raises(ValueError, match=r"precision='bf16' was given with a CpuBackend built for precision 'fp32'"):
+        get_backend(backend, precision="bf16")
+    with pytest.raises(ValueError, match="compile=True was given with a CpuBackend built without compile"):
+        get_backend(backend, compile=True)
+    with pytest.raises(ValueError, match=r"backend options \(num_threads\) cannot be combined with a Backend"):
+        get_backend(backend, num_threads=2)
+    bf16 = CpuBackend(precision="bf16", cpuinfo=CPUINFO_SPR)
+    assert get_backend(bf16) is bf16  # no precision given: the instance's
+    compiled = CpuBackend(compile=True)
+    assert get_backend(compiled) is compiled and get_backend(compiled, compile=True) is compiled
+    assert get_backend("cpu").precision == "fp32"  # a name without precision: fp32, as before
+
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    with pytest.raises(ValueError, match="TrainingArguments: precision='bf16' was given with a CpuBackend"):
+        TrainingArguments(backend=backend, precision="bf16")  # checked once, with the other arguments
+    with pytest.raises(ValueError, match="TrainingArguments: compile=True was given with a CpuBackend"):
+        TrainingArguments(backend=backend, compile=True)
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    before = {k: v.clone() for k, v in model.model_body.state_dict().items()}
+    args = TrainingArguments(backend=backend, show_progress_bar=False, num_epochs=(1, 1))
+    args.precision = "bf16"  # set after the checks: train() still refuses it before any step
+    trainer = Trainer(model=model, args=args, train_dataset=toy_data)
+    with pytest.raises(ValueError, match="precision='bf16' was given with a CpuBackend"):
+        trainer.train()
+    assert trainer.state.global_step == 0
+    assert all(torch.equal(before[k], v) for k, v in model.model_body.state_dict().items())
+
+
+def _fake_ipex(calls: list) -> object:
+    """A stand-in for intel_extension_for_pytorch whose ``optimize`` copies the model and optimizer, as IPEX's
+    does, unless ``inplace=True``."""
+    import copy
+    import types
+
+    def optimize(model: nn.Module, optimizer: torch.optim.Optimizer | None = None, dtype: torch.dtype | None = None,
+                 inplace: bool = False, **kwargs: object) -> tuple[nn.Module, torch.optim.Optimizer | None]:
+        calls.append({"dtype": dtype, "inplace": inplace, **kwargs})
+        if inplace:
+            return model, optimizer
+        new_model = copy.deepcopy(model)
+        new_optimizer = copy.deepcopy(optimizer)
+        new_optimizer.state.clear()
+        mapping = dict(zip(model.parameters(), new_model.parameters()))
+        for old, new in zip(optimizer.param_groups, new_optimizer.param_groups):
+            new["params"] = [mapping[p] for p in old["params"]]
+        return new_model, new_optimizer
+
+    module = types.ModuleType("intel_extension_for_pytorch")
+    module.optimize = optimize
+    return module
+
+
+def test_use_ipex_trains_the_model_itself(tiny_body_path: str, toy_data: dict,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """ipex.optimize runs in place: the model the Trainer was given is the one trained."""
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    calls: list = []
+    monkeypatch.setitem(sys.modules, "intel_extension_for_pytorch", _fake_ipex(calls))
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    before = {k: v.clone() for k, v in model.model_body.state_dict().items()}
+    args = TrainingArguments(show_progress_bar=False, num_epochs=(1, 1), backend="cpu", precision="fp32",
+                             backend_options={"use_ipex": True})
+    trainer = Trainer(model=model, args=args, train_dataset=toy_data)
+    trainer.train()
+    assert calls == [{"dtype": torch.float32, "inplace": True}]
+    assert trainer.state.global_step > 0 and "IPEX" in model.training_info["backend"]
+    changed = [k for k, v in model.model_body.state_dict().items() if not torch.equal(before[k], v)]
+    assert len(changed) > len(before) // 2, changed
+
+
+class CopyingBackend(CpuBackend):
+    """A backend whose prepare trains a deep copy of the module (as ipex.optimize without inplace=True would)."""
+
+    def prepare(self, module: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[nn.Module,
+                                                                                     torch.optim.Optimizer]:
+        return _fake_ipex([]).optimize(module, optimizer)
+
+
+def test_a_backend_that_would_train_a_copy_fails_before_any_step(tiny_body_path: str, toy_data: dict) -> None:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    before = {k: v.clone() for k, v in model.model_body.state_dict().items()}
+    args = TrainingArguments(show_progress_bar=False, num_epochs=(1, 1), backend=CopyingBackend())
+    trainer = Trainer(model=model, args=args, train_dataset=toy_data)
+    with pytest.raises(RuntimeError, match=r"CopyingBackend.prepare returned a module that does not unwrap to the "
+                                           r"embedding phase's EmbeddingModule .*it would train a copy"):
+        trainer.train()
+    assert trainer.state.global_step == 0
+    assert all(torch.equal(before[k], v) for k, v in model.model_body.state_dict().items())

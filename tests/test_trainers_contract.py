@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -675,3 +676,121 @@ def test_gaudi_op_lists_outlive_the_call_and_go_when_the_process_exits() -> None
     assert run.returncode == 0, run.stderr[-2000:]
     folder = Path(run.stdout.strip().splitlines()[-1])
     assert folder.name.startswith("setfit_lite_hpu_") and not folder.exists()
+
+
+def test_ipu_fp16_casts_the_host_model_back(poptorch: Any) -> None:
+    """fp16 halves the host model for the IPUs; unwrap (after copying the weights) and teardown cast it back."""
+    backend = IpuBackend(precision="fp16")
+    model = Tiny()
+    model.register_buffer("scale", torch.ones(2, dtype=torch.float64))  # a floating buffer of its own dtype
+    model.register_buffer("count", torch.zeros(1, dtype=torch.int64))
+    params = list(model.parameters())
+    module, optimizer = backend.prepare(model, backend.make_optimizer(_groups(model), weight_decay=0.0))
+    assert {p.dtype for p in model.parameters()} == {torch.float16} and model.scale.dtype == torch.float16
+    backend.training_step(module, optimizer, {k: v.half() for k, v in _batch().items()})
+    assert backend.unwrap(module) is model and poptorch.calls[-1] == "copyWeightsToHost"
+    assert {p.dtype for p in model.parameters()} == {torch.float32} and list(model.parameters()) == params
+    assert (model.scale.dtype, model.count.dtype) == (torch.float64, torch.int64)
+    halved = model.head.weight.detach().clone()
+    backend.training_step(module, optimizer, {k: v.half() for k, v in _batch().items()})  # trains half again
+    assert model.head.weight.dtype == torch.float16 and not torch.equal(model.head.weight.float(), halved)
+    backend.teardown()  # training ended without unwrap (a failure): the model is given its dtypes back
+    assert {p.dtype for p in model.parameters()} == {torch.float32} and model.scale.dtype == torch.float64
+    fp32 = IpuBackend()
+    other = Tiny()
+    fp32.unwrap(fp32.prepare(other, fp32.make_optimizer(_groups(other), weight_decay=0.0))[0])
+    assert {p.dtype for p in other.parameters()} == {torch.float32}
+
+
+def test_ipu_trainer_fp16_fits_the_head_on_and_saves_the_models_dtype(poptorch: Any, tiny_body_path: str,
+                                                                       toy_data: dict, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from safetensors import safe_open
+
+    from setfit_lite import IPUTrainer, SetFitModel
+
+    # forward only on the "IPU" (the weights stay as they are), so that the embeddings can be compared
+    monkeypatch.setattr(FakeExecutor, "__call__", lambda self, **batch: self.model(**batch).detach().repeat(2))
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    rounded = SetFitModel.from_pretrained(tiny_body_path)
+    rounded.model_body.half().float()  # the weights as the IPUs hold them, in fp32
+    reference = rounded.encode(toy_data["text"][:4])
+    trainer = IPUTrainer(model=model, args=_trainer_args(precision="fp16"),
+                         train_dataset=toy_data, ipu_config={})
+    trainer.train()
+    assert trainer.backend.precision == "fp16" and trainer.state.global_step > 0
+    assert {p.dtype for p in model.model_body.parameters()} == {torch.float32}
+    np.testing.assert_allclose(model.encode(toy_data["text"][:4]), reference, atol=1e-6)
+    model.save_pretrained(tmp_path / "model")
+    saved = list((tmp_path / "model").rglob("model.safetensors"))
+    assert saved
+    for file in saved:
+        with safe_open(str(file), "pt") as tensors:
+            assert {tensors.get_tensor(k).dtype for k in tensors.keys()} == {torch.float32}
+
+
+def test_device_trainers_take_their_own_backend_instance(habana: Any, hpu_on_cpu: list, poptorch: Any,
+                                                         tiny_body_path: str, toy_data: dict) -> None:
+    from setfit_lite import GaudiTrainer, IPUTrainer, SetFitModel
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    gaudi = GaudiBackend(gaudi_config={"use_fused_clip_norm": True})
+    trainer = GaudiTrainer(model=model, args=_trainer_args(backend=gaudi), train_dataset=toy_data)
+    assert trainer.args.backend is gaudi and trainer.args.backend_options is None
+    trainer.train()
+    assert trainer.backend is gaudi and trainer.state.global_step > 0 and "clip_norm" in habana.calls
+    ipu = IpuBackend(ipu_config={"gradient_accumulation_steps": 2})
+    assert IPUTrainer(model=model, args=_trainer_args(backend=ipu), train_dataset=toy_data).args.backend is ipu
+    with pytest.raises(ValueError, match=r"GaudiTrainer trains on backend 'hpu', but its TrainingArguments hold a "
+                                         r"CpuBackend \(backend 'cpu'\): use setfit_lite.Trainer"):
+        GaudiTrainer(model=model, args=_trainer_args(backend=CpuBackend()), train_dataset=toy_data)
+    with pytest.raises(ValueError, match=r"IPUTrainer trains on backend 'ipu', but its TrainingArguments hold a "
+                                         r"GaudiBackend \(backend 'hpu'\)"):
+        IPUTrainer(model=model, args=_trainer_args(backend=gaudi), train_dataset=toy_data)
+    with pytest.raises(ValueError, match="gaudi_config was given to GaudiTrainer with a GaudiBackend instance, which "
+                                         "keeps the config it was built with"):
+        GaudiTrainer(model=model, args=_trainer_args(backend=gaudi), train_dataset=toy_data, gaudi_config={})
+    trainer = GaudiTrainer(model=model, args=_trainer_args(), train_dataset=toy_data)
+    with pytest.raises(ValueError, match="hold a CpuBackend"):  # train(args) is checked the same way
+        trainer.train(_trainer_args(backend=CpuBackend()))
+
+
+def test_ipu_checkpoints_hold_the_weights_trained_on_the_device(poptorch: Any, tiny_body_path: str, toy_data: dict,
+                                                                tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """PopTorch trains the weights on the IPUs; a checkpoint saves them after copying them back to the host."""
+    import copy
+
+    from safetensors.torch import load_file
+
+    from setfit_lite import IPUTrainer, SetFitModel
+
+    def on_device(self: FakeExecutor, **batch: torch.Tensor) -> torch.Tensor:
+        if not self.compiled:  # the IPUs get a copy of the weights, trained there
+            self.device, self.compiled = copy.deepcopy(self.model), True
+            device_params = dict(self.device.named_parameters())
+            self.optimizer = torch.optim.SGD([device_params[n] for n, _ in self.model.named_parameters()], lr=0.05)
+        loss = self.device(**batch)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        return loss.detach().repeat(2)
+
+    def copy_weights_to_host(self: FakeExecutor) -> None:
+        self.rec.calls.append("copyWeightsToHost")
+        self.model.load_state_dict(self.device.state_dict())
+
+    monkeypatch.setattr(FakeExecutor, "__call__", on_device)
+    monkeypatch.setattr(FakeExecutor, "copyWeightsToHost", copy_weights_to_host)
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    before = {k: v.clone() for k, v in model.model_body.state_dict().items()}
+    args = _trainer_args(max_steps=2, save_strategy="steps", save_steps=1, output_dir=str(tmp_path),
+                         save_total_limit=None)
+    trainer = IPUTrainer(model=model, args=args, train_dataset=toy_data, ipu_config={})
+    trainer.train()
+    assert trainer.state.global_step == 2
+    first, last = (load_file(str(tmp_path / f"checkpoint-{step}" / "body.safetensors")) for step in (1, 2))
+    trained = model.model_body.state_dict()
+    assert any(not torch.equal(first[k], before[k]) for k in first)  # step 1's weights, not the initial ones
+    assert any(not torch.equal(first[k], last[k]) for k in first)
+    assert all(torch.equal(last[k], trained[k]) for k in last)

@@ -84,7 +84,8 @@ class CpuBackend(DistributedMixin, Backend):
         precision: `"fp32"`, `"bf16"` or `"auto"` (bf16 where the CPU computes it natively: AMX or AVX512-BF16).
         compile: Whether modules are compiled with `torch.compile`.
         num_threads: The threads `torch.set_num_threads` sets at `setup`; None leaves torch's.
-        use_ipex: Whether to apply Intel Extension for PyTorch's `ipex.optimize` (when installed).
+        use_ipex: Whether to apply Intel Extension for PyTorch's `ipex.optimize` to the model and optimizer, in
+            place (an ImportError names the package when it is not installed).
         compile_options: Keyword arguments of `torch.compile`.
         cpuinfo: Text to parse instead of `/proc/cpuinfo` (for tests).
         **dist_options: The process-group options: `dist_backend` (`"gloo"`, or `"ccl"` with oneccl_bind_pt),
@@ -150,11 +151,14 @@ class CpuBackend(DistributedMixin, Backend):
     def optimize_module(
         self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
     ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """``ipex.optimize`` of ``module`` and ``optimizer`` in place (with ``use_ipex``); otherwise both as given."""
         if self.ipex is None:
             return module, optimizer
         module.train()
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
-        return self.ipex.optimize(module, optimizer=optimizer, dtype=dtype)
+        # inplace=True: IPEX's default deep-copies the model and optimizer, and the copy would be trained while
+        # the model the loop reads (and saves) stays untouched
+        return self.ipex.optimize(module, optimizer=optimizer, dtype=dtype, inplace=True)
 
     def describe(self) -> str:
         mode = "bf16 autocast" if self.precision == "bf16" else "fp32"

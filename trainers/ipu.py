@@ -122,7 +122,8 @@ class IpuBackend(DistributedMixin, Backend):
     """Train on Graphcore IPUs with PopTorch (one host process; data parallelism through `replication_factor`).
 
     Args:
-        precision: `"fp32"` or `"fp16"` (the model is cast to half); bf16 is not available on IPUs.
+        precision: `"fp32"` or `"fp16"` (the model is cast to half for training, and back to its own dtypes by
+            `unwrap` and `teardown`); bf16 is not available on IPUs.
         compile: Refused: PopTorch compiles the whole graph itself.
         ipu_config: An [`IpuConfig`][trainers.ipu.IpuConfig], a dict, a JSON path or a folder holding
             `ipu_config.json`; None for the defaults.
@@ -152,7 +153,7 @@ class IpuBackend(DistributedMixin, Backend):
         self._init_distributed()
         self.options = self.build_options()
         self.training_model: Any = None
-        self._originals: dict[int, torch.nn.Module] = {}
+        self._hosts: dict[int, _HostModule] = {}  # by id of the PopTorch executor: the host module behind it
 
     # ---- options ---------------------------------------------------------------------------
     def build_options(self) -> Any:
@@ -188,9 +189,13 @@ class IpuBackend(DistributedMixin, Backend):
             )
 
     def teardown(self) -> None:
+        """Detach from the IPUs; a host module still cast to half (training failed before `unwrap`) gets its own
+        dtypes back."""
         model = self.training_model
         if model is not None and _call(model, "isAttachedToDevice", default=False):
             model.detachFromDevice()
+        for host in self._hosts.values():
+            host.restore()
         super().teardown()
 
     # ---- wrapping --------------------------------------------------------------------------
@@ -250,22 +255,24 @@ class IpuBackend(DistributedMixin, Backend):
         self, module: torch.nn.Module, optimizer: torch.optim.Optimizer
     ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
         module.train()
-        if self.precision == "fp16":
-            module.half()
+        host = _HostModule(module, half=self.precision == "fp16")
+        host.to_half()
         module = self.pipeline(module)
         optimizer = self.convert_optimizer(optimizer)
         self.training_model = self.poptorch.trainingModel(module, options=self.options, optimizer=optimizer)
-        self._originals[id(self.training_model)] = module
+        self._hosts[id(self.training_model)] = host
         return self.training_model, optimizer
 
     def unwrap(self, module: torch.nn.Module) -> torch.nn.Module:
-        """The host module behind a PopTorch executor, with the trained weights copied back."""
-        original = self._originals.get(id(module))
-        if original is None:
+        """The host module behind a PopTorch executor, with the trained weights copied back and, after fp16
+        training, cast back to its own dtypes (the head is fitted on, and the model saved with, those)."""
+        host = self._hosts.get(id(module))
+        if host is None:
             return super().unwrap(module)
         if _call(module, "isCompiled", default=False):
             module.copyWeightsToHost()
-        return original
+        host.restore()
+        return host.module
 
     # ---- one optimisation step -------------------------------------------------------------
     def training_step(
@@ -280,6 +287,9 @@ class IpuBackend(DistributedMixin, Backend):
             warn_once(
                 "on IPUs gradient clipping is set with ipu_config.max_grad_norm; the max_grad_norm argument is ignored"
             )
+        host = self._hosts.get(id(module))
+        if host is not None:
+            host.to_half()  # after an evaluation's `unwrap`: the half model again (the same values, cast exactly)
         loss = module(**batch)
         optimizer._opt_called = True  # the step ran on the IPU: keeps LR schedulers from warning
         if isinstance(loss, (tuple, list)):
@@ -304,6 +314,42 @@ class IpuBackend(DistributedMixin, Backend):
         if cfg.executable_cache_dir:
             parts.append(f"executable cache {cfg.executable_cache_dir}")
         return "ipu: " + ", ".join(parts)
+
+
+class _HostModule:
+    """The host module behind a PopTorch executor and, for fp16 training (``half``), the dtypes of its floating
+    parameters and buffers before it was cast to half, so that it can be cast back after training."""
+
+    def __init__(self, module: torch.nn.Module, half: bool) -> None:
+        self.module = module
+        self.half = half
+        self.dtypes = [(owner, kind, name, tensor.dtype) for owner in module.modules()
+                       for kind, tensors in (("param", owner._parameters), ("buffer", owner._buffers))
+                       for name, tensor in tensors.items() if tensor is not None and tensor.is_floating_point()]
+        self.is_half = False
+
+    def to_half(self) -> None:
+        """Cast the module to half for fp16 training (once; nothing for fp32 training)."""
+        if self.half and not self.is_half:
+            self.module.half()
+            self.is_half = True
+
+    def restore(self) -> None:
+        """Cast each floating parameter and buffer back to its dtype before `to_half` (the same Parameter objects:
+        the optimizer's references stay valid)."""
+        if not self.is_half:
+            return
+        with torch.no_grad():
+            for owner, kind, name, dtype in self.dtypes:
+                if kind == "param":
+                    param = owner._parameters[name]
+                    if param is not None:
+                        param.data = param.data.to(dtype)
+                        if param.grad is not None:
+                            param.grad = param.grad.to(dtype)
+                elif owner._buffers.get(name) is not None:
+                    owner._buffers[name] = owner._buffers[name].to(dtype)
+        self.is_half = False
 
 
 def _call(obj: Any, method: str, default: Any = None) -> Any:

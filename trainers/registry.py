@@ -7,13 +7,14 @@ import importlib.util
 import inspect
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from .base import Backend
 from .distributed import DistOptions
-from .names import BACKENDS, NAMES
+from .names import AUTO_PRECISION, BACKENDS, NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +88,39 @@ def resolve_auto(**options: Any) -> tuple[str, str]:
     return "cpu", f"auto: chose cpu (no CUDA device, {', '.join(notes)})"
 
 
+def check_backend_instance(backend: Backend, precision: str | None = None, compile: bool = False,
+                           options: Mapping[str, Any] | None = None) -> None:
+    """Refuse arguments that a ready-built backend would silently ignore.
+
+    A [`Backend`][trainers.base.Backend] instance is used as built: its options, precision and compile setting are
+    its own. ``precision`` None or ``"auto"`` (`TrainingArguments`' default) and ``compile=False`` (the default)
+    defer to the instance; anything else must be what the instance already does.
+
+    Args:
+        backend: The instance.
+        precision: The precision asked for besides it.
+        compile: Whether compilation was asked for besides it.
+        options: The backend options given besides it.
+
+    Raises:
+        ValueError: Options given with an instance, a precision other than the instance's, or `compile=True` with
+            an instance built without it.
+    """
+    kind = type(backend).__name__
+    if options:
+        raise ValueError(f"backend options ({', '.join(sorted(options))}) cannot be combined with a Backend "
+                         f"instance: build the {kind} with them instead")
+    if precision not in (None, AUTO_PRECISION) and precision != backend.precision:
+        raise ValueError(f"precision={precision!r} was given with a {kind} built for precision "
+                         f"{backend.precision!r}, which it keeps: build the {kind} with precision={precision!r}, or "
+                         "leave precision to it ('auto')")
+    if compile and not backend.compile:
+        raise ValueError(f"compile=True was given with a {kind} built without compile: build the {kind} with "
+                         "compile=True, or leave compile to it (False)")
+
+
 def get_backend(
-    name: str | Backend = "auto", precision: str = "fp32", compile: bool = False, **options: Any
+    name: str | Backend = "auto", precision: str | None = None, compile: bool = False, **options: Any
 ) -> Backend:
     """Build a training backend; it fails before any work, never falling back silently.
 
@@ -96,8 +128,9 @@ def get_backend(
 
     Args:
         name: `"auto"`, `"cpu"`, `"cuda"`, `"hpu"` or `"ipu"`, or a [`Backend`][trainers.base.Backend] instance
-            (returned as is).
-        precision: `"fp32"`, `"bf16"`, `"fp16"` or `"auto"` (each backend's choice).
+            (returned as is; see `check_backend_instance`).
+        precision: `"fp32"`, `"bf16"`, `"fp16"` or `"auto"` (each backend's choice); None: fp32 with a name, the
+            instance's own with an instance.
         compile: Whether modules are compiled with `torch.compile`.
         **options: The backend's options (see [Backends and devices](../backends.md)), such as `num_threads`.
 
@@ -105,7 +138,8 @@ def get_backend(
         The [`Backend`][trainers.base.Backend].
 
     Raises:
-        ValueError: An unknown name, a precision the device cannot do, or options with a `Backend` instance.
+        ValueError: An unknown name, a precision the device cannot do, or, with a `Backend` instance, options, a
+            precision other than its own or `compile=True` when it was built without.
         TypeError: An option the backend does not take (the message lists its options).
         ImportError: The device's SDK is not installed (the message names the package).
         RuntimeError: No device.
@@ -119,9 +153,10 @@ def get_backend(
         ```
     """
     if isinstance(name, Backend):
-        if options:
-            raise ValueError("backend options cannot be combined with a Backend instance")
+        check_backend_instance(name, precision, compile, options)
         return name
+    if precision is None:
+        precision = "fp32"
     key = str(name).strip().lower()
     if key not in NAMES:
         listed = ", ".join(f"{n!r} ({BACKENDS[n]})" if n in BACKENDS else repr(n) for n in NAMES)

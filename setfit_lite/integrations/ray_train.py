@@ -50,8 +50,8 @@ class RayTrainReportCallback(TrainerCallback):
 
     At every save all workers call ``ray.train.report``: rank 0 with the ``checkpoint-<step>`` folder as a
     ``ray.train.Checkpoint`` (Ray copies it to ``RunConfig.storage_path``; the folder itself stays where it is, so
-    ``resume_from_checkpoint`` still finds it), the other ranks with none. As under torchrun, every rank writes its
-    RNG state into the checkpoint, so ``output_dir`` must be a folder every node sees.
+    ``resume_from_checkpoint`` still finds it), the other ranks with none. As under torchrun, rank 0 writes the
+    checkpoint with every rank's RNG state; resuming reads it on every rank (the same path on every node).
     """
 
     def __init__(self) -> None:

@@ -17,7 +17,7 @@ import os
 import random
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,28 +106,49 @@ def staging_dir(output_dir: str | os.PathLike, step: int) -> Path:
     return Path(output_dir) / f".tmp-{PREFIX}{step}"
 
 
-def write_rank_state(folder: Path, rank: int, device_state: Mapping[str, Any] | None = None) -> None:
-    """This rank's RNG states, with its device's ``device_state`` (every rank writes its own)."""
+def write_rank_state(folder: Path, rank: int, device_state: Mapping[str, Any] | None = None, *,
+                     state: Mapping[str, Any] | None = None) -> None:
+    """The RNG states of rank ``rank``: ``state`` (one `rng_state` gathered from that rank), or this process's
+    with its device's ``device_state``."""
     folder.mkdir(parents=True, exist_ok=True)
-    _write_state(folder, f"rng_rank{rank}", rng_state(device_state))
+    _write_state(folder, f"rng_rank{rank}", rng_state(device_state) if state is None else state)
 
 
 def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, states: dict[str, Any],
-                        world_size: int, save_total_limit: int | None) -> Path:
-    """Write the shared states, ``checkpoint.json`` and the manifest into ``folder``, rename it into place, prune
-    old checkpoints."""
+                        world_size: int, save_total_limit: int | None,
+                        rng_states: Sequence[Mapping[str, Any]] | None = None) -> Path:
+    """Write the shared states, ``rng_states`` (every rank's `rng_state`, in rank order; None: the ranks wrote
+    theirs with `write_rank_state`), ``checkpoint.json`` and the manifest into ``folder``, rename it into place,
+    prune old checkpoints. On any failure before the rename the staging ``folder`` is removed: nothing is left
+    half-written."""
+    final = folder.parent / f"{PREFIX}{step}"
+    try:
+        _assemble(folder, final, step=step, body=body, states=states, world_size=world_size, rng_states=rng_states)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # our staging folder; the user's paths are left alone
+        raise
+    _prune(final.parent, save_total_limit)
+    logger.info("saved checkpoint %s", final)
+    return final
+
+
+def _assemble(folder: Path, final: Path, *, step: int, body: torch.nn.Module, states: dict[str, Any],
+              world_size: int, rng_states: Sequence[Mapping[str, Any]] | None) -> None:
+    """`finalize_checkpoint`'s writing, up to the rename of ``folder`` to ``final``."""
     from safetensors.torch import save_model
 
-    final = folder.parent / f"{PREFIX}{step}"
     if (final.exists() or final.is_symlink()) and not _is_checkpoint(final):
-        shutil.rmtree(folder, ignore_errors=True)  # our staging folder; the user's path is left alone
         raise CheckpointError(f"{final} exists and is not a setfit_lite checkpoint (no {MANIFEST} and manifest "
                               "setfit_lite wrote, or a symlink): refusing to replace it; move it away or choose "
                               "another output_dir")
     if final.exists() and (foreign := _foreign_files(final)):
-        shutil.rmtree(folder, ignore_errors=True)
         raise CheckpointError(f"{final} holds {', '.join(foreign[:5])}, which setfit_lite did not write: refusing "
                               "to replace the checkpoint; move them away")
+    if rng_states is not None:
+        if len(rng_states) != world_size:
+            raise CheckpointError(f"checkpoint {folder}: {len(rng_states)} RNG states for {world_size} process(es)")
+        for rank, state in enumerate(rng_states):
+            write_rank_state(folder, rank, state=state)
     save_model(body, str(folder / "body.safetensors"))
     written = sorted(name for name, state in states.items() if state is not None)
     for name in written:
@@ -141,9 +162,6 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
     if final.exists():  # an earlier checkpoint of this step (checked above), e.g. re-saved after a resume
         _remove_checkpoint(final)
     os.replace(folder, final)
-    _prune(final.parent, save_total_limit)
-    logger.info("saved checkpoint %s", final)
-    return final
 
 
 def _is_checkpoint(folder: Path) -> bool:

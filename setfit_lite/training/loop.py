@@ -10,10 +10,13 @@ import contextlib
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from trainers import Backend
 
 from ..logging import tqdm_disable
 from .interim_eval import end_phase, evaluate, new_stopper
@@ -62,6 +65,7 @@ def run_phase(session: Session, phase: Phase) -> None:
     if phase.max_steps > 0:
         total = min(total, phase.max_steps)
     wrapped, optimizer = backend.prepare(phase.module, phase.optimizer)  # the scheduler drives the prepared one
+    _check_prepared(backend, phase, wrapped)
     scheduler = linear_schedule(optimizer, total, args.warmup_proportion)
     phase.module.train()
     state.phase, state.max_steps, state.global_step = phase.stage, total, 0
@@ -102,7 +106,7 @@ def run_phase(session: Session, phase: Phase) -> None:
                 interrupted = stop.received(backend)
                 if saving and (interrupted or (args.save_strategy == "steps"
                                                and state.global_step % args.save_steps == 0)):
-                    path = save_checkpoint(session, optimizer, scheduler, progress)
+                    path = _save(session, wrapped, optimizer, scheduler, progress)
                     if interrupted:
                         raise stop.interrupted(state.global_step, path)
                 if state.global_step >= total or session.control.should_training_stop:
@@ -117,14 +121,26 @@ def run_phase(session: Session, phase: Phase) -> None:
             if phase.evaluate is not None and args.eval_strategy == "epoch":
                 _evaluate(session, phase, wrapped, progress)
             if saving and args.save_strategy == "epoch":
-                save_checkpoint(session, optimizer, scheduler, progress)
+                _save(session, wrapped, optimizer, scheduler, progress)
         # a signal after the last step's check (during the epoch's end: an evaluation, a save, a callback) stops
         # here, with a checkpoint, not after the rest of training
         if saving and stop.received(backend):
-            raise stop.interrupted(state.global_step, save_checkpoint(session, optimizer, scheduler, progress))
+            raise stop.interrupted(state.global_step, _save(session, wrapped, optimizer, scheduler, progress))
     backend.unwrap(wrapped)
     end_phase(session, progress, phase.keep)
     phase.module.eval()
+
+
+def _check_prepared(backend: Backend, phase: Phase, wrapped: torch.nn.Module) -> None:
+    """RuntimeError, before any step, unless ``backend.unwrap`` of what ``prepare`` returned is the phase's own
+    module: the loop resumes, evaluates, checkpoints and keeps the weights of ``phase.module``, so a backend that
+    trained a copy (such as ``ipex.optimize`` without ``inplace=True``) would leave the model untrained."""
+    inner = backend.unwrap(wrapped)
+    if inner is not phase.module:
+        raise RuntimeError(f"{type(backend).__name__}.prepare returned a module that does not unwrap to the "
+                           f"{phase.name} phase's {type(phase.module).__name__} (unwrap gave another "
+                           f"{type(inner).__name__}): it would train a copy, and the model would keep its untrained "
+                           "weights; a backend must wrap or change the module in place")
 
 
 def _train_mode(module: torch.nn.Module) -> None:
@@ -138,6 +154,13 @@ def _evaluate(session: Session, phase: Phase, wrapped: torch.nn.Module, progress
     assert phase.evaluate is not None
     session.backend.unwrap(wrapped)  # the trained weights where the evaluation reads them (IPU: copied back)
     evaluate(session, phase.evaluate, progress, phase.keep, log_prefix="head_" if phase.stage == "head" else "")
+
+
+def _save(session: Session, wrapped: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
+          progress: Progress) -> Path:
+    """`save_checkpoint` of the trained weights: on the host side first (IPU: copied back), where it reads them."""
+    session.backend.unwrap(wrapped)
+    return save_checkpoint(session, optimizer, scheduler, progress)
 
 
 def _steps(session: Session, phase: Phase, epoch: int, skip: int) -> Iterator[tuple[dict[str, Any], int]]:

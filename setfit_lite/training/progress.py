@@ -17,9 +17,8 @@ from .checkpoints import (
     load_body_state,
     load_checkpoint,
     new_staging_dir,
+    rng_state,
     set_rng_state,
-    staging_dir,
-    write_rank_state,
 )
 from .session import Session
 
@@ -46,22 +45,31 @@ class Progress:
 
 
 def save_checkpoint(session: Session, optimizer: torch.optim.Optimizer, scheduler: Any, progress: Progress) -> Path:
-    """Checkpoint the phase after a step: every rank writes its RNG states, rank 0 the rest; ``on_save`` follows."""
+    """Checkpoint the phase after a step; ``on_save`` follows.
+
+    Every rank's RNG states are gathered to rank 0, which alone writes the checkpoint, in its own ``output_dir``:
+    the ranks need no shared filesystem, and the other ranks write nothing. When rank 0 fails to write it, its
+    staging folder is removed and every rank raises (rank 0 its error, the others a `CheckpointError` quoting it).
+    """
     args, backend, step = session.args, session.backend, session.state.global_step
-    folder = staging_dir(args.output_dir, step)
-    if backend.is_main_process:
-        new_staging_dir(args.output_dir, step)
-    backend.barrier()
-    write_rank_state(folder, backend.rank, backend.rng_state())
-    backend.barrier()
+    rng_states = backend.gather_object(rng_state(backend.rng_state()))
     final = Path(args.output_dir) / f"checkpoint-{step}"
+    failure: Exception | None = None
     if backend.is_main_process:
         states = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                   "backend": backend.state_dict(), "trainer_state": progress.trainer_state(session),
                   "best_body": progress.best_state}
-        final = finalize_checkpoint(folder, step=step, body=session.model.model_body, states=states,
-                                    world_size=backend.world_size, save_total_limit=args.save_total_limit)
-    backend.barrier()
+        try:
+            final = finalize_checkpoint(new_staging_dir(args.output_dir, step), step=step,
+                                        body=session.model.model_body, states=states, world_size=backend.world_size,
+                                        save_total_limit=args.save_total_limit, rng_states=rng_states)
+        except Exception as exc:  # told to the other ranks first, so that none waits for a checkpoint that never comes
+            failure = exc
+    reported = backend.broadcast_object(None if failure is None else f"{type(failure).__name__}: {failure}")
+    if failure is not None:
+        raise failure
+    if reported is not None:
+        raise CheckpointError(f"rank 0 could not save {final.name}: {reported}")
     session.event("on_save")
     return final
 
