@@ -10,7 +10,7 @@ import numpy as np
 
 from .data import LabeledData
 from .metrics import MetricInputs, add_reported_metrics, calibration_metrics, compute_metric
-from .runtime.predictor import Predictor, predict_ids
+from .runtime.predictor import Predictor
 
 __all__ = ["evaluate_model"]
 
@@ -35,7 +35,7 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
         raise ValueError("evaluation needs labelled data: the dataset has no labels")
     y_true = model.label_ids(data.labels)
     proba = model.class_proba(data.texts)
-    y_pred = predict_ids(proba, model.multi_label)
+    y_pred = model.class_ids(proba)
     num_classes = len(model.labels)
     result: dict[str, Any] = add_reported_metrics(
         compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs), metric, y_pred, y_true,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,30 @@ def test_aspect_model_keeps_candidates_at_its_threshold(trained: AbsaModel) -> N
         trained.aspect_model.threshold = original
 
 
+def test_aspect_predict_and_evaluate_decide_at_the_threshold(trained: AbsaModel) -> None:
+    """AspectModel.predict and AbsaTrainer.evaluate score the classifier AbsaModel.predict runs: "aspect" exactly
+    when P("aspect") >= threshold, not the more likely label."""
+    model = trained.aspect_model
+    trainer = AbsaTrainer(trained, eval_dataset=ABSA)
+    table = trainer.aspect_trainer.eval_dataset
+    proba = model.predict_proba(table["text"], as_numpy=True)[:, model.labels.index("aspect")]
+    original = model.threshold
+    try:
+        model.threshold = float(proba.max())  # above 0.5: the argmax calls more candidates aspects
+        decided = ["aspect" if p >= model.threshold else "no aspect" for p in proba]
+        assert decided != ["aspect" if p > 0.5 else "no aspect" for p in proba]
+        assert model.predict(table["text"]) == decided == list(model.predict_iter(table["text"]))
+        assert model.predict(table["text"][0]) == decided[0]
+        assert model.predict(table["text"], use_labels=False, as_numpy=True).tolist() == [
+            model.labels.index(label) for label in decided]
+        metrics = trainer.evaluate()["aspect"]
+        assert metrics["accuracy"] == pytest.approx(sum(map(str.__eq__, decided, table["label"])) / len(decided))
+        assert model.training_info["eval_results"]["test"] == metrics  # what the model card reports
+        assert metrics["calibration"] == trainer.aspect_trainer.evaluate(table)["calibration"]  # of P itself
+    finally:
+        model.threshold = original
+
+
 @pytest.mark.parametrize(("aspect_proba", "threshold"), [(0.96, 0.95), (0.9, 0.85), (0.7, 0.5)])
 def test_threshold_falls_back_when_the_model_doubts_its_own_aspects(
         absa_body: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, aspect_proba: float,
@@ -240,6 +265,28 @@ def test_threshold_falls_back_when_the_model_doubts_its_own_aspects(
     assert any(f"using {threshold} instead" in m for m in caplog.messages) == (threshold != 0.95)
 
 
+@pytest.mark.parametrize(("train", "evaluation", "message"), [
+    (ABSA | {"label": ["positive"] * 5}, None,
+     r"the polarity model cannot train: training needs at least 2 classes"),
+    (ABSA, ABSA | {"label": ["neutral"] * 5}, r"the polarity model cannot train: .*neutral"),
+    (ABSA | {"span": ["ood", "mbiance", "ood", "agels", "ream cheese"]}, None,  # none on spaCy's tokens
+     "the polarity model has no training rows"),
+])
+def test_a_table_that_cannot_train_a_model_fails_before_either_trains(absa_body: str, train: dict,
+                                                                      evaluation: dict | None, message: str) -> None:
+    """Every aspect one polarity (the polarity model has one class), or eval polarities training lacks: refused
+    before the aspect model trains, not after."""
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    trainer = AbsaTrainer(model, args=TrainingArguments(**FAST), train_dataset=train, eval_dataset=evaluation)
+    before = {name: value.clone() for name, value in model.aspect_model.model_body.state_dict().items()}
+    with pytest.raises(ValueError) as raised:
+        trainer.train()
+    assert model.aspect_model.model_head is None and "aspect_threshold" not in model.aspect_model.training_info
+    after = model.aspect_model.model_body.state_dict()
+    assert all(bool((after[name] == value).all()) for name, value in before.items())
+    assert re.search(message, str(raised.value))
+
+
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
     trainer = AbsaTrainer(model, train_dataset={"text": [TEXTS[0]], "span": ["food"], "label": ["negative"],
@@ -263,6 +310,16 @@ def test_train_evaluate_predict_format(trained: AbsaModel, absa_body: str) -> No
     assert trained.predict(texts[0]) == out[0] == trained(texts[:1])[0]
     metrics = AbsaTrainer(trained, eval_dataset=ABSA).evaluate()
     assert set(metrics) == {"aspect", "polarity"} and 0.0 <= metrics["polarity"]["accuracy"] <= 1.0
+
+
+def test_a_blank_text_has_no_aspects_as_in_setfit(trained: AbsaModel) -> None:
+    """setfit gives [] for an empty or whitespace-only text in a list (it has no candidate): so does predict; a
+    table's blank text, which cannot hold its gold span, stays an error naming the row."""
+    texts = ["", "   ", BAGELS, "\n\t"]
+    assert trained.predict(texts) == [[], [], trained.predict(BAGELS), []] == trained(texts)
+    assert trained.predict("") == trained.predict("  ") == []
+    with pytest.raises(ValueError, match="row 1: text is empty"):
+        trained.predict({"text": [BAGELS, " "], "span": ["bagels", "bagels"]})
 
 
 def test_predict_gold_aspects_adds_pred_polarity_in_row_order(trained: AbsaModel) -> None:
@@ -294,6 +351,81 @@ def test_save_load_round_trip_in_setfits_folders(trained: AbsaModel, tmp_path: P
         changed = AbsaModel.from_pretrained(aspect, polarity, span_contexts=(4, 4))
     assert (changed.aspect_model.span_context, changed.polarity_model.span_context) == (4, 4)
     assert "Overriding span_context in model configuration from 8 to 4." in caplog.messages
+
+
+def _write_setfit_span_folder(folder: Path, body: str, texts: list[str], labels: list, config: dict) -> Path:
+    """A folder as setfit 1.2's span models save it: the body, a joblib ``model_head.pkl`` (a LogisticRegression
+    fitted on the body's embeddings of ``texts``) and ``config_setfit.json``."""
+    import joblib
+    from sentence_transformers import SentenceTransformer
+    from sklearn.linear_model import LogisticRegression
+
+    st = SentenceTransformer(body, device="cpu")
+    st.save(str(folder))
+    joblib.dump(LogisticRegression().fit(st.encode(texts), labels), folder / "model_head.pkl")
+    (folder / "config_setfit.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_a_setfit_trained_absa_model_loads_and_predicts_as_setfit(absa_body: str, tmp_path: Path) -> None:
+    """setfit trains its aspect head on True/False and saves the labels ["no aspect", "aspect"]: the classes are
+    ids named by the labels, as setfit names them (setfit_format._name_of)."""
+    from sentence_transformers import SentenceTransformer
+
+    setfits = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm", span_contexts=(0, 3),
+                                        span_formats=("prefix", "prefix"))  # setfit's texts
+    aspect, polarity = AbsaTrainer(setfits).preprocess_dataset(setfits.aspect_model, setfits.polarity_model, ABSA)
+    common = {"normalize_embeddings": False, "spacy_model": "en_core_web_sm"}
+    aspect_dir = _write_setfit_span_folder(tmp_path / "m-aspect", absa_body, aspect["text"],
+                                           [label == "aspect" for label in aspect["label"]],
+                                           common | {"labels": ["no aspect", "aspect"], "span_context": 0})
+    polarity_dir = _write_setfit_span_folder(tmp_path / "m-polarity", absa_body, polarity["text"],
+                                             polarity["label"],
+                                             common | {"labels": ["negative", "positive"], "span_context": 3})
+    with pytest.warns(UserWarning, match="unpickling"):
+        model = AbsaModel.from_pretrained(aspect_dir, polarity_dir, allow_pickle=True)
+    assert model.aspect_model.labels == ["no aspect", "aspect"] and model.aspect_model.threshold == 0.5
+    assert (model.aspect_model.span_format, model.polarity_model.span_context) == ("prefix", 3)
+    # what setfit predicts: its heads on the body's embeddings of its texts, the more likely label
+    texts = [BAGELS, ENGINE, "Best pizza outside of Italy and really tasty."]
+    st = SentenceTransformer(absa_body, device="cpu")
+    import joblib
+
+    aspect_head, polarity_head = (joblib.load(d / "model_head.pkl") for d in (aspect_dir, polarity_dir))
+    docs, candidates = setfits.aspect_extractor(texts)
+    expected = []
+    for doc, spans in zip(docs, candidates):
+        kept = [s for s, keep in zip(spans, aspect_head.predict(st.encode([f"{doc[s].text}:{doc.text}"
+                                                                          for s in spans]))) if keep]
+        windows = [doc[max(s.start - 3, 0):s.stop + 3].text + ":" + doc.text for s in kept]
+        labels = polarity_head.predict(st.encode(windows)).tolist() if kept else []
+        expected.append([{"span": doc[s].text, "polarity": label} for s, label in zip(kept, labels)])
+    assert any(expected) and model.predict(texts) == expected
+
+
+def test_a_relative_pipeline_folder_is_recorded_by_its_absolute_path(trained: AbsaModel, absa_body: str,
+                                                                       tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline folder given as a relative path is saved as its absolute path, so the saved model loads from any
+    directory; pipelines are cached per folder, not per relative name."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        trained.aspect_extractor.nlp.to_disk(tmp_path / name / "pipe")
+    trained.save_pretrained(tmp_path / "m")
+    monkeypatch.chdir(tmp_path / "a")
+    folder = str((tmp_path / "a" / "pipe").resolve())
+    fresh = AbsaModel.from_pretrained(absa_body, spacy_model=Path("pipe"))
+    assert fresh.aspect_model.spacy_model == fresh.polarity_model.spacy_model == folder
+    model = AbsaModel.from_pretrained(tmp_path / "m-aspect", tmp_path / "m-polarity", spacy_model="pipe")
+    assert model.aspect_extractor.spacy_model == model.polarity_model.spacy_model == folder
+    assert model.aspect_extractor.nlp is fresh.aspect_extractor.nlp
+    model.save_pretrained(tmp_path / "n")
+    assert json.loads((tmp_path / "n-aspect" / "config_setfit.json").read_text())["spacy_model"] == folder
+    monkeypatch.chdir(tmp_path / "b")  # another pipe/ here
+    loaded = AbsaModel.from_pretrained(tmp_path / "n-aspect", tmp_path / "n-polarity")
+    assert loaded.aspect_extractor.nlp is model.aspect_extractor.nlp
+    assert load_spacy("pipe") is not model.aspect_extractor.nlp
+    assert loaded.predict([BAGELS]) == trained.predict([BAGELS])
 
 
 def test_save_refuses_one_folder_for_both_and_the_other_models_source(trained: AbsaModel, tmp_path: Path) -> None:

@@ -107,6 +107,23 @@ def test_multiclass_string_classes_and_unnamed_ids(tmp_path, tiny_body_path, tra
     _round_trip(model, tmp_path / "sparse_converted")
 
 
+def test_bool_classes_are_named_by_the_labels_as_setfit_names_them(tmp_path, tiny_body_path, train_set):
+    """setfit trains its ABSA aspect head on True/False and names them by labels ["no aspect", "aspect"]: the
+    classes are label ids (labels[True] is labels[1]), not labels of their own."""
+    texts, y = train_set
+    emb_train = _setfit_embeddings(tiny_body_path, texts, False)
+    lr = LogisticRegression().fit(emb_train, y.astype(bool))
+    assert lr.classes_.dtype == bool
+    names = ["no aspect", "aspect"]
+    model = SetFitModel.from_pretrained(
+        _write_setfit_folder(tmp_path / "bools", tiny_body_path, lr, {"normalize_embeddings": False,
+                                                                       "labels": names}), allow_pickle=True)
+    emb = _setfit_embeddings(tiny_body_path, TEXTS, False)
+    assert model.labels == names and model.predict(TEXTS) == [names[int(c)] for c in lr.predict(emb)]
+    np.testing.assert_allclose(model.predict_proba(TEXTS), lr.predict_proba(emb), rtol=1e-5, atol=1e-6)
+    _round_trip(model, tmp_path / "bools_converted")
+
+
 def test_old_setfit_folder_without_config(tmp_path, tiny_body_path, train_set):
     texts, y = train_set
     lr = LogisticRegression().fit(_setfit_embeddings(tiny_body_path, texts, False), y)

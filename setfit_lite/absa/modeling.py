@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from ..config.params import SPAN_FORMATS, check_param
 from ..data.checks import is_dataframe, is_dataset, validate_texts
 from ..modeling import CONFIG_NAME, SETFIT_CONFIG_NAME, SetFitModel
 from ..serialization import check_can_update, check_output_path, load_json
-from .aspect_extractor import AspectExtractor, resolve_overlaps
+from .aspect_extractor import AspectExtractor, resolve_overlaps, resolve_spacy_model
 from .data import PREDICT_COLUMNS, gold_slices, read_aspect_rows
 
 if TYPE_CHECKING:
@@ -56,7 +58,8 @@ class SpanSetFitModel(SetFitModel):
     Args:
         model_body: the Sentence Transformer.
         *args: the other arguments of `SetFitModel`.
-        spacy_model: the spaCy pipeline (name or folder) that finds the spans.
+        spacy_model: the spaCy pipeline (name or folder) that finds the spans; a folder is recorded by its absolute
+            path (`resolve_spacy_model`).
         span_context: words either side of the span that its text shows (None: the class's default).
         span_format: how the span is written for the body, one of `SPAN_FORMATS` (None: the class's default):
             ``"prefix"`` (setfit's: the span with ``span_context`` words either side, ``":"``, the sentence),
@@ -73,7 +76,7 @@ class SpanSetFitModel(SetFitModel):
         span_context = _check_span_context(self.default_span_context if span_context is None else span_context)
         span_format = check_param("span_format", self.default_span_format if span_format is None else span_format)
         super().__init__(model_body, *args, **kwargs)
-        self.spacy_model = str(spacy_model)
+        self.spacy_model = resolve_spacy_model(spacy_model)
         self.span_context = span_context
         self.span_format = span_format
 
@@ -112,8 +115,9 @@ class SpanSetFitModel(SetFitModel):
         for key, given in (("span_context", span_context), ("spacy_model", spacy_model),
                            ("span_format", span_format)):
             value = saved.get(key)
+            if key == "spacy_model":  # a pipeline folder by its absolute path, as recorded (resolve_spacy_model)
+                value, given = (None if v is None else resolve_spacy_model(v) for v in (value, given))
             if given is not None:
-                given = str(given) if key == "spacy_model" else given
                 if value is not None and value != given:
                     logger.warning("Overriding %s in model configuration from %s to %s.", key, value, given)
                 value = given
@@ -227,17 +231,68 @@ class AspectModel(SpanSetFitModel):
         return model
 
     def __call__(self, docs: Sequence[Doc], aspects_list: Sequence[Sequence[slice]]) -> list[list[slice]]:  # type: ignore[override]
-        """The spans of ``aspects_list`` whose probability of ``"aspect"`` is at least ``threshold``; of kept spans
-        that share a token, the most probable (`resolve_overlaps`)."""
+        """The spans of ``aspects_list`` the model calls ``"aspect"`` (`class_ids`: probability of ``"aspect"`` at
+        least ``threshold``); of kept spans that share a token, the most probable (`resolve_overlaps`)."""
         texts = list(self.prepend_aspects(docs, aspects_list))
         if not texts:
             return [[] for _ in aspects_list]
-        proba = iter(self.predict_proba(texts, as_numpy=True)[:, self.labels.index("aspect")].tolist())
+        proba = self.predict_proba(texts, as_numpy=True)
+        aspect = self._aspect_column()
+        scores = iter(zip(proba[:, aspect].tolist(), (self.class_ids(proba) == aspect).tolist()))
         kept_list = []
         for aspects in aspects_list:
-            scored = [(aspect, p) for aspect, p in zip(aspects, proba) if p >= self.threshold]
+            scored = [(span, p) for span, (p, keep) in zip(aspects, scores) if keep]
             kept_list.append(resolve_overlaps([a for a, _ in scored], [p for _, p in scored]))
         return kept_list
+
+    def class_ids(self, proba: np.ndarray) -> np.ndarray:
+        """The class ids (indices into ``labels``) the model predicts for probability rows: ``"aspect"`` where its
+        probability is at least ``threshold``, else the most likely other label (``"no aspect"``).
+
+        `predict`, `AbsaModel.predict` and evaluation (`AbsaTrainer.evaluate`) decide by it (setfit: the more
+        likely label, which ``threshold=0.5`` gives but for an exact tie).
+
+        Args:
+            proba: ``predict_proba``'s probabilities, one row ``(len(labels),)`` or rows ``(n, len(labels))``.
+
+        Returns:
+            An int64 id per row (a 0-d array for one row).
+
+        Raises:
+            ValueError: ``"aspect"`` is not one of the model's labels.
+        """
+        proba = np.asarray(proba)
+        aspect = self._aspect_column()
+        others = np.where(np.arange(proba.shape[-1]) == aspect, -np.inf, proba)
+        return np.where(proba[..., aspect] >= self.threshold, aspect, others.argmax(axis=-1)).astype(np.int64)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False, use_labels: bool = True) -> Any:
+        """The labels `predict` gives for probabilities ``proba``: ``"aspect"`` where its probability is at least
+        ``threshold`` (`class_ids`), in the forms `SetFitModel.predict` gives.
+
+        Args:
+            proba: One row or rows of probabilities, columns in ``labels`` order.
+            as_numpy: As in `SetFitModel.predict`.
+            use_labels: As in `SetFitModel.predict`.
+
+        Returns:
+            The labels (or class ids), as `SetFitModel.predict` returns them.
+        """
+        self._check_fitted()
+        return super().labels_from_proba(self._one_hot_decisions(proba), as_numpy=as_numpy, use_labels=use_labels)
+
+    def _one_hot_decisions(self, proba: np.ndarray) -> np.ndarray:
+        """``proba``'s rows made one-hot at `class_ids`: what the argmax of `SetFitModel`'s predictions (and of
+        `evaluate_model`) reads as the model's decisions."""
+        proba = np.asarray(proba)
+        return np.eye(proba.shape[-1], dtype=proba.dtype)[self.class_ids(proba)]
+
+    def _aspect_column(self) -> int:
+        """The column of ``"aspect"`` in ``predict_proba``; ValueError naming the labels when it has none."""
+        if self.labels is None or ASPECT_LABELS[1] not in self.labels:
+            raise ValueError(f"an aspect model predicts the labels {ASPECT_LABELS}, this one {self.labels}: train it "
+                             "with AbsaTrainer (or load it with labels=ASPECT_LABELS)")
+        return self.labels.index(ASPECT_LABELS[1])
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "threshold": self.threshold, "candidates": self.candidates}
@@ -387,13 +442,14 @@ class AbsaModel:
                 predicted).
 
         Returns:
-            For a text, a list of ``{"span": str, "polarity": label}``; for a list of texts, one such list per
-            text; for a table, the table with a ``pred_polarity`` column (None where the span is not found on
-            spaCy's token boundaries).
+            For a text, a list of ``{"span": str, "polarity": label}`` (empty for a text without aspects, such as
+            an empty or whitespace-only one, as setfit gives); for a list of texts, one such list per text; for a
+            table, the table with a ``pred_polarity`` column (None where the span is not found on spaCy's token
+            boundaries).
 
         Raises:
             TypeError: ``inputs`` is none of those, or a text is not a string.
-            ValueError: a text is empty, or a table lacks ``text``/``span`` or already has ``pred_polarity``.
+            ValueError: a table lacks ``text``/``span`` or already has ``pred_polarity``, or has an empty text.
 
         Examples:
             >>> model.predict(["The food was great.", "Slow service."])  # doctest: +SKIP
@@ -402,7 +458,9 @@ class AbsaModel:
         if not isinstance(inputs, str) and (is_dataset(inputs) or is_dataframe(inputs) or isinstance(inputs, dict)):
             return self.predict_dataset(inputs)
         single = isinstance(inputs, str)
-        texts = validate_texts([inputs] if single else inputs, allow_empty=True)
+        # a blank text has no candidate, so no aspect: [] for it, as setfit gives (a classifier refuses one, having
+        # no answer for it)
+        texts = validate_texts([inputs] if single else inputs, allow_empty=True, allow_blank=True)
         docs, candidates = self.aspect_extractor(texts, candidates=self.aspect_model.candidates)
         aspects_list = self.aspect_model(docs, candidates)
         polarities = self.polarity_model(docs, aspects_list)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..data import check_trainable, encode_labels
 from ..trainer import Trainer
 from ..training_args import TrainingArguments
 from .data import AspectRows, gold_slices, negative_candidates, read_aspect_rows
@@ -136,19 +137,28 @@ class AbsaTrainer:
               trial: Any = None, **kwargs: Any) -> None:
         """Train the aspect model, then the polarity model.
 
+        Both models' tables are checked first, as `Trainer.train` checks its data: a table that cannot train one of
+        them (no rows, a single class, labels the model does not know) is a ValueError before either model trains.
+
         Args:
             args: the aspect model's training arguments for this call.
             polarity_args: the polarity model's training arguments for this call.
             trial: hyperparameters (a dict or an Optuna trial) applied to both, as `Trainer.train`.
             **kwargs: as `Trainer.train`.
+
+        Raises:
+            ValueError: a model's table cannot train it (named), or what `Trainer.train` raises.
         """
+        # the polarity table first: it is empty when no gold aspect is on spaCy's tokens, which that error says
+        _check_trainable(self.polarity_trainer, "polarity", polarity_args)
+        _check_trainable(self.aspect_trainer, "aspect", args)
         self.train_aspect(args=args, trial=trial, **kwargs)
         self.train_polarity(args=polarity_args, trial=trial, **kwargs)
 
     def train_aspect(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
         """Train the aspect model only (arguments as `Trainer.train`), then check its threshold
         (`settle_threshold`)."""
-        _check_rows(self.aspect_trainer, "aspect")
+        _check_trainable(self.aspect_trainer, "aspect", args)
         self.aspect_trainer.train(args=args, trial=trial, **kwargs)
         self.settle_threshold()
 
@@ -181,7 +191,7 @@ class AbsaTrainer:
 
     def train_polarity(self, args: TrainingArguments | None = None, trial: Any = None, **kwargs: Any) -> None:
         """Train the polarity model only (arguments as `Trainer.train`)."""
-        _check_rows(self.polarity_trainer, "polarity")
+        _check_trainable(self.polarity_trainer, "polarity", args)
         self.polarity_trainer.train(args=args, trial=trial, **kwargs)
 
     def evaluate(self, dataset: Any = None) -> dict[str, dict[str, float]]:
@@ -255,9 +265,23 @@ class AbsaTrainer:
         self.model.push_to_hub(repo_id, polarity_repo_id, **kwargs)
 
 
-def _check_rows(trainer: Trainer, which: str) -> None:
-    """ValueError when the ``which`` model has no training rows: no train_dataset, or none of its aspects on spaCy's
-    token boundaries."""
+def _check_trainable(trainer: Trainer, which: str, args: TrainingArguments | None) -> None:
+    """What `Trainer.train` checks before it trains the ``which`` model, named by the model: ValueError when its
+    table has no rows (none of the aspects of train_dataset on spaCy's token boundaries), when its labels cannot
+    train it (`encode_labels` against the model's labels, `check_trainable`: at least two classes), when the eval
+    table has labels the training table lacks, or when ``args`` (None: the trainer's) would write checkpoints
+    into a folder the model is read from."""
     if trainer.train_dataset is not None and not len(trainer.train_dataset):
         raise ValueError(f"the {which} model has no training rows: no aspect of train_dataset was found at its "
                          "ordinal on spaCy's token boundaries (see the log lines)")
+    trainer.check_output_dir(args or trainer.args)
+    data = trainer._train_data
+    if data is None:  # no train_dataset: Trainer.train says so
+        return
+    try:
+        ids, labels, multi_label = encode_labels(data.labels, known_labels=trainer.model.labels)
+        check_trainable(ids, multi_label, labels)
+        if trainer._eval_data is not None:
+            trainer.model_labels_check(trainer._eval_data, labels, multi_label)
+    except ValueError as error:
+        raise ValueError(f"the {which} model cannot train: {error}") from error

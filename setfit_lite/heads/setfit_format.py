@@ -102,8 +102,13 @@ def _unpickle(path: Path) -> Any:
 
 def _name_of(class_value: Any, names: Sequence | None, path: Path) -> Any:
     """The label setfit's ``predict`` gives for a head class: ``labels[class]`` for numeric classes when labels
-    are set, else the class itself."""
+    are set, else the class itself.
+
+    A bool class is numeric here, as it is to setfit (``labels[True]`` is ``labels[1]``): setfit trains its ABSA
+    aspect head on True/False and names them ``["no aspect", "aspect"]``."""
     value = class_value.item() if isinstance(class_value, np.generic) else class_value
+    if names is not None and isinstance(value, bool):
+        value = int(value)
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
     if names is None or not numeric:
         return value

@@ -499,6 +499,11 @@ class Predictor:
                             show_progress_bar=show_progress_bar, abstain_below=abstain_below,
                             abstain_label=abstain_label)
 
+    def class_ids(self, proba: np.ndarray) -> np.ndarray:
+        """The class ids (multi-hot rows for multi-label) ``predict`` decides for probability rows ``proba``; what
+        evaluation scores. A model that decides otherwise than the most likely class overrides it."""
+        return predict_ids(proba, self.multi_label)
+
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False, use_labels: bool = True) -> Any:
         """The labels ``predict`` gives for probabilities ``proba``."""
         self._check_fitted()
