@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -13,6 +15,8 @@ import numpy as np
 
 from .version import __version__
 
+logger = logging.getLogger(__name__)
+
 TAGS = ["setfit", "sentence-transformers", "text-classification"]
 
 
@@ -20,7 +24,9 @@ TAGS = ["setfit", "sentence-transformers", "text-classification"]
 class SetFitModelCardData:
     """What setfit's `SetFitModelCardData` lets a user state for the model card: its fields, written into the card
     setfit_lite generates (`save_pretrained`, `create_model_card`). Fields setfit fills itself during training
-    (hyperparameters, metrics, widget examples) are not arguments, as in setfit.
+    (hyperparameters, metrics, widget examples) are not arguments, as in setfit. `save_pretrained` records them in
+    the saved config (as JSON), and `from_pretrained` restores them when it is given none, so a model saved again
+    writes the same card.
 
     Args:
         language: The language code(s) of the training texts, such as `"en"` or `["en", "de"]`.
@@ -28,9 +34,11 @@ class SetFitModelCardData:
         tags: Tags added to setfit_lite's own.
         model_name: The card's title; None for a generic one.
         model_id: The model's Hub id once uploaded, such as `"org/setfit-absa-laptops"`.
-        dataset_name: The training dataset's readable name.
-        dataset_id: The training dataset's Hub id (the card's `datasets` metadata).
-        dataset_revision: The dataset revision trained on.
+        dataset_name: The training dataset's readable name (the name of the card's evaluation results; None: the
+            dataset id, or "Unknown").
+        dataset_id: The training dataset's Hub id (the card's `datasets` metadata and its evaluation results'
+            dataset type; None: "unknown").
+        dataset_revision: The dataset revision trained on (recorded with the evaluation results).
         task_name: What the model does, in a few words.
         st_id: The Hub id of the Sentence Transformer body (the card's `base_model`; None: the body's id when it
             was loaded by Hub name).
@@ -72,18 +80,66 @@ class SetFitModelCardData:
             raise TypeError(f"SetFitModelCardData.{f.name} must be {wanted} or None, got {value!r}")
 
 
+def card_data_config(data: SetFitModelCardData | None) -> dict[str, Any] | None:
+    """What the saved config records of a model's `SetFitModelCardData` (JSON values only, no pickle).
+
+    Args:
+        data: The model's `model_card_data`, or None.
+
+    Returns:
+        The fields that are set, by name; None for a model without card data.
+    """
+    if data is None:
+        return None
+    return {name: value for name, value in dataclasses.asdict(data).items() if value is not None}
+
+
+def card_data_from_config(value: Any, file: str | os.PathLike[str]) -> SetFitModelCardData | None:
+    """The `SetFitModelCardData` a saved config records (`card_data_config`), checked; a field this version does
+    not know (a newer setfit_lite's) is left out with a warning.
+
+    Args:
+        value: The config's ``model_card_data`` value.
+        file: The config file, named in errors.
+
+    Returns:
+        The card data, or None when the config records none.
+
+    Raises:
+        ModelFormatError: The value is not a JSON object (or null), or a field is of the wrong type.
+    """
+    from .serialization.validate import ModelFormatError
+
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ModelFormatError(file, "model_card_data", f"must be a JSON object or null, got {type(value).__name__}")
+    known = {f.name for f in fields(SetFitModelCardData)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        logger.warning("%s: model_card_data field(s) %s are not known to this setfit_lite and are left out of the "
+                       "model card", file, ", ".join(unknown))
+    try:
+        return SetFitModelCardData(**{name: item for name, item in value.items() if name in known})
+    except TypeError as exc:
+        raise ModelFormatError(file, "model_card_data", f"cannot be read: {exc}") from exc
+
+
 def card_data(model: Any) -> Any:
     """``huggingface_hub.ModelCardData`` for ``model``: library, tags, labels, the Hub body it started from and its
     evaluation results (``model-index``, one entry per split and metric)."""
     from huggingface_hub import EvalResult, ModelCardData
 
     info = model.training_info or {}
-    results = [EvalResult(task_type="text-classification", dataset_type="unknown", dataset_name="Unknown",
-                          dataset_split=split, metric_type=name, metric_value=_plain(value))
+    user = _user_data(model)
+    # the dataset as setfit names it: its Hub id ("unknown" without), its readable name (else the id, "Unknown")
+    results = [EvalResult(task_type="text-classification", dataset_type=user.dataset_id or "unknown",
+                          dataset_name=user.dataset_name or user.dataset_id or "Unknown",
+                          dataset_revision=user.dataset_revision, dataset_split=split, metric_type=name,
+                          metric_value=_plain(value))
                for split, result in (info.get("eval_results") or {}).items()
                for name, value in result.items() if isinstance(value, (int, float, np.number))
                and not isinstance(value, bool)]
-    user = _user_data(model)
     tags = TAGS + [tag for tag in user.tags or [] if tag not in TAGS]
     return ModelCardData(library_name="setfit_lite", tags=tags, pipeline_tag="text-classification",
                          base_model=user.st_id or _hub_id(model.source),
@@ -105,8 +161,10 @@ def _plain(value: Any) -> Any:
 
 
 def _hub_id(source: str | None) -> str | None:
-    """``source`` when it names a Hub model (``org/name``, not a local folder), else None."""
-    if not source or os.path.exists(source):
+    """``source`` when it names a Hub model (``org/name``), else None. Decided from the name alone, never from the
+    files of the current folder: `from_pretrained` records a local folder it loaded as an absolute path, which is no
+    Hub id."""
+    if not source or os.path.isabs(source) or source.startswith((".", "~")):
         return None
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
@@ -118,8 +176,8 @@ def _hub_id(source: str | None) -> str | None:
 
 
 def render_model_card(model: Any, model_name: str | None = None) -> str:
-    """Markdown: labels, body it started from, training arguments, data sizes, evaluation results, and what the
-    model's `model_card_data` states (``model_name``: the title when that names none)."""
+    """Markdown: labels, body it started from, calibration, training arguments, data sizes, evaluation results,
+    and what the model's `model_card_data` states (``model_name``: the title when that names none)."""
     info = model.training_info or {}
     user = _user_data(model)
     stated = [(name, getattr(user, key)) for name, key in (
@@ -137,6 +195,7 @@ def render_model_card(model: Any, model_name: str | None = None) -> str:
         f"- Labels ({len(model.labels or [])}): {', '.join(map(str, model.labels or []))}",
         f"- Head: `{type(model.model_head).__name__ if model.model_head is not None else 'none'}`"
         + (" (multi-label)" if model.multi_label else ""),
+        *_calibration_lines(info),
         f"- Prompt: `{model.prompt!r}`" if model.prompt else "- Prompt: none",
         *([f"- spaCy pipeline: `{model.spacy_model}`"] if getattr(model, "spacy_model", None) else []),
         f"- setfit_lite version: {__version__}",
@@ -156,6 +215,18 @@ def render_model_card(model: Any, model_name: str | None = None) -> str:
                                                                            sort_keys=True), "```"]
     lines += ["", "Load with `SetFitModel.from_pretrained(path)`; weights are safetensors, config is JSON.", ""]
     return "\n".join(lines)
+
+
+def _calibration_lines(info: dict[str, Any]) -> list[str]:
+    """The card's line on the probabilities' temperature: the fitted one and how it was fitted, or none and why
+    (``training_info["calibration"]``, as training records it); no line for a model not trained."""
+    calibration = info.get("calibration")
+    if not isinstance(calibration, dict):
+        return []
+    temperature, method = calibration.get("temperature"), calibration.get("method")
+    if temperature is None:
+        return [f"- Calibration: none ({method})" if method else "- Calibration: none"]
+    return [f"- Calibration: temperature {_fmt(float(temperature))}" + (f", fitted by {method}" if method else "")]
 
 
 def _fmt(value: Any) -> str:

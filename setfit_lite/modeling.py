@@ -20,7 +20,7 @@ import numpy as np
 from .config.params import PRECISION_ENV, check_param, check_params
 from .data import check_label_names, validate_texts
 from .logging import tqdm_disable
-from .model_card import SetFitModelCardData
+from .model_card import SetFitModelCardData, card_data_config, card_data_from_config
 from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
 from .runtime.predictor import Predictor, length_sorted_batches, tokenize_texts
 from .serialization import (
@@ -30,6 +30,7 @@ from .serialization import (
     load_json,
     recover_interrupted_save,
     refuse_pickles,
+    refuse_remote_code,
     save_json,
     verify_manifest,
 )
@@ -43,7 +44,7 @@ from .serialization.validate import (
 )
 from .verbosity import quiet_dependencies
 from .version import __version__
-from .zoo import resolve_model_path
+from .zoo import canonical_model_name, resolve_model_path
 
 if TYPE_CHECKING:
     import torch
@@ -169,7 +170,10 @@ class SetFitModel(Predictor):
         (`model_head.pkl`, `config_setfit.json`) loads completely, its head converted to a pickle-free one, so
         `save_pretrained` then writes setfit_lite's format. A hub name resolves to one of the models known offline,
         the local Hugging Face cache, or (unless huggingface_hub is offline, `HF_HUB_OFFLINE=1`) a download from
-        the Hub without pickled weights ([models without the Hub](../offline-models.md)).
+        the Hub without pickled weights ([models without the Hub](../offline-models.md)). No code from the folder
+        runs unless `trust_remote_code=True`: a `modules.json` naming a module class outside sentence-transformers,
+        or a `config.json` with an `auto_map`, is refused before the body is loaded, whichever sentence-transformers
+        is installed.
 
         Args:
             pretrained_model_name_or_path: A Sentence Transformers hub name or a local folder: a body, a saved
@@ -180,7 +184,8 @@ class SetFitModel(Predictor):
             head_params: As in the class; None for the saved value.
             normalize_embeddings: As in the class; None for the saved value (False for a body).
             device: The device the body is loaded on (`"cpu"`, `"cuda"`, ...); None for the CPU.
-            trust_remote_code: Whether code from the folder may run (a body with custom modules); never otherwise.
+            trust_remote_code: Whether code from the folder may run (a body with custom modules, a config with an
+                `auto_map`); never otherwise: such a folder is refused.
             allow_pickle: Whether pickled files (a setfit head's `model_head.pkl`) may be read; they are refused
                 otherwise, before anything is loaded.
             prompt: As in the class; None for the saved value or the body's default.
@@ -191,7 +196,8 @@ class SetFitModel(Predictor):
             chunk_pooling: As in the class; None for the saved value.
             inference_precision: As in the class; None for the saved value (`"auto"` when none is saved).
             model_card_data: What the model card states (language, license, ids; see `SetFitModelCardData`), kept
-                as `model_card_data` and written by `save_pretrained` and `create_model_card`.
+                as `model_card_data` and written by `save_pretrained` and `create_model_card`; None for what a saved
+                model records (`save_pretrained` saves it), or none.
             **kwargs: Refused: an unknown argument is a `TypeError`.
 
         Returns:
@@ -200,7 +206,9 @@ class SetFitModel(Predictor):
         Raises:
             TypeError: An unknown argument, or an argument of the wrong type.
             ValueError: `labels` that differ from the saved ones, a head setting that contradicts the saved head,
-                a pickled file without `allow_pickle=True`, or a folder whose files disagree with each other.
+                a pickled file without `allow_pickle=True`, a folder that names code to run (a module type outside
+                sentence-transformers in `modules.json`, an `auto_map` in `config.json`) without
+                `trust_remote_code=True`, or a folder whose files disagree with each other.
             OSError: The name is neither a folder nor a model available offline (`ModelNotFoundError`).
 
         Example:
@@ -233,10 +241,11 @@ class SetFitModel(Predictor):
         recover_interrupted_save(folder)
         refuse_pickles(path, allow_pickle=allow_pickle)
         _check_model_folder(folder)
+        refuse_remote_code(folder, trust_remote_code=trust_remote_code)  # whatever sentence-transformers would do
         given = {"multi_target_strategy": multi_target_strategy, "use_differentiable_head": use_differentiable_head,
                  "head_params": head_params, "normalize_embeddings": normalize_embeddings}
         config_path = folder / CONFIG_NAME
-        from_setfit = False
+        from_setfit, saved_card = False, None
         if config_path.exists():
             saved = _read_config(folder)
             head = load_head(folder / HEAD_DIR) if (folder / HEAD_DIR).exists() else None
@@ -244,14 +253,15 @@ class SetFitModel(Predictor):
             if labels is not None and saved_labels is not None and list(labels) != saved_labels:
                 raise ValueError(f"labels {list(labels)} differ from the saved model's labels {saved_labels}")
             _check_head_against_config(folder, saved, head)
+            saved_card = card_data_from_config(saved.get("model_card_data"), config_path)
             saved["labels"] = saved_labels if saved_labels is not None else labels
             where = folder
         elif from_setfit := is_setfit_folder(folder):
             saved = load_setfit_folder(folder, labels, allow_pickle=allow_pickle)
             head, where = saved.pop("head"), folder
-            saved["source"] = str(pretrained_model_name_or_path)
+            saved["source"] = _body_source(pretrained_model_name_or_path)
         else:
-            saved, head, where = {"labels": labels, "source": str(pretrained_model_name_or_path),
+            saved, head, where = {"labels": labels, "source": _body_source(pretrained_model_name_or_path),
                                   **DEFAULT_CHUNKING.to_config()}, None, None
         settings = _settings(saved, given, head, where)
         chunking = Chunking.from_config(saved, {"long_text": long_text, "chunk_overlap": chunk_overlap,
@@ -271,7 +281,7 @@ class SetFitModel(Predictor):
             check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
                         _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
         model.training_info = saved.get("training_info", {})
-        model.model_card_data = model_card_data
+        model.model_card_data = model_card_data if model_card_data is not None else saved_card
         model.source_folder = Path(os.path.realpath(folder))
         return model
 
@@ -659,15 +669,19 @@ class SetFitModel(Predictor):
 
         A new folder appears complete or not at all. In an existing folder only the model's own files are
         written: same-named files are replaced and the files of a model saved there before (those its
-        `manifest.json` lists) that this model does not write are removed; anything else is left alone. A process
-        killed mid-save leaves the previous model or the new one, never a mix.
+        `manifest.json` lists) that this model does not write are removed; anything else is left alone. A file of
+        that model changed since (a model card edited by hand) is yours: it is never replaced (`FileExistsError`).
+        A process killed mid-save leaves the previous model or the new one, never a mix. `model_card_data` is
+        saved in the config, so the model loaded again writes the same card.
 
         Args:
             save_directory: The folder to write.
             model_card: The model card's Markdown; None for one generated from the model and its training.
 
         Raises:
-            FileExistsError: The path exists and is not a folder.
+            FileExistsError: The path exists and is not a folder, or the folder holds a file the save would replace
+                that setfit_lite did not write or that changed since it wrote it (such as a `README.md` edited by
+                hand), checked before anything is written.
             ValueError: The folder is, contains or lies inside the one this model was loaded from
                 (`source_folder`), checked before anything is written; saving again into the folder of a model
                 setfit_lite saved is allowed (only that model's files are replaced). A body or a setfit folder is
@@ -723,6 +737,7 @@ class SetFitModel(Predictor):
             **self.settings(),
             "use_differentiable_head": self.has_differentiable_head,
             "training_info": self.training_info,
+            "model_card_data": card_data_config(self.model_card_data),  # the card's fields, restored on load
         }
 
     def to(self, device: str | torch.device) -> SetFitModel:
@@ -791,6 +806,17 @@ def _check_head_has_probabilities(head: Any) -> None:
         raise ValueError(f"model_head={name}(...) has no predict_proba: setfit_lite predicts through class "
                          "probabilities (predict, calibration, abstaining, the exported tiers); pass a classifier "
                          f"that gives them, e.g. CalibratedClassifierCV({name}()) or SVC(probability=True)")
+
+
+def _body_source(name: str | os.PathLike) -> str:
+    """What a model records as the body's source for ``from_pretrained(name)`` (the model card's `base_model` when it
+    is a Hub id), decided when the body is loaded: a local folder as an absolute path (so that it never reads as a
+    Hub id, whatever the current folder when the card is written), a known offline model by its canonical name
+    (``all-minilm-l6-v2``: ``sentence-transformers/all-MiniLM-L6-v2``), any other name as given."""
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return os.path.abspath(local)
+    return canonical_model_name(str(name)) or str(name)
 
 
 _SETTING_DEFAULTS: dict[str, Any] = {"multi_target_strategy": None, "use_differentiable_head": False,

@@ -111,3 +111,117 @@ def test_model_card_data_refuses_wrong_types(change: dict) -> None:
 def test_from_pretrained_refuses_a_model_card_data_of_another_type(tiny_body_path: str) -> None:
     with pytest.raises(TypeError, match="model_card_data must be a SetFitModelCardData"):
         SetFitModel.from_pretrained(tiny_body_path, model_card_data={"language": "en"})
+
+
+def test_an_edited_or_deleted_card_leaves_the_model_loadable(tiny_body_path: str, tmp_path: Path) -> None:
+    """The card is documentation: editing or deleting it leaves the model loadable. An edited card is the user's:
+    a save does not replace it (FileExistsError naming it, nothing written); a deleted one is written again, and an
+    unedited one replaced."""
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["negative", "positive"])
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    model.save_pretrained(folder)  # unedited: replaced
+    card = folder / "README.md"
+    card.write_text(card.read_text(encoding="utf-8") + "\nIntended use: internal triage only.\n", encoding="utf-8")
+    assert SetFitModel.from_pretrained(folder).labels == ["negative", "positive"]
+    edited = card.read_bytes()
+    with pytest.raises(FileExistsError, match="README.md, which changed since setfit_lite wrote"):
+        model.save_pretrained(folder)
+    assert card.read_bytes() == edited
+    card.unlink()
+    assert SetFitModel.from_pretrained(folder).labels == ["negative", "positive"]
+    model.save_pretrained(folder)
+    assert "# setfit_lite model" in card.read_text(encoding="utf-8")
+
+
+def _evaluated(tiny_body_path: str, **card: object) -> SetFitModel:
+    from setfit_lite import SetFitModelCardData
+
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["negative", "positive"],
+                                        model_card_data=SetFitModelCardData(**card) if card else None)
+    model.training_info = {"eval_results": {"test": {"accuracy": 0.75}}}
+    return model
+
+
+@pytest.mark.parametrize(("card", "dataset"), [
+    ({"dataset_id": "org/reviews", "dataset_name": "My Reviews", "dataset_revision": "v2"},
+     {"type": "org/reviews", "name": "My Reviews", "revision": "v2"}),
+    ({"dataset_id": "org/reviews"}, {"type": "org/reviews", "name": "org/reviews"}),
+    ({"dataset_name": "My Reviews"}, {"type": "unknown", "name": "My Reviews"}),
+    ({}, {"type": "unknown", "name": "Unknown"}),
+], ids=["all", "id-only", "name-only", "none"])
+def test_model_index_names_the_users_dataset(card: dict, dataset: dict, tiny_body_path: str) -> None:
+    """The evaluation results name the dataset as setfit's card does: the Hub id as its type, the readable name (else
+    the id) as its name, and the revision."""
+    from setfit_lite.model_card import render_model_card
+
+    data = _front_matter(render_model_card(_evaluated(tiny_body_path, **card)))
+    (result,) = data["model-index"][0]["results"]
+    assert result["dataset"] == {**dataset, "split": "test"}
+
+
+@pytest.mark.parametrize(("calibration", "line"), [
+    ({"temperature": 1.23456, "method": "5-fold cross-validation on the training embeddings"},
+     "- Calibration: temperature 1.2346, fitted by 5-fold cross-validation on the training embeddings"),
+    ({"temperature": None, "method": "a class has a single training example (no fold can hold it out)"},
+     "- Calibration: none (a class has a single training example (no fold can hold it out))"),
+    ({"temperature": None, "method": "calibration='none'"}, "- Calibration: none (calibration='none')"),
+], ids=["fitted", "not-fitted", "not-asked"])
+def test_the_card_states_the_calibration(calibration: dict, line: str, tiny_body_path: str) -> None:
+    """The temperature training fitted, and how; or that none was, and why (``training_info["calibration"]``)."""
+    from setfit_lite.model_card import render_model_card
+
+    model = _evaluated(tiny_body_path)
+    assert "Calibration" not in render_model_card(model)  # not trained: nothing to state
+    model.training_info["calibration"] = calibration
+    assert [x for x in render_model_card(model).splitlines() if "Calibration" in x] == [line]
+
+
+def test_a_trained_models_card_states_its_calibration(saved: tuple[Path, dict]) -> None:
+    folder, _ = saved
+    assert "- Calibration: none (calibration='none')" in (folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_model_card_data_is_saved_and_restored(tiny_body_path: str, tmp_path: Path) -> None:
+    """`model_card_data` is saved (JSON, in the config) and restored when from_pretrained gets none: the model saved
+    again writes the same card. One given at loading replaces it."""
+    import json
+
+    from setfit_lite import SetFitModelCardData
+
+    data = SetFitModelCardData(language=["en", "de"], license="mit", dataset_id="org/reviews",
+                               dataset_name="My Reviews", model_name="Reviews")
+    model = _evaluated(tiny_body_path)
+    model.model_card_data = data
+    model.save_pretrained(tmp_path / "a")
+    config = json.loads((tmp_path / "a" / "config_setfit_lite.json").read_text())
+    assert config["model_card_data"] == {"language": ["en", "de"], "license": "mit", "dataset_id": "org/reviews",
+                                         "dataset_name": "My Reviews", "model_name": "Reviews"}
+    loaded = SetFitModel.from_pretrained(tmp_path / "a")
+    assert loaded.model_card_data == data
+    loaded.save_pretrained(tmp_path / "b")
+    assert (tmp_path / "b" / "README.md").read_text() == (tmp_path / "a" / "README.md").read_text()
+    meta = _front_matter((tmp_path / "b" / "README.md").read_text())
+    assert meta["language"] == ["en", "de"] and meta["datasets"] == ["org/reviews"]
+    other = SetFitModelCardData(language="fr")
+    assert SetFitModel.from_pretrained(tmp_path / "a", model_card_data=other).model_card_data is other
+    _evaluated(tiny_body_path).save_pretrained(tmp_path / "c")
+    assert json.loads((tmp_path / "c" / "config_setfit_lite.json").read_text())["model_card_data"] is None
+    assert SetFitModel.from_pretrained(tmp_path / "c").model_card_data is None
+
+
+def test_saved_model_card_data_is_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """What a saved config records is checked as the class checks its arguments, naming the file; a field this
+    version does not know (a newer one's) is left out, with a warning."""
+    from setfit_lite import SetFitModelCardData
+    from setfit_lite.model_card import card_data_from_config
+    from setfit_lite.serialization import ModelFormatError
+
+    file = tmp_path / "config_setfit_lite.json"
+    for bad in (["en"], {"language": 3}, {"tags": "absa"}):
+        with pytest.raises(ModelFormatError, match="config_setfit_lite.json: model_card_data"):
+            card_data_from_config(bad, file)
+    assert card_data_from_config(None, file) is None
+    with caplog.at_level("WARNING"):
+        assert card_data_from_config({"license": "mit", "carbon": 1}, file) == SetFitModelCardData(license="mit")
+    assert "carbon" in caplog.text

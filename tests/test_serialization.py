@@ -236,6 +236,23 @@ def test_manifest_round_trip_and_tampering(tmp_path: Path) -> None:
         verify_manifest(folder)
 
 
+def test_manifest_lists_the_model_card_but_does_not_verify_it(tmp_path: Path) -> None:
+    """README.md (the model card) is documentation: listed (the library wrote it), but edited or deleted it leaves
+    the folder loadable; any other file is still verified."""
+    folder = _model_folder(tmp_path / "m")
+    (folder / "README.md").write_text("# card\n")
+    assert "README.md" in write_manifest(folder)
+    (folder / "README.md").write_text("# my own card\nIntended use: triage only.\n")
+    verify_manifest(folder)
+    (folder / "README.md").unlink()
+    verify_manifest(folder)
+    (folder / "head" / "README.md").write_text("not the card")  # only the folder's own card is exempt
+    write_manifest(folder)
+    (folder / "head" / "README.md").write_text("changed")
+    with pytest.raises(ValueError, match=r"changed \(truncated or tampered\): head/README\.md"):
+        verify_manifest(folder)
+
+
 def test_manifest_follows_symlinked_files(tmp_path: Path) -> None:
     blobs = tmp_path / "blobs"  # hub-cache layout: snapshot files are symlinks to blobs elsewhere
     blobs.mkdir()
@@ -307,6 +324,27 @@ def test_atomic_update_keeps_stale_files_changed_since(tmp_path: Path) -> None:
         (tmp / "a.txt").write_text("new a")
     assert (folder / "sub" / "old.txt").read_text() == "edited by the user"
     assert (folder / "sub" / "mine.txt").exists()
+
+
+def test_atomic_update_refuses_a_listed_file_changed_since(tmp_path: Path) -> None:
+    """A file the previous manifest lists whose digest no longer matches is the user's: a write over it is refused,
+    naming it, before anything is written; written back as it was, the update goes through."""
+    folder = _old_model_folder(tmp_path / "m")
+    (folder / "a.txt").write_text("edited by the user")
+    before = _tree(folder)
+    with pytest.raises(FileExistsError, match=r"it holds a\.txt, which changed since setfit_lite wrote them"):
+        with atomic_update_directory(folder) as tmp:
+            (tmp / "a.txt").write_text("new a")
+    assert _tree(folder) == before and _leftovers(folder) == []
+    (folder / "keep.txt").write_text("mine, of a name the model now writes")
+    with pytest.raises(FileExistsError, match=r"keep\.txt, which setfit_lite did not write .* and a\.txt, which "):
+        with atomic_update_directory(folder) as tmp:
+            (tmp / "a.txt").write_text("new a")
+            (tmp / "keep.txt").write_text("new keep")
+    (folder / "a.txt").write_text("old a")
+    with atomic_update_directory(folder) as tmp:
+        (tmp / "a.txt").write_text("new a")
+    assert (folder / "a.txt").read_text() == "new a" and (folder / "keep.txt").read_text().startswith("mine")
 
 
 def test_atomic_update_error_leaves_folder_unchanged(tmp_path: Path) -> None:

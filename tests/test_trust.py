@@ -131,6 +131,28 @@ def test_checkpoints_prune_only_their_own(manifest: str, tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
 
 
+@pytest.mark.parametrize("writer", [_save, _export], ids=["save_pretrained", "export_onnx"])
+def test_a_listed_file_changed_since_is_the_users(writer: Any, tier_models: dict, tmp_path: Path) -> None:
+    """A file setfit_lite's manifest lists but whose digest no longer matches (a model card edited by hand) is the
+    user's: writing again is refused, naming it, before anything is written (and by `check_can_update`, the
+    commands' check before a long job); the same folder unedited is written again."""
+    from setfit_lite.serialization import check_can_update
+
+    folder = tmp_path / "model"
+    writer(tier_models["torch"], folder)
+    writer(tier_models["torch"], folder)  # unedited: written again
+    written = {p.name for p in folder.iterdir() if p.is_file()}
+    name = next(n for n in ("README.md", "tokenizer_config.json") if n in written)
+    (folder / name).write_text((folder / name).read_text() + "\n")
+    before = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    with pytest.raises(FileExistsError, match=f"it holds {name}, which changed since setfit_lite wrote"):
+        check_can_update(folder)
+    with pytest.raises(FileExistsError, match=f"it holds {name}, which changed since setfit_lite wrote"):
+        writer(tier_models["torch"], folder)
+    assert {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} == before
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]
+
+
 # ------------------------------------------------------------------- 2. every config field checked against the graph
 
 
@@ -457,3 +479,109 @@ def test_resume_with_other_data_refused(change: str, tiny_body_path: str, toy_da
     monkeypatch.setattr(trainer, "train_embeddings", trained)
     with pytest.raises(CheckpointError, match="other data"):
         trainer.train(resume_from_checkpoint=True)
+
+
+# ------------------------------------------------------------------ 8. loading never runs code from the folder
+
+
+def _evil_module(folder: Path) -> None:
+    """A module of the folder's own Python file put first in its modules.json (what sentence-transformers 5 imports
+    from a local folder without asking)."""
+    (folder / "evil.py").write_text("import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('ran')\n"
+                                    "class Evil:\n    pass\n")
+    modules = json.loads((folder / "modules.json").read_text())
+    (folder / "modules.json").write_text(json.dumps([{"idx": 0, "name": "evil", "path": "", "type": "evil.Evil"},
+                                                     *modules]))
+
+
+def _auto_map(folder: Path, sub: str = "") -> None:
+    config = json.loads((folder / sub / "config.json").read_text()) if (folder / sub / "config.json").is_file() \
+        else {}
+    config["auto_map"] = {"AutoModel": "modeling_evil.EvilModel"}
+    (folder / sub / "config.json").write_text(json.dumps(config))
+
+
+def _auto_map_in_a_module(folder: Path) -> None:
+    _auto_map(folder, "1_Pooling")
+
+
+@pytest.mark.parametrize(("plant", "file", "match"), [
+    (_evil_module, "modules.json", "names module type 'evil.Evil', which is not a class of the sentence_transformers"),
+    (_auto_map, "config.json", "has an auto_map .*AutoModel"),
+    (_auto_map_in_a_module, "1_Pooling/config.json", "has an auto_map .*AutoModel"),
+], ids=["module-type", "auto-map", "auto-map-of-a-module"])
+@pytest.mark.parametrize("kind", ["body", "saved"])
+def test_a_folder_naming_code_is_refused_before_it_is_read(plant: Any, file: str, match: str, kind: str,
+                                                           tier_models: dict, tiny_body_path: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder whose modules.json names a class outside sentence-transformers, or whose config.json has an
+    auto_map, is refused (a ValueError naming the file) before sentence-transformers is asked to load it: only
+    sentence-transformers 6 refuses such a class itself (5 imports it from a local folder's Python file)."""
+    import shutil
+
+    import sentence_transformers
+
+    from setfit_lite import SetFitModel
+
+    folder = tmp_path / "model"
+    if kind == "body":
+        shutil.copytree(tiny_body_path, folder)
+    else:
+        tier_models["torch"].save_pretrained(folder)
+    plant(folder)
+
+    def loaded(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("sentence-transformers was asked to load a folder that names code to run")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", loaded)
+    with pytest.raises(ValueError, match=match) as refused:
+        SetFitModel.from_pretrained(folder)
+    assert str(folder / file) in str(refused.value) and "trust_remote_code=True" in str(refused.value)
+    assert not (folder / "RAN").exists()
+
+
+def test_trust_remote_code_leaves_the_folder_to_sentence_transformers(tiny_body_path: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With trust_remote_code=True the folder is not refused: sentence-transformers loads it, told to trust it."""
+    import shutil
+
+    import sentence_transformers
+
+    from setfit_lite import SetFitModel
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_body_path, folder)
+    _evil_module(folder)
+    _auto_map(folder)
+    asked = []
+
+    def loaded(*args: Any, **kwargs: Any) -> None:
+        asked.append(kwargs["trust_remote_code"])
+        raise RuntimeError("loaded")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", loaded)
+    with pytest.raises(RuntimeError, match="loaded"):
+        SetFitModel.from_pretrained(folder, trust_remote_code=True)
+    assert asked == [True]
+
+
+@pytest.mark.parametrize(("kind", "refused"), [
+    ("sentence_transformers.models.Transformer", False),  # the names sentence-transformers 2 to 5 write
+    ("sentence_transformers.base.modules.transformer.Transformer", False),
+    ("sentence_transformers_plus.Transformer", True),  # another package, whatever its name starts with
+    ("modeling_custom.Transformer", True),
+    (None, True),
+])
+def test_module_types_of_the_sentence_transformers_package_only(kind: Any, refused: bool, tmp_path: Path) -> None:
+    from setfit_lite.serialization import refuse_remote_code
+
+    (tmp_path / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": kind}]))
+    if refused:
+        with pytest.raises(ValueError, match=r"modules\.json names module type"):
+            refuse_remote_code(tmp_path)
+    else:
+        refuse_remote_code(tmp_path)
+    refuse_remote_code(tmp_path, trust_remote_code=True)
+    (tmp_path / "modules.json").write_text(json.dumps({"type": "evil.Evil"}))
+    with pytest.raises(ValueError, match=r"modules\.json must hold a list of modules"):
+        refuse_remote_code(tmp_path)

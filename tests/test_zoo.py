@@ -159,6 +159,45 @@ def test_minilm_resolves_to_package() -> None:
         assert (Path(path) / "modules.json").is_file()
 
 
+@pytest.mark.parametrize("name", ["all-minilm-l6-v2", "SENTENCE-TRANSFORMERS/ALL-MINILM-L6-V2"])
+def test_a_known_name_is_recorded_canonically(name: str, tiny_body_path: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A known offline model named by an alias, or in other case, is recorded by its canonical name: the model's
+    source and the card's base_model (the tiny body stands in for the package's folder)."""
+    import yaml
+
+    from setfit_lite import SetFitModel, modeling
+    from setfit_lite.model_card import render_model_card
+
+    monkeypatch.setattr(modeling, "resolve_model_path", lambda name: tiny_body_path)
+    model = SetFitModel.from_pretrained(name)
+    assert model.source == "sentence-transformers/all-MiniLM-L6-v2"
+    meta = yaml.safe_load(render_model_card(model).split("---\n", 2)[1])
+    assert meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_local_folder_is_never_a_hub_id(tiny_body_path: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body loaded from a folder named relatively (``st``, a valid Hub id) is recorded as local when it is
+    loaded: no card names it as base_model, whatever the current folder when the card is written."""
+    import yaml
+
+    from setfit_lite import SetFitModel
+    from setfit_lite.model_card import render_model_card
+
+    def base_model(card: str) -> object:
+        return yaml.safe_load(card.split("---\n", 2)[1]).get("base_model")
+
+    monkeypatch.chdir(Path(tiny_body_path).parent)
+    model = SetFitModel.from_pretrained(Path(tiny_body_path).name, labels=["a", "b"])
+    assert Path(model.source).is_absolute() and Path(model.source).resolve() == Path(tiny_body_path).resolve()
+    model.save_pretrained(tmp_path / "saved")
+    monkeypatch.chdir(tmp_path)
+    assert base_model(render_model_card(model)) is None
+    assert base_model((tmp_path / "saved" / "README.md").read_text()) is None
+    assert base_model(render_model_card(SetFitModel.from_pretrained(tmp_path / "saved"))) is None
+
+
 @pytest.fixture
 def hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """huggingface_hub's offline mode (it reads HF_HUB_OFFLINE once, when imported)."""

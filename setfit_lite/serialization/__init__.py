@@ -10,8 +10,11 @@ torch is imported only to save or load tensors.
   and `refuse_symlinked_folders`, so that a save never writes or removes through a symlinked sub-folder;
 - `files`: JSON and safetensors files;
 - `pickles`: finding and refusing pickle files;
-- `manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load; `owned_files`
-  (only a manifest setfit_lite wrote owns files a writer may remove);
+- `remote_code`: `refuse_remote_code`, so that loading a folder never runs code it names (module types outside
+  sentence_transformers, a config's ``auto_map``) unless ``trust_remote_code``;
+- `manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load (all but the model card,
+  ``README.md``: documentation the user may edit); `owned_files` (only a manifest setfit_lite wrote owns files a
+  writer may remove or replace; one it lists that changed since is the user's);
 - `update`: saving into an existing folder (the user's other files stay), safe against a kill;
 - `validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
 """
@@ -23,6 +26,7 @@ from .files import load_json, load_tensors, save_json, save_tensors
 from .guard import check_output_path, refuse_symlinked_folders
 from .manifest import MANIFEST_NAME, owned_files, owns_folder, sha256_file, verify_manifest, write_manifest
 from .pickles import PICKLE_SUFFIXES, find_pickle_files, refuse_pickles
+from .remote_code import refuse_remote_code
 from .update import (
     MODEL_FILE_NAMES,
     SAVE_JOURNAL_NAME,
@@ -52,6 +56,7 @@ __all__ = [
     "path_lock",
     "recover_interrupted_save",
     "refuse_pickles",
+    "refuse_remote_code",
     "refuse_symlinked_folders",
     "save_json",
     "save_tensors",

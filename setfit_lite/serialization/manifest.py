@@ -5,7 +5,11 @@ under ``"files"``): `owned_files` reads only such a manifest, and it is the one 
 uses before it removes or replaces a file it did not write in this call (a save into an existing folder removes
 the files of the previous save; checkpoints replace and prune earlier checkpoints). A ``manifest.json`` written by
 anything else, or by setfit_lite before the mark (a bare mapping of paths to digests), is still verified on load
-but owns nothing: nothing it lists is ever removed.
+but owns nothing: nothing it lists is ever removed. A listed file whose digest no longer matches was changed since
+it was written: a save treats it as the user's (`update`).
+
+The model card, ``README.md`` (`UNVERIFIED_FILES`), is listed, so that the library knows it wrote it, but not
+verified on load: it is documentation, which the user may edit or delete without making the model unloadable.
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ from huggingface_hub.utils.sha import sha_fileobj
 
 from .files import load_json, save_json
 
-__all__ = ["MANIFEST_FORMAT", "MANIFEST_NAME", "is_inside", "owned_files", "owns_folder", "read_manifest",
-           "sha256_file", "verify_manifest", "write_manifest"]
+__all__ = ["MANIFEST_FORMAT", "MANIFEST_NAME", "UNVERIFIED_FILES", "is_inside", "owned_files", "owns_folder",
+           "read_manifest", "sha256_file", "verify_manifest", "write_manifest"]
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "setfit_lite.manifest"  # the mark of a manifest this library wrote
 MANIFEST_FORMAT_VERSION = 1
+#: files a manifest lists but loading does not verify: documentation (the model card), which the user may edit or
+#: delete; a save still never replaces an edited one (`update`)
+UNVERIFIED_FILES = frozenset({"README.md"})
 
 
 def sha256_file(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> str:
@@ -100,11 +107,14 @@ def _read_manifest(root: Path) -> tuple[dict[str, str], bool]:
 def verify_manifest(folder: str | os.PathLike[str]) -> None:
     """Check every file listed in ``manifest.json``; raise ValueError naming missing or changed files.
 
-    Files not listed in the manifest are ignored (use ``refuse_pickles`` to vet extra files).
+    Files not listed in the manifest are ignored (use ``refuse_pickles`` to vet extra files), and so are the listed
+    `UNVERIFIED_FILES` (the model card: documentation, edited or deleted at will).
     """
     root = Path(folder)
     missing, changed = [], []
     for rel, expected in sorted(read_manifest(root).items()):
+        if rel in UNVERIFIED_FILES:
+            continue
         p = root / rel
         if not p.is_file():
             missing.append(rel)

@@ -45,8 +45,9 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     files listed in its previous ``manifest.json`` are touched: same-named files that manifest lists are replaced,
     previously listed files the new content lacks are removed (unless changed since), and everything else (the
     user's files) is left alone; a same-named file that no setfit_lite manifest lists (the user's own README.md, or
-    another tool's manifest.json) raises FileExistsError before anything is written (`_check_not_foreign`). A path
-    that is not a folder raises FileExistsError and is left untouched.
+    another tool's manifest.json), or that it lists but that changed since (a model card edited by hand), raises
+    FileExistsError before anything is written (`_check_not_foreign`). A path that is not a folder raises
+    FileExistsError and is left untouched.
 
     The update commits by writing a journal once every file is staged: a process killed before that leaves
     the previous content; after it, the next `recover_interrupted_save` (every load and save of the
@@ -166,8 +167,9 @@ def _check_no_conflicts(root: Path, written: list[str]) -> None:
 def check_can_update(path: str | os.PathLike[str]) -> None:
     """Before a long job (or the first of two saves) that ends in a save or export into ``path``, what the save
     would refuse, as FileExistsError: ``path`` or the nearest existing path above it is not a folder; or ``path``
-    is a folder holding files of the names a model folder has (`MODEL_FILE_NAMES`) that setfit_lite did not write
-    (`atomic_update_directory`)."""
+    is a folder holding files of the names a model folder has (`MODEL_FILE_NAMES`) that setfit_lite did not write,
+    or that changed since it wrote them (`atomic_update_directory`). An update of ``path`` that a killed save left
+    half done is completed first, as the save itself would."""
     root = Path(path)
     for candidate in (root, *root.parents):
         if candidate.exists() or candidate.is_symlink():  # a dangling link is not a folder either
@@ -177,24 +179,45 @@ def check_can_update(path: str | os.PathLike[str]) -> None:
                                       "saved)")
             break
     if root.is_dir():
+        recover_interrupted_save(root)  # as the save will first: a half-applied update is not an edit
         _check_not_foreign(root, sorted(name for name in MODEL_FILE_NAMES if (root / name).is_file()))
 
 
 def _check_not_foreign(root: Path, written: list[str]) -> None:
-    """FileExistsError naming them if files of ``root`` that the save would replace were not written by
-    setfit_lite: files no setfit_lite manifest of ``root`` lists (and a ``manifest.json`` that is not its own)."""
+    """FileExistsError naming them if files of ``root`` that the save would replace are the user's: files no
+    setfit_lite manifest of ``root`` lists (and a ``manifest.json`` that is not its own), and files it lists that
+    changed since it wrote them (their sha256 is no longer the listed one: a model card edited by hand)."""
     try:
-        owned = set(owned_files(root))
+        owned = owned_files(root)
     except ValueError:  # a marked manifest that cannot be read owns nothing
-        owned = set()
-    if owns_folder(root.resolve()):  # the target itself may be a link the user chose
-        owned.add(MANIFEST_NAME)
-    foreign = [rel for rel in written if (root / rel).is_file() and rel not in owned]
+        owned = {}
+    foreign, changed = [], []
+    for rel in written:
+        path = root / rel
+        if not path.is_file():
+            continue
+        if rel == MANIFEST_NAME:
+            if not owns_folder(root.resolve()):  # the target itself may be a link the user chose
+                foreign.append(rel)
+        elif rel not in owned:
+            foreign.append(rel)
+        elif sha256_file(path) != owned[rel].lower():
+            changed.append(rel)
+    problems = []
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise FileExistsError(f"cannot save into {root}: it holds {shown}, which setfit_lite did not write (no "
-                              f"manifest of its own lists them) and the save would replace; move them or save into "
-                              f"another folder (nothing was written)")
+        problems.append(f"it holds {_shown(foreign)}, which setfit_lite did not write (no manifest of its own lists "
+                        "them)")
+    if changed:
+        problems.append(f"{'and ' if foreign else 'it holds '}{_shown(changed)}, which changed since setfit_lite "
+                        "wrote them (edited by hand: yours now)")
+    if problems:
+        raise FileExistsError(f"cannot save into {root}: {' '.join(problems)} and the save would replace; move them "
+                              "or save into another folder (nothing was written)")
+
+
+def _shown(names: list[str]) -> str:
+    """At most five file names, then how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _stale_files(root: Path, written: set[str]) -> list[str]:
