@@ -27,6 +27,9 @@ _EXPORTS = {
     "AbsaTrainer": "absa.trainer",
     "AspectModel": "absa.modeling",
     "PolarityModel": "absa.modeling",
+    "AspectExtractor": "absa.aspect_extractor",
+    "SetFitTrainer": "trainer",
+    "DistillationSetFitTrainer": "distillation",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

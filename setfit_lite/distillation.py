@@ -18,7 +18,7 @@ import torch
 from .data import LabeledData, to_labeled_data
 from .losses import EmbeddingDistillationLoss, SimilarityDistillationLoss
 from .modeling import SetFitModel
-from .trainer import Trainer
+from .trainer import Trainer, legacy_arguments, warn_deprecated
 from .training.batch_samplers import SentenceBatchSampler
 from .training_args import TrainingArguments
 
@@ -209,3 +209,40 @@ class DistillationTrainer(Trainer):
         if self.target == "similarities":
             return SimilarityDistillationLoss(teacher)
         return EmbeddingDistillationLoss(teacher)
+
+
+class DistillationSetFitTrainer(DistillationTrainer):
+    """setfit's deprecated `DistillationSetFitTrainer`: a `DistillationTrainer` built from setfit 0.x's keywords
+    (`DeprecationWarning`).
+
+    Args:
+        teacher_model: As in `DistillationTrainer`.
+        student_model: As in `DistillationTrainer`.
+        train_dataset: As in `DistillationTrainer`.
+        eval_dataset: As in `DistillationTrainer`.
+        model_init: As in `DistillationTrainer`.
+        metric: As in `DistillationTrainer`.
+        loss_class: `TrainingArguments.loss`.
+        num_iterations: `TrainingArguments.num_iterations`.
+        num_epochs: `TrainingArguments.num_epochs`.
+        learning_rate: The body's and the head's learning rate.
+        batch_size: `TrainingArguments.batch_size`.
+        seed: `TrainingArguments.seed`.
+        column_mapping: As in `DistillationTrainer`.
+        use_amp: `TrainingArguments.use_amp`.
+        warmup_proportion: `TrainingArguments.warmup_proportion`.
+    """
+
+    def __init__(self, teacher_model: SetFitModel, student_model: SetFitModel | None = None,
+                 train_dataset: Any = None, eval_dataset: Any = None,
+                 model_init: Callable[..., SetFitModel] | None = None, metric: str | Callable = "accuracy",
+                 loss_class: Any = "CosineSimilarityLoss", num_iterations: int = 20, num_epochs: int = 1,
+                 learning_rate: float = 2e-5, batch_size: int = 16, seed: int = 42,
+                 column_mapping: dict[str, str] | None = None, use_amp: bool = False,
+                 warmup_proportion: float = 0.1) -> None:
+        warn_deprecated("DistillationSetFitTrainer", "DistillationTrainer")
+        args = legacy_arguments(loss_class, num_iterations, num_epochs, learning_rate, batch_size, seed, use_amp,
+                                 warmup_proportion)
+        super().__init__(teacher_model=teacher_model, student_model=student_model, args=args,
+                         train_dataset=train_dataset, eval_dataset=eval_dataset, model_init=model_init,
+                         metric=metric, column_mapping=column_mapping)

@@ -663,6 +663,16 @@ class SetFitModel(Predictor):
         return StaticSetFitModel.load(path, num_threads=num_threads)
 
     # ---- saving -------------------------------------------------------------------------------
+    def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
+        """setfit's upload to the Hugging Face Hub: not available here; save the model with
+        `save_pretrained(path)` and upload the folder.
+
+        Raises:
+            RuntimeError: Always.
+        """
+        raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
+                           "Use model.save_pretrained(path) and upload the folder yourself.")
+
     def save_pretrained(self, save_directory: str | os.PathLike, model_card: str | None = None) -> None:
         """Save the model: the body in sentence-transformers' format, the head as safetensors and JSON (no pickle),
         a config, a model card and a manifest.

@@ -50,7 +50,7 @@ from .training.session import Session
 from .training.signals import TrainingInterrupted
 from .training_args import TrainingArguments
 
-__all__ = ["Trainer", "TrainingInterrupted"]
+__all__ = ["SetFitTrainer", "Trainer", "TrainingInterrupted"]
 
 logger = logging.getLogger(__name__)
 
@@ -758,14 +758,13 @@ class Trainer:
         return convert
 
     def push_to_hub(self, *args: Any, **kwargs: Any) -> None:
-        """setfit's upload to the Hugging Face Hub: not available here (`RuntimeError`); save the model with
-        `model.save_pretrained(path)` and upload the folder.
+        """setfit's upload of the model to the Hugging Face Hub: `SetFitModel.push_to_hub`, which is not available
+        here (`RuntimeError`); save the model with `model.save_pretrained(path)` and upload the folder.
 
         Raises:
             RuntimeError: Always.
         """
-        raise RuntimeError("push_to_hub is not available: this environment has no hub access. "
-                           "Use model.save_pretrained(path) and upload the folder yourself.")
+        self.model.push_to_hub(*args, **kwargs)
 
 
 def _column_names(dataset: Any) -> list[str] | None:
@@ -779,3 +778,63 @@ def _column_names(dataset: Any) -> list[str] | None:
     if isinstance(dataset, (list, tuple)) and dataset and all(isinstance(row, Mapping) for row in dataset):
         return list(dict.fromkeys(name for row in dataset for name in row))
     return None
+
+
+# ---- setfit's deprecated 0.x trainers ---------------------------------------------------------------------------
+def warn_deprecated(old: str, new: str) -> None:
+    """setfit's `DeprecationWarning` for its 0.x trainer ``old``, replaced by ``new``."""
+    warnings.warn(f"`{old}` has been deprecated and will be removed in v2.0.0 of SetFit. Please use `{new}` "
+                  "instead.", DeprecationWarning, stacklevel=3)
+
+
+def legacy_arguments(loss_class: Any, num_iterations: int, num_epochs: int, learning_rate: float,
+                     batch_size: int, seed: int, use_amp: bool, warmup_proportion: float,
+                     **extra: Any) -> TrainingArguments:
+    """setfit's mapping of the 0.x keywords: one learning rate for body and head, setfit's pair sampling
+    (`num_iterations`), which these trainers always used (so no warning that it selects it)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="num_iterations is setfit's legacy pair sampling")
+        return TrainingArguments(num_iterations=num_iterations, num_epochs=num_epochs,
+                                 body_learning_rate=learning_rate,
+                                 head_learning_rate=learning_rate, batch_size=batch_size, seed=seed,
+                                 use_amp=use_amp, warmup_proportion=warmup_proportion, loss=loss_class, **extra)
+
+
+class SetFitTrainer(Trainer):
+    """setfit's deprecated `SetFitTrainer`: a `Trainer` built from setfit 0.x's keywords (`DeprecationWarning`).
+
+    Args:
+        model: As in `Trainer`.
+        train_dataset: As in `Trainer`.
+        eval_dataset: As in `Trainer`.
+        model_init: As in `Trainer`.
+        metric: As in `Trainer`.
+        metric_kwargs: As in `Trainer`.
+        loss_class: `TrainingArguments.loss`.
+        num_iterations: `TrainingArguments.num_iterations` (setfit's pair sampling).
+        num_epochs: `TrainingArguments.num_epochs`.
+        learning_rate: The body's and the head's learning rate.
+        batch_size: `TrainingArguments.batch_size`.
+        seed: `TrainingArguments.seed`.
+        column_mapping: As in `Trainer`.
+        use_amp: `TrainingArguments.use_amp`.
+        warmup_proportion: `TrainingArguments.warmup_proportion`.
+        distance_metric: `TrainingArguments.distance_metric`.
+        margin: `TrainingArguments.margin`.
+        samples_per_label: `TrainingArguments.samples_per_label`.
+    """
+
+    def __init__(self, model: SetFitModel | None = None, train_dataset: Any = None, eval_dataset: Any = None,
+                 model_init: Callable[..., SetFitModel] | None = None, metric: str | Callable = "accuracy",
+                 metric_kwargs: dict[str, Any] | None = None, loss_class: Any = "CosineSimilarityLoss",
+                 num_iterations: int = 20, num_epochs: int = 1, learning_rate: float = 2e-5, batch_size: int = 16,
+                 seed: int = 42, column_mapping: dict[str, str] | None = None, use_amp: bool = False,
+                 warmup_proportion: float = 0.1, distance_metric: Any = None, margin: float = 0.25,
+                 samples_per_label: int = 2) -> None:
+        warn_deprecated("SetFitTrainer", "Trainer")
+        args = legacy_arguments(loss_class, num_iterations, num_epochs, learning_rate, batch_size, seed, use_amp,
+                                 warmup_proportion, distance_metric=distance_metric, margin=margin,
+                                 samples_per_label=samples_per_label)
+        super().__init__(model=model, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
+                         model_init=model_init, metric=metric, metric_kwargs=metric_kwargs,
+                         column_mapping=column_mapping)

@@ -497,3 +497,37 @@ def test_predict_proba_shape_follows_the_fitted_head(tiny_body_path: str, toy_da
     Trainer(given, args=TrainingArguments(**FAST), train_dataset=train).train()
     assert given.multi_target_strategy is None
     assert given.predict_proba(toy_data["text"][:3], as_numpy=True).shape == (3, 2, 2)
+
+
+def test_setfits_deprecated_trainers_run_with_its_keywords(tiny_body_path: str, toy_data: dict) -> None:
+    """`SetFitTrainer` and `DistillationSetFitTrainer` (setfit 0.x's keywords) warn as setfit does and train: one
+    learning rate for body and head, setfit's pair sampling."""
+    from setfit_lite import DistillationSetFitTrainer, SetFitModel, SetFitTrainer
+
+    teacher = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.warns(DeprecationWarning, match="`SetFitTrainer` has been deprecated.*use `Trainer`"):
+        trainer = SetFitTrainer(model=teacher, train_dataset=toy_data, num_iterations=1, learning_rate=1e-3,
+                                batch_size=8, seed=3)
+    assert trainer.args.body_learning_rate[0] == trainer.args.head_learning_rate == 1e-3
+    assert trainer.args.num_iterations == 1 and trainer.args.objective == "pairs"
+    trainer.args = trainer.args.update({"show_progress_bar": False})
+    trainer.train()
+    assert teacher.predict(toy_data["text"][:2]) is not None
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    with pytest.warns(DeprecationWarning, match="`DistillationSetFitTrainer` has been deprecated"):
+        distiller = DistillationSetFitTrainer(teacher_model=teacher, student_model=student,
+                                              train_dataset={"text": toy_data["text"]}, num_iterations=1,
+                                              batch_size=8)
+    distiller.args = distiller.args.update({"show_progress_bar": False})
+    distiller.train()
+    assert student.labels == teacher.labels
+
+
+def test_setfits_top_level_names_and_push_to_hub() -> None:
+    import setfit_lite
+    from setfit_lite import AspectExtractor, SetFitModel
+    from setfit_lite.absa import AspectExtractor as absa_extractor
+
+    assert AspectExtractor is absa_extractor and "AspectExtractor" in setfit_lite.__all__
+    with pytest.raises(RuntimeError, match="save_pretrained"):
+        SetFitModel.push_to_hub(object.__new__(SetFitModel), "me/model")
