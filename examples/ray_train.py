@@ -17,7 +17,7 @@ from ray.train import RunConfig, ScalingConfig
 from ray.train.torch import TorchTrainer
 
 from setfit_lite import SetFitModel
-from setfit_lite.integrations.ray_train import train_loop_per_worker
+from setfit_lite.integrations.ray_train import check_train_loop_config, train_loop_per_worker
 
 TRAIN = {
     "text": ["a moving, beautifully acted film", "the best thing I have seen this year", "warm, funny and wise",
@@ -38,12 +38,15 @@ def main() -> None:
     parser.add_argument("--storage", default=None, help="Ray's storage_path (default: a temporary folder)")
     args = parser.parse_args()
 
-    ray.init(address=args.address)
     config = {
         "model": args.model,
         "train_dataset": TRAIN,  # shipped to every worker; each trains on its share of the batches
         "args": {"num_epochs": 1, "seed": 0, "show_progress_bar": False},
     }
+    # checked before Ray starts (a mistake is an error now, not once the workers are up); a relative path (a
+    # local --model folder, output_dir) is made absolute: the workers run in a folder of Ray's
+    config = check_train_loop_config(config, num_workers=args.workers)
+    ray.init(address=args.address)
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config=config,

@@ -309,6 +309,13 @@ class SetFitModel(Predictor):
             cached = self._resolved_precision = (key, prediction_precision(self.device, requested))
         return cached[1]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The model's attributes without its bf16 prediction copy (`_bf16_body` makes it again when needed): it
+        holds a weak reference, which does not pickle, and a model must pickle (Ray returns, process pools)."""
+        state = self.__dict__.copy()
+        state.pop("_bf16_cache", None)
+        return state
+
     def _bf16_body(self) -> Any:
         """The body with bf16 weights that bf16 prediction runs (`bf16_copy`, kept until the body changes;
         it holds half the body's memory again)."""

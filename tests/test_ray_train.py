@@ -30,17 +30,18 @@ NUM_WORKERS = 2
 
 
 def ray_worker(config: dict) -> None:
-    """One Ray Train worker: ``train_loop_per_worker``, then a record of what the test checks."""
+    """One Ray Train worker: ``train_on_worker`` (``train_loop_per_worker``'s work), then a record of what the test
+    checks."""
     import ray.train
     import torch.distributed as dist
     from safetensors.torch import save_file
 
-    from setfit_lite.integrations.ray_train import train_loop_per_worker
+    from setfit_lite.integrations.ray_train import train_on_worker
     from trainers import get_backend
 
     config = dict(config)
     records = Path(config.pop("record"))
-    trainer = train_loop_per_worker(config)
+    trainer = train_on_worker(config)
     context = ray.train.get_context()
     rank = context.get_world_rank()
     dist.barrier()  # Ray's group still works after the Trainer has torn its backend down
