@@ -31,6 +31,7 @@ from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
 from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel, capped_max_length
 from .reporting import reporting_callbacks
+from .runtime.chunking import window_width
 from .search import routing, run_hyperparameter_search
 from .search.seeding import seed_everything
 from .serialization import check_output_path
@@ -328,6 +329,8 @@ class Trainer:
             model.model_body.max_seq_length = capped_max_length(model.model_body, args.max_length)
         if args.prompt is not None:
             model.prompt = args.prompt
+        if model.chunking.enabled and model.model_body.max_seq_length is not None:  # windows with room for text
+            window_width(model.model_body.max_seq_length, *model.affixes())
         backend = get_backend(args.backend, precision=args.precision, compile=args.compile,
                                              **(args.backend_options or {}))
         backend.setup()

@@ -138,8 +138,9 @@ class TrainingArguments:
         anchor_template: The text a label name is put in to make its anchor (`{label}` is replaced by the name).
         anchor_weight: The weight of the anchor loss beside the contrastive loss.
         anchors_per_batch: How many label texts a batch holds; None for every class's (up to 64 classes).
-            A number puts the texts of the batch's classes and random others in each batch (at least the batch
-            size), so a step encodes at most twice the batch however many classes there are.
+            A number puts the texts of the batch's classes and random others in each batch (at least the texts a
+            batch can hold: the batch size, or twice it for `objective="pairs"`), so a step encodes at most twice
+            the batch's texts however many classes there are.
         anchor_loss: The anchor loss: `"pairs"` (default, AncSetFit's balanced cosine loss on every (sentence,
             label text) pair) or `"softmax"` (FastFit's cross-entropy over `cos / anchor_temperature`).
         anchor_temperature: The temperature of the softmax anchor loss and of zero-shot prototypes' probabilities.

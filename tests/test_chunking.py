@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,3 +177,49 @@ def test_training_on_long_texts_fits_the_head_on_pooled_windows(tiny_body_path: 
     Trainer(model=model, args=args, train_dataset={"text": texts, "label": labels}).train()
     assert model.predict_proba(texts, as_numpy=True).shape == (len(texts), 2)
     assert np.abs(np.diff(model.encode(texts[:2]), axis=0)).max() > 0
+
+
+def test_a_prompt_without_room_for_text_is_refused_before_training(tiny_body_path: str) -> None:
+    """A prompt as long as the window leaves no text in it: the trainer says so before the body trains."""
+    import torch
+
+    from setfit_lite import Trainer, TrainingArguments
+
+    texts, labels = make_sentences(12, seed=0)
+    model = SetFitModel.from_pretrained(tiny_body_path, max_length=MAX_LENGTH, long_text="chunk",
+                                        prompt=" ".join(FILLER * 2) + " : ")  # 26 tokens
+    with pytest.raises(ValueError) as embedding:
+        model.encode(texts[:1])
+    before = {name: value.clone() for name, value in model.model_body.state_dict().items()}
+    args = TrainingArguments(num_epochs=(1, 1), max_steps=3, label_anchors="off", show_progress_bar=False)
+    with pytest.raises(ValueError, match="no room for text") as training:
+        Trainer(model=model, args=args, train_dataset={"text": texts, "label": labels}).train()
+    assert str(training.value) == str(embedding.value)
+    assert all(torch.equal(value, model.model_body.state_dict()[name]) for name, value in before.items())
+
+
+def test_end_to_end_training_reads_first_windows_as_the_docs_say(tiny_body_path: str, monkeypatch) -> None:
+    """``end_to_end=True`` trains body and head on each text's first window (not pooled windows), which
+    docs/long_documents.md states as the exception to fitting the head on pooled embeddings."""
+    from setfit_lite import Trainer, TrainingArguments
+    from setfit_lite.training import modules
+
+    seen: list[tuple[int, ...]] = []
+    forward = modules.ClassifierModule.forward
+
+    def recording(self, input_ids, attention_mask, labels):
+        seen.append(tuple(input_ids.shape))
+        return forward(self, input_ids, attention_mask, labels)
+
+    monkeypatch.setattr(modules.ClassifierModule, "forward", recording)
+    texts = long_texts(8)  # 26 words: two windows each
+    labels = ["positive" if i % 2 == 0 else "negative" for i in range(8)]
+    model = SetFitModel.from_pretrained(tiny_body_path, max_length=MAX_LENGTH, long_text="chunk",
+                                        use_differentiable_head=True)
+    assert all(len(ids) > MAX_LENGTH for ids in model.tokenize(texts))
+    args = TrainingArguments(num_epochs=(1, 1), batch_size=(4, 4), max_steps=2, end_to_end=True,
+                             label_anchors="off", show_progress_bar=False)
+    Trainer(model=model, args=args, train_dataset={"text": texts, "label": labels}).train()
+    assert seen and all(shape == (4, MAX_LENGTH) for shape in seen)  # one first window a text
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "long_documents.md").read_text(encoding="utf-8")
+    assert "`end_to_end=True`" in doc and "**first window**" in doc

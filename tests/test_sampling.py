@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
+from itertools import islice
 
 import numpy as np
 import pytest
+import torch
+from conftest import make_sentences
 
+from setfit_lite.losses import same_label
+from setfit_lite.sampler import ContrastiveDataset, shuffled_pair_indices
 from setfit_lite.training.batch_samplers import (
     LazyPermutation,
     PairSampler,
     PairSpace,
     SentenceBatchSampler,
+    WithAnchors,
     pair_counts,
 )
 
@@ -168,3 +175,111 @@ def test_one_same_label_rule() -> None:
     multi = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
     assert same_label(multi).tolist() == [[True, True, True, False], [True, True, False, True],
                                           [True, False, True, False], [False, True, False, True]]
+
+
+# ------------------------------------------------------------------------------------------------ multi-label pairs
+
+
+def test_pair_space_multi_hot_pairs_sharing_a_label_are_positive() -> None:
+    """setfit's rule (and `same_label`'s): a shared label makes a positive pair, not only an equal label set."""
+    rng = np.random.default_rng(5)
+    hot = rng.integers(0, 2, size=(23, 4))
+    hot[3] = 0  # a row without a label: negative even with itself
+    hot[7] = hot[2]
+    space = PairSpace(hot)
+    pos = [tuple(sorted(space.positive(k))) for k in range(space.num_positive)]
+    neg = [tuple(sorted(space.negative(k))) for k in range(space.num_negative)]
+    every = {(i, j) for i in range(len(hot)) for j in range(i, len(hot))}
+    shared = {(i, j) for i, j in every if (hot[i] & hot[j]).any()}
+    assert sorted(pos) == sorted(shared)  # each pair once
+    assert sorted(neg) == sorted(every - shared)
+    setfit = ContrastiveDataset([f"s{i}" for i in range(len(hot))], hot.tolist(), multilabel=True)
+    assert (space.num_positive, space.num_negative) == (len(setfit.pos_pairs), len(setfit.neg_pairs))
+
+
+def test_pair_sampler_multi_hot_targets_are_same_label() -> None:
+    hot = np.array([[1, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]] * 3)
+    batches = list(PairSampler(hot, 8, 0, "unique").epoch(0))
+    for batch in batches:
+        shared = same_label(torch.as_tensor(hot[batch["indices"]]))
+        assert np.array_equal(shared[batch["pair_index"][:, 0], batch["pair_index"][:, 1]].numpy(),
+                              batch["pair_target"] == 1.0)
+    assert sum(len(b["pair_target"]) for b in batches) == 12 * 13 // 2
+
+
+def test_pair_sampler_single_label_batches_are_unchanged() -> None:
+    """The multi-hot rule leaves class-id sampling as it was: the same pairs for the same seed."""
+    y = np.array([2, 0, 1, 0, 2, 2, 1, 0, 2])
+    stream = PairSampler(y, 4, 42).epoch(1)
+    assert [pairs_of(next(stream)) for _ in range(3)] == [
+        [(1, 1, 1.0), (1, 5, 0.0), (4, 8, 1.0), (3, 4, 0.0)], [(2, 2, 1.0), (3, 2, 0.0), (7, 7, 1.0), (6, 8, 0.0)],
+        [(3, 7, 1.0), (3, 6, 0.0), (3, 3, 1.0), (6, 0, 0.0)]]
+
+
+# ------------------------------------------------------------------------------------------------ anchors per batch
+
+
+def test_anchors_per_batch_cover_the_classes_of_a_pairs_batch() -> None:
+    """A batch of 16 pairs holds up to 32 sentences (and classes): the anchors per batch are at least that many."""
+    y = np.arange(200) % 40
+    sampler = WithAnchors(PairSampler(y, 16, 0), first=200, count=40, per_batch=8, labels=y, seed=0)
+    assert sampler.per_batch == 32
+    for batch in islice(sampler.epoch(0), 30):
+        rows, anchors = batch["indices"][:-32], batch["indices"][-32:] - 200
+        assert len(np.unique(anchors)) == 32 and set(y[rows].tolist()) <= set(anchors.tolist())
+    sentences = WithAnchors(SentenceBatchSampler(y, 16, 0), first=200, count=40, per_batch=8, labels=y)
+    assert sentences.per_batch == 16  # a sentence batch holds its batch size
+
+
+def test_pairs_objective_trains_with_anchors_per_batch_and_many_classes(tiny_body_path: str) -> None:
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    base, _ = make_sentences(50, seed=0)
+    data = {"text": [f"{base[i % 50]} {i}" for i in range(160)], "label": [f"class{i % 40}" for i in range(160)]}
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    args = TrainingArguments(objective="pairs", max_steps=2, batch_size=16, anchors_per_batch=8, seed=0,
+                             show_progress_bar=False)
+    trainer = Trainer(model=model, args=args, train_dataset=data)
+    trainer.train()
+    assert trainer.state.global_step == 2 and model.training_info["label_anchors"]["used"]
+
+
+# ------------------------------------------------------------------------------------------------ ContrastiveDataset
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 40])
+def test_contrastive_dataset_is_setfits_shuffled_triangle(n: int) -> None:
+    """The pairs and their order are the upper triangle permuted by ``RandomState(42)``, as setfit makes them."""
+    rng = np.random.default_rng(n)
+    for labels, multilabel in ((rng.integers(0, 3, n), False), (rng.integers(0, 2, (n, 3)), True)):
+        rows, cols = np.triu_indices(n)
+        order = np.random.RandomState(seed=42).permutation(len(rows))
+        first, second = rows[order], cols[order]
+        positive = ((labels[first] & labels[second]).any(axis=1) if multilabel
+                    else labels[first] == labels[second])
+        for max_pairs in (-1, 6):
+            data = ContrastiveDataset([f"s{i}" for i in range(n)], labels.tolist(), multilabel, max_pairs=max_pairs)
+            keep = slice(None) if max_pairs == -1 else slice(max_pairs // 2)
+            assert np.array_equal(data.pos_pairs.first, first[positive][keep])
+            assert np.array_equal(data.pos_pairs.second, second[positive][keep])
+            assert np.array_equal(data.neg_pairs.first, first[~positive][keep])
+            assert np.array_equal(data.neg_pairs.second, second[~positive][keep])
+        for replacement in (True, False):
+            rows, cols = np.triu_indices(n, 0 if replacement else 1)
+            order = np.random.RandomState(seed=42).permutation(len(rows))
+            got = shuffled_pair_indices(n, 42, replacement)
+            assert np.array_equal(got[0], rows[order]) and np.array_equal(got[1], cols[order])
+
+
+def test_contrastive_dataset_build_takes_about_13_bytes_a_pair() -> None:
+    n = 3000  # 4.5 million pairs
+    sentences, labels = [f"s{i}" for i in range(n)], [i % 3 for i in range(n)]
+    tracemalloc.start()
+    try:
+        data = ContrastiveDataset(sentences, labels, False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    pairs = n * (n + 1) // 2
+    assert len(data.pos_pairs) + len(data.neg_pairs) == pairs
+    assert peak / pairs < 16  # the int32 positions, a flag and the kept int32 index arrays (was ~40)

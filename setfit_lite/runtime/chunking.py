@@ -27,7 +27,7 @@ import numpy as np
 from ..config.params import CHUNK_POOLINGS, LONG_TEXT_MODES, check_param
 
 __all__ = ["CHUNK_POOLINGS", "DEFAULT_CHUNKING", "LONG_TEXT_MODES", "Chunking", "Windows", "affixes",
-           "first_window", "pool", "split_windows"]
+           "first_window", "pool", "split_windows", "window_width"]
 
 # what a saved model without these keys did: it was trained and predicted on truncated texts
 LEGACY = {"long_text": "truncate", "chunk_overlap": 0, "chunk_pooling": "mean"}
@@ -108,6 +108,28 @@ class Windows:
         return len(self.token_ids) == self.n_docs
 
 
+def window_width(max_length: int, prefix: Sequence[int], suffix: Sequence[int]) -> int:
+    """The text tokens a window holds: ``max_length`` less the ``prefix`` (special and prompt tokens) and ``suffix``.
+
+    Args:
+        max_length: The body's max length (tokens a window holds in all).
+        prefix: The ids every window starts with (`affixes`).
+        suffix: The ids every window ends with.
+
+    Returns:
+        The width, at least 1.
+
+    Raises:
+        ValueError: The prefix and suffix leave no room for text (a prompt as long as the max length); a
+            chunking model cannot embed any text then, so the trainer checks this before it trains.
+    """
+    width = max_length - len(prefix) - len(suffix)
+    if width < 1:
+        raise ValueError(f"a window of max length {max_length} has no room for text after its {len(prefix)} "
+                         f"prefix (special and prompt) and {len(suffix)} suffix tokens")
+    return width
+
+
 def split_windows(token_ids: Sequence[Sequence[int]], max_length: int, overlap: int, prefix: Sequence[int],
                   suffix: Sequence[int]) -> Windows:
     """Split each tokenised text (``prefix + text tokens + suffix``) longer than ``max_length`` into windows
@@ -116,10 +138,7 @@ def split_windows(token_ids: Sequence[Sequence[int]], max_length: int, overlap: 
     are. Every token is in a window; consecutive windows of a text share ``overlap`` tokens, capped at
     ``width // 2``."""
     prefix, suffix = list(prefix), list(suffix)
-    width = max_length - len(prefix) - len(suffix)
-    if width < 1:
-        raise ValueError(f"a window of max length {max_length} has no room for text after its {len(prefix)} "
-                         f"prefix (special and prompt) and {len(suffix)} suffix tokens")
+    width = window_width(max_length, prefix, suffix)
     step = width - min(overlap, width // 2)
     windows: list[list[int]] = []
     doc: list[int] = []

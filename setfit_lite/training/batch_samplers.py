@@ -14,14 +14,22 @@ from typing import Any
 
 import numpy as np
 
+from ..sampler import triangle_pairs
+
+
+def label_groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(keys, sets)``: one grouping key per example (its class id, or for multi-hot rows the id of its label set)
+    and, for multi-hot rows, each group's label set as a bool row (groups in key order; None for class ids)."""
+    labels = np.asarray(labels)
+    if labels.ndim == 1:
+        return labels.astype(np.int64), None
+    sets, keys = np.unique(labels, axis=0, return_inverse=True)
+    return keys.reshape(-1).astype(np.int64), sets != 0
+
 
 def group_keys(labels: np.ndarray) -> np.ndarray:
     """One grouping key per example: the class id, or for multi-hot rows the id of the label set."""
-    labels = np.asarray(labels)
-    if labels.ndim == 1:
-        return labels.astype(np.int64)
-    _, keys = np.unique(labels, axis=0, return_inverse=True)
-    return keys.reshape(-1).astype(np.int64)
+    return label_groups(labels)[0]
 
 
 class LazyPermutation:
@@ -62,46 +70,83 @@ class LazyPermutation:
 class PairSpace:
     """Positive and negative pairs of a labelled set, addressed by index, never materialised.
 
-    Positives are setfit's: every same-group pair including a sentence with itself (combinations with
-    replacement); negatives: every pair of sentences from different groups.
+    The pairs are setfit's: every pair of sentences with replacement (a sentence with itself included), positive
+    when the labels are equal or, for multi-hot rows, share at least one label (the rule of
+    `setfit_lite.losses.same_label` and `setfit_lite.sampler.ContrastiveDataset`), else negative. Rows are grouped
+    by label (multi-hot: by label set); the pairs inside a group (combinations with replacement) are all positive
+    (all negative for rows without any label), and a pair across two groups is positive when their label sets
+    intersect (never, for class ids). Pair ``k`` of each kind is found from a few numbers per group: memory is
+    linear in the rows (the groups' label sets for multi-hot rows).
     """
 
     def __init__(self, labels: np.ndarray) -> None:
-        keys = group_keys(labels)
+        keys, self.sets = label_groups(labels)
         self.order = np.argsort(keys, kind="stable")
         _, counts = np.unique(keys, return_counts=True)
         self.counts = counts.astype(np.int64)
         self.starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
-        pos = self.counts * (self.counts + 1) // 2
-        after = self.counts.sum() - np.cumsum(self.counts)
-        neg = self.counts * after
+        self.after = self.counts.sum() - np.cumsum(self.counts)
+        inside = self.counts * (self.counts + 1) // 2
+        # per group: whether its own pairs are positive, and the rows of later groups sharing a label / not
+        self.inside_positive = np.ones(len(counts), dtype=bool) if self.sets is None else self.sets.any(axis=1)
+        self.shared_after = np.zeros_like(self.after) if self.sets is None else self._shared_after()
+        self.unshared_after = self.after - self.shared_after
+        pos = np.where(self.inside_positive, inside, 0) + self.counts * self.shared_after
+        neg = np.where(self.inside_positive, 0, inside) + self.counts * self.unshared_after
         self.pos_cum = np.cumsum(pos)
         self.neg_cum = np.cumsum(neg)
-        self.after = after
         self.num_positive = int(self.pos_cum[-1])
         self.num_negative = int(self.neg_cum[-1])
 
+    def _shared_after(self) -> np.ndarray:
+        """Per group, the rows of the later groups whose label set shares a label with the group's (computed for
+        blocks of groups: temporary memory bounded, never groups squared)."""
+        assert self.sets is not None
+        sets = self.sets.astype(np.float32)
+        total = len(sets)
+        shared = np.zeros(total, dtype=np.int64)
+        step = max(1, 2**22 // total)
+        for start in range(0, total, step):
+            block = np.arange(start, min(start + step, total))
+            later = np.arange(total)[None, :] > block[:, None]
+            shared[block] = ((sets[block] @ sets.T > 0) & later) @ self.counts
+        return shared
+
     def positive(self, k: int) -> tuple[int, int]:
+        """The ``k``-th positive pair: two sentence indices."""
         g = int(np.searchsorted(self.pos_cum, k, side="right"))
         t = k - (int(self.pos_cum[g - 1]) if g else 0)
-        m = int(self.counts[g])
-        # row i holds pairs (i, i..m-1): m - i of them; rows before i hold i*m - i*(i-1)/2
-        i = int((2 * m + 1 - math.sqrt((2 * m + 1) ** 2 - 8 * t)) // 2)
-        while i > 0 and i * m - i * (i - 1) // 2 > t:
-            i -= 1
-        while (i + 1) * m - (i + 1) * i // 2 <= t:
-            i += 1
-        j = i + t - (i * m - i * (i - 1) // 2)
-        start = int(self.starts[g])
-        return int(self.order[start + i]), int(self.order[start + j])
+        return self._pair(g, t, bool(self.inside_positive[g]), shared=True)
 
     def negative(self, k: int) -> tuple[int, int]:
+        """The ``k``-th negative pair: two sentence indices."""
         g = int(np.searchsorted(self.neg_cum, k, side="right"))
         t = k - (int(self.neg_cum[g - 1]) if g else 0)
-        a, b = divmod(t, int(self.after[g]))
-        start = int(self.starts[g])
-        end = start + int(self.counts[g])
-        return int(self.order[start + a]), int(self.order[end + b])
+        return self._pair(g, t, not self.inside_positive[g], shared=False)
+
+    def _pair(self, g: int, t: int, inside: bool, shared: bool) -> tuple[int, int]:
+        """Pair ``t`` of group ``g``'s pairs of one kind: those inside the group first (when ``inside``: every
+        ``i <= j``, row-major), then each of its rows with each row of the later groups that share a label with
+        it (``shared``) or do not."""
+        start, m = int(self.starts[g]), int(self.counts[g])
+        if inside:
+            if t < m * (m + 1) // 2:
+                i, j = triangle_pairs(t, m)
+                return int(self.order[start + i]), int(self.order[start + j])
+            t -= m * (m + 1) // 2
+        a, b = divmod(t, int((self.shared_after if shared else self.unshared_after)[g]))
+        return int(self.order[start + a]), self._later_row(g, b, shared)
+
+    def _later_row(self, g: int, index: int, shared: bool) -> int:
+        """Row ``index`` of the rows of the groups after ``g`` whose label set shares a label with g's
+        (``shared``) or does not (for class ids: every later row)."""
+        end = int(self.starts[g] + self.counts[g])
+        if self.sets is None:
+            return int(self.order[end + index])
+        match = (self.sets[g + 1:] & self.sets[g]).any(axis=1) == shared
+        rows = np.cumsum(np.where(match, self.counts[g + 1:], 0))
+        h = int(np.searchsorted(rows, index, side="right"))
+        return int(self.order[int(self.starts[g + 1 + h]) + index - (int(rows[h - 1]) if h else 0)])
 
 
 def pair_counts(space: PairSpace, strategy: str, num_iterations: int | None, num_sentences: int) -> tuple[int, int]:
@@ -117,13 +162,17 @@ def pair_counts(space: PairSpace, strategy: str, num_iterations: int | None, num
 
 
 class PairSampler:
-    """setfit's contrastive pairs, generated lazily: yields batches of ``(i, j, target)`` arrays."""
+    """setfit's contrastive pairs (`PairSpace`), generated lazily: yields batches of ``(i, j, target)`` arrays.
+
+    ``max_rows`` is the most sentences a batch holds: two per pair (``2 * batch_size``), at most the data's.
+    """
 
     def __init__(self, labels: np.ndarray, batch_size: int, seed: int, sampling_strategy: str = "oversampling",
                  num_iterations: int | None = None, rank: int = 0, world_size: int = 1) -> None:
         self.labels = np.asarray(labels)
         self.space = PairSpace(self.labels)
         self.batch_size = batch_size
+        self.max_rows = min(2 * batch_size, len(self.labels))
         self.seed = seed
         self.rank, self.world_size = rank, world_size
         self.num_pos, self.num_neg = pair_counts(self.space, sampling_strategy, num_iterations, len(self.labels))
@@ -194,6 +243,7 @@ class SentenceBatchSampler:
     ``batches_per_epoch`` batches (default: one pass's worth, ``ceil(N / B)``); a small group is thus seen
     many times an epoch, a large one once at most. Deterministic in ``seed`` and the epoch.
     ``replacement=False`` caps a group at its size in each batch (batches are then short of small groups).
+    ``max_rows`` is the most sentences a batch holds: the batch size.
     """
 
     def __init__(self, labels: np.ndarray, batch_size: int, seed: int, rank: int = 0, world_size: int = 1,
@@ -202,7 +252,7 @@ class SentenceBatchSampler:
             raise ValueError("the sentence-batch objective needs batch_size >= 2")
         self.keys = group_keys(np.asarray(labels))
         self.groups = [np.flatnonzero(self.keys == k) for k in np.unique(self.keys)]
-        self.batch_size = min(batch_size, len(self.keys))
+        self.batch_size = self.max_rows = min(batch_size, len(self.keys))
         self.seed, self.replacement = seed, replacement
         self.rank, self.world_size = rank, world_size
         total = batches_per_epoch or math.ceil(len(self.keys) / self.batch_size)
@@ -247,16 +297,17 @@ class WithAnchors:
     class ``k`` at ``first + k``) at its end, so a loss can find them as its last ``per_batch`` rows.
 
     By default (``per_batch`` None) every anchor rides in every batch. With ``per_batch`` (and the batch rows'
-    ``labels``), each batch holds ``per_batch`` anchors (at least the batch size, at most ``count``): those of the
+    ``labels``), each batch holds ``per_batch`` anchors (at least the most sentences a batch of ``sampler`` holds,
+    its ``max_rows``: the batch size for sentence batches, twice it for pairs; at most ``count``): those of the
     classes in the batch, then others drawn at random (deterministic in ``seed`` and the epoch), so the rows a
-    step encodes do not grow with the number of classes."""
+    step encodes do not grow with the number of classes. A sampler without ``max_rows`` gets every anchor."""
 
     def __init__(self, sampler: Any, first: int, count: int, per_batch: int | None = None,
                  labels: np.ndarray | None = None, seed: int = 0) -> None:
         self.sampler, self.first, self.count, self.seed = sampler, first, count, seed
         self.anchors = np.arange(first, first + count, dtype=np.int64)
-        batch_size = getattr(sampler, "batch_size", 0)
-        self.per_batch = count if per_batch is None else min(count, max(per_batch, batch_size))
+        rows = getattr(sampler, "max_rows", count)  # a batch's classes: at most one per row
+        self.per_batch = count if per_batch is None else min(count, max(per_batch, rows))
         self.labels = None if labels is None else np.asarray(labels)
         if self.per_batch < count and (self.labels is None or self.labels.ndim != 1):
             raise ValueError("anchors per batch need the single-label class ids of the rows")
