@@ -32,7 +32,7 @@ from .metrics import MetricInputs, check_metric
 from .modeling import SetFitModel, capped_max_length
 from .reporting import reporting_callbacks
 from .runtime.chunking import window_width
-from .search import routing, run_hyperparameter_search
+from .search import DEFAULT_DIRECTION, DEFAULT_N_TRIALS, routing, run_hyperparameter_search
 from .search.seeding import seed_everything
 from .serialization import check_output_path
 from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
@@ -683,7 +683,8 @@ class Trainer:
 
     # ---- hyperparameter search ----------------------------------------------------------------
     def hyperparameter_search(self, hp_space: Any = None, compute_objective: Callable | None = None,
-                              n_trials: int = 10, direction: str = "maximize", backend: str | None = "optuna",
+                              n_trials: int = DEFAULT_N_TRIALS, direction: str = DEFAULT_DIRECTION,
+                              backend: str | None = "optuna",
                               hp_name: Callable | None = None, **kwargs: Any) -> Any:
         """Search hyperparameters with Optuna: each trial trains a fresh model from `model_init` and scores it on
         `eval_dataset`.
@@ -694,8 +695,9 @@ class Trainer:
 
         Args:
             hp_space: The search space: a function of an Optuna trial returning a dict, a SigOpt parameter list or
-                experiment dict (its metric's `objective` sets the direction, its `observation_budget` replaces
-                `n_trials`, its metric `name` picks the metric), a dict of Optuna distributions, or None for
+                experiment dict (its metric's `objective` sets the direction, which a `direction` passed must
+                agree with; its `observation_budget` replaces the default `n_trials`, not one passed; its metric
+                `name` picks the metric), a dict of Optuna distributions, or None for
                 [`default_hp_space`][setfit_lite.search.default_hp_space].
             compute_objective: Scores `evaluate()`'s metrics; None for
                 [`default_compute_objective`][setfit_lite.search.default_compute_objective].

@@ -747,3 +747,84 @@ def test_evaluation_during_training_changes_nothing_the_training_draws(tiny_body
         bodies.append({k: v.clone() for k, v in model.model_body.state_dict().items()})
     for name, value in bodies[0].items():
         assert torch.equal(value, bodies[1][name]), name
+
+
+def test_an_explicit_direction_or_trial_count_is_never_replaced_by_the_experiment(tiny_body_path: str,
+                                                                                   toy_data: dict,
+                                                                                   toy_eval: dict) -> None:
+    """The experiment's objective and budget replace setfit's defaults only: `direction="maximize"` passed against
+    an experiment that minimises is a conflict (it was taken for the default and minimised), and `n_trials=10`
+    passed is kept whatever the budget (it was taken for the default and replaced)."""
+    from setfit_lite.search import DEFAULT_DIRECTION, DEFAULT_N_TRIALS
+    from setfit_lite.search.spaces import parse_experiment
+    from setfit_lite.search.study import experiment_settings
+
+    assert DEFAULT_DIRECTION == "maximize" and DEFAULT_N_TRIALS == 10  # setfit's defaults, as they read
+    experiment = {"parameters": SEED_SPACE, "observation_budget": 3,
+                  "metrics": [{"name": "accuracy", "objective": "minimize"}]}
+    parsed = parse_experiment(experiment)
+    assert experiment_settings(parsed, DEFAULT_DIRECTION, DEFAULT_N_TRIALS, trials_given=False) == ("minimize", 3)
+    assert experiment_settings(parsed, "minimize", 10, trials_given=True) == ("minimize", 10)
+    assert experiment_settings(parsed, DEFAULT_DIRECTION, None, trials_given=True) == ("minimize", 3)
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    with pytest.raises(ValueError, match="direction='maximize' conflicts with the experiment's metric objective"):
+        trainer.hyperparameter_search(hp_space=experiment, direction="maximize")
+    with pytest.raises(ValueError, match="direction='maximize' conflicts"):
+        trainer.hyperparameter_search(hp_space=experiment, direction="".join(["max", "imize"]))  # not interned
+
+
+class _FakeSigOpt:
+    """SigOpt's offline `Connection` at its import boundary: experiments, suggestions (the seeds 1, 2, 3 in
+    turn) and observations, recorded."""
+
+    def __init__(self) -> None:
+        self.created: list[dict] = []
+        self.observed: list[tuple[int, float]] = []
+
+    def connection(self, driver: str) -> Any:
+        assert driver == "lite"
+        fake = self
+
+        class Experiments:
+            def __init__(self, experiment_id: Any = None) -> None:
+                self.experiment_id = experiment_id
+
+            def create(self, **spec: Any) -> Any:
+                fake.created.append(spec)
+                return SimpleNamespace(id="e1")
+
+            def suggestions(self) -> Any:
+                return SimpleNamespace(create=lambda: SimpleNamespace(
+                    id=len(fake.observed) + 1, assignments={"seed": len(fake.observed) + 1}))
+
+            def observations(self) -> Any:
+                return SimpleNamespace(create=lambda suggestion, values: fake.observed.append(
+                    (suggestion, values[0]["value"])))
+
+        return SimpleNamespace(experiments=Experiments)
+
+
+def test_the_sigopt_backend_runs_its_suggestions_and_reports_each_objective(
+        tiny_body_path: str, toy_data: dict, toy_eval: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """backend="sigopt" through SigOpt's offline driver (faked at the import boundary): the experiment is created
+    with the space, the objective's direction and the budget; each suggestion trains a model and its objective is
+    observed; the best run is the best observed, in the experiment's direction."""
+    import sys
+    import types
+
+    fake = _FakeSigOpt()
+    sigopt = types.ModuleType("sigopt")
+    sigopt.Connection = fake.connection  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sigopt", sigopt)
+    monkeypatch.setitem(sys.modules, "sigoptlite", types.ModuleType("sigoptlite"))
+    objectives = {1: 0.5, 2: 0.25, 3: 0.75}  # by the seed a trial trained with
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval)
+    experiment = {"parameters": [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 3}}],
+                  "observation_budget": 3, "metrics": [{"name": "accuracy", "objective": "minimize"}]}
+    best = trainer.hyperparameter_search(hp_space=experiment, backend="sigopt",
+                                         compute_objective=lambda metrics: objectives[trainer.args.seed])
+    spec = fake.created[0]
+    assert spec["observation_budget"] == 3 and spec["metrics"] == [{"name": "objective", "objective": "minimize"}]
+    assert spec["parameters"] == experiment["parameters"]
+    assert fake.observed == [(1, 0.5), (2, 0.25), (3, 0.75)]
+    assert best.run_id == "2" and best.objective == 0.25 and best.hyperparameters == {"seed": 2}

@@ -27,6 +27,8 @@ from .routing import (
 from .spaces import DEFAULT_HP_SPACE, default_hp_space, load_space, sigopt_to_optuna, suggest_hyperparameters
 from .storages import open_storage
 from .study import (
+    DEFAULT_DIRECTION,
+    DEFAULT_N_TRIALS,
     BestRun,
     NoCompletedTrialError,
     create_study,
@@ -35,7 +37,9 @@ from .study import (
 )
 
 __all__ = [
+    "DEFAULT_DIRECTION",
     "DEFAULT_HP_SPACE",
+    "DEFAULT_N_TRIALS",
     "MODEL_INIT_PREFIX",
     "BestRun",
     "NoCompletedTrialError",

@@ -37,8 +37,18 @@ from .values import check_space, convert
 
 __all__ = ["BestRun", "create_study", "default_compute_objective", "run_hyperparameter_search"]
 
-_DEFAULT_N_TRIALS = 10
-_DEFAULT_DIRECTION = "maximize"
+class _DefaultStr(str):
+    """A default that equals its text but is told apart, by identity, from the same text passed explicitly."""
+
+
+class _DefaultInt(int):
+    """A default that equals its number but is told apart, by identity, from the same number passed explicitly."""
+
+
+# setfit's defaults; a SigOpt experiment's metric objective and observation_budget replace them, never a value the
+# caller passed (an explicit direction="maximize" against an experiment that minimises is a conflict)
+DEFAULT_N_TRIALS = _DefaultInt(10)
+DEFAULT_DIRECTION = _DefaultStr("maximize")
 _OPTUNA_KWARGS = ("sampler", "pruner", "storage", "study_name", "load_if_exists", "timeout", "n_jobs",
                   "gc_after_trial", "callbacks", "catch", "show_progress_bar")
 # storage options (not Optuna's optimize arguments): several workers on one database study
@@ -169,7 +179,7 @@ def _set_json_attr(trial: optuna.Trial, key: str, value: Any) -> None:
 # ------------------------------------------------------------------------------------------------ studies
 
 
-def create_study(storage: Any = None, study_name: str | None = None, direction: str = _DEFAULT_DIRECTION,
+def create_study(storage: Any = None, study_name: str | None = None, direction: str = DEFAULT_DIRECTION,
                  load_if_exists: bool = False, sampler: optuna.samplers.BaseSampler | None = None,
                  pruner: optuna.pruners.BasePruner | None = None, heartbeat_interval: int | None = None,
                  grace_period: int | None = None, max_retry: int | None = 3) -> optuna.Study:
@@ -245,9 +255,29 @@ def _resolve_space(hp_space: Any, backend: str) -> tuple[Callable[[optuna.Trial]
                     f"or a dict of optuna distributions; got {type(hp_space).__name__}")
 
 
+def experiment_settings(experiment: Experiment, direction: str, n_trials: int | None,
+                        trials_given: bool = True) -> tuple[str, int | None]:
+    """The direction and trial count a search runs with a SigOpt experiment: its metric objective replaces the
+    default direction (`DEFAULT_DIRECTION`, told apart by identity from an explicit ``"maximize"``), and a direction
+    passed must agree with it; its `observation_budget` replaces ``n_trials`` when that is None or was not passed
+    (``trials_given``).
+
+    Raises:
+        ValueError: A direction passed that the experiment's objective contradicts.
+    """
+    if experiment.direction is not None:
+        if direction is not DEFAULT_DIRECTION and direction != experiment.direction:
+            raise ValueError(f"direction={direction!r} conflicts with the experiment's metric objective "
+                             f"{experiment.direction!r}")
+        direction = experiment.direction
+    if experiment.n_trials is not None and (n_trials is None or not trials_given):
+        n_trials = experiment.n_trials
+    return direction, n_trials
+
+
 def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
                               compute_objective: Callable[[Mapping[str, Any]], float] | None = None,
-                              n_trials: int | None = _DEFAULT_N_TRIALS, direction: str = _DEFAULT_DIRECTION,
+                              n_trials: int | None = DEFAULT_N_TRIALS, direction: str = DEFAULT_DIRECTION,
                               backend: str = "optuna", hp_name: Callable[[Any], str] | None = None,
                               **kwargs: Any) -> BestRun:
     """What [`Trainer.hyperparameter_search`][setfit_lite.trainer.Trainer.hyperparameter_search] runs.
@@ -287,6 +317,7 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         raise TypeError(f"hyperparameter_search got unknown argument(s): {', '.join(unknown)}; "
                         f"Optuna arguments: {', '.join(_OPTUNA_KWARGS + _STORAGE_KWARGS)}")
     kwargs.update(check_params({name: kwargs[name] for name in _NUMBER_KWARGS if name in kwargs}))
+    trials_given = n_trials is not DEFAULT_N_TRIALS  # before check_param, which may return an equal int
     n_trials = check_param("n_trials", n_trials)
     if getattr(trainer, "model_init", None) is None:
         raise ValueError("To use hyperparameter search, you need to pass your model through a model_init function "
@@ -297,13 +328,7 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
     sample, experiment = _resolve_space(hp_space, backend)
     if experiment is not None:
-        if experiment.direction is not None:
-            if direction != _DEFAULT_DIRECTION and direction != experiment.direction:
-                raise ValueError(f"direction={direction!r} conflicts with the experiment's metric objective "
-                                 f"{experiment.direction!r}")
-            direction = experiment.direction
-        if experiment.n_trials is not None and n_trials in (None, _DEFAULT_N_TRIALS):
-            n_trials = experiment.n_trials
+        direction, n_trials = experiment_settings(experiment, direction, n_trials, trials_given)
         if compute_objective is None and experiment.metric:
             compute_objective = _metric_objective(experiment.metric)
     # fail before any study or training exists; string categorical values become their receiver's type
@@ -373,7 +398,7 @@ def _run_sigopt(trainer: Any, hp_space: Any, experiment: Experiment,
     Connection = _sigopt_connection_class()  # noqa: N806
     parameters = hp_space(None) if callable(hp_space) else hp_space
     parameters = parameters["parameters"] if isinstance(parameters, Mapping) else parameters
-    budget = n_trials or _DEFAULT_N_TRIALS
+    budget = n_trials or DEFAULT_N_TRIALS
     conn = Connection(driver="lite")
     created = conn.experiments().create(name="setfit-lite", parameters=list(parameters),
                                         metrics=[{"name": "objective", "objective": direction}],
