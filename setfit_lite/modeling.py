@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .config.params import PRECISION_ENV, check_param, check_params
-from .data import check_label_names, validate_texts
+from .data import check_label_names, relabelled, validate_texts
 from .logging import tqdm_disable
 from .model_card import SetFitModelCardData, card_data_config, card_data_from_config
 from .runtime.chunking import DEFAULT_CHUNKING, Chunking, affixes, first_window, pool, split_windows
@@ -138,7 +138,7 @@ class SetFitModel(Predictor):
         self.inference_precision = inference_precision
         self.head_spec: Any = None
         self.model_head = model_head
-        self.labels = check_label_names(labels) if labels is not None else None
+        self.labels = labels
         self.multi_target_strategy = multi_target_strategy
         self.use_differentiable_head = use_differentiable_head
         self.head_params = dict(head_params or {})
@@ -249,12 +249,9 @@ class SetFitModel(Predictor):
         if config_path.exists():
             saved = _read_config(folder)
             head = load_head(folder / HEAD_DIR) if (folder / HEAD_DIR).exists() else None
-            saved_labels = saved.get("labels")
-            if labels is not None and saved_labels is not None and list(labels) != saved_labels:
-                raise ValueError(f"labels {list(labels)} differ from the saved model's labels {saved_labels}")
             _check_head_against_config(folder, saved, head)
             saved_card = card_data_from_config(saved.get("model_card_data"), config_path)
-            saved["labels"] = saved_labels if saved_labels is not None else labels
+            saved["labels"] = relabelled(labels, saved.get("labels"), config_path)
             where = folder
         elif from_setfit := is_setfit_folder(folder):
             saved = load_setfit_folder(folder, labels, allow_pickle=allow_pickle)
@@ -388,6 +385,17 @@ class SetFitModel(Predictor):
         for module in modules:
             for param in module.parameters():
                 param.requires_grad = trainable
+
+    @property
+    def labels(self) -> list | None:
+        """The class names, in the head's class order (None before training without `labels=`)."""
+        return self._labels
+
+    @labels.setter
+    def labels(self, labels: Sequence | None) -> None:
+        """Names checked as `labels=` is (a list of distinct ints or non-blank strs); their count against a fitted
+        head is checked where the model predicts or is saved."""
+        self._labels = check_label_names(labels) if labels is not None else None
 
     @property
     def model_head(self) -> Any:
@@ -551,6 +559,10 @@ class SetFitModel(Predictor):
         if self.model_head is None or self.labels is None:
             raise ValueError("this SetFitModel has no fitted head yet: train it with Trainer(...).train() "
                              "or load a trained model")
+        classes = getattr(self.model_head, "num_classes", None)
+        if classes is not None and classes != len(self.labels):
+            raise ValueError(f"model.labels names {len(self.labels)} classes but the head predicts {classes}: "
+                             f"give {classes} names, in the head's class order")
 
     def predict_proba(self, inputs: str | Iterable[str], batch_size: int | None = None, as_numpy: bool = False,
                       show_progress_bar: bool | None = None) -> np.ndarray | torch.Tensor:
@@ -715,6 +727,8 @@ class SetFitModel(Predictor):
         source = self.source_folder
         check_output_path(save_directory, source, allow_same=source is not None and _is_saved_model(source),
                           suffix="saved")
+        if self.model_head is not None:  # names the head's classes: a folder that would not load is not written
+            self._check_fitted()
         with atomic_update_directory(save_directory) as tmp:
             with quiet_dependencies():
                 self.model_body.save(str(tmp))

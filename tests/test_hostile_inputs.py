@@ -148,13 +148,21 @@ def test_sample_dataset_on_anything(labels: list, num_samples) -> None:
         assert out["label"].count(label) == min(num_samples, labels.count(label))
 
 
-def template_is_valid(template: str) -> bool:
-    """Exactly one bare ``{}`` replacement field (per Python's own format-string parser)."""
+def template_is_valid(template: str, labels: list[str]) -> bool:
+    """Exactly one positional replacement field, ``{}`` or ``{0}`` (per Python's own format-string parser), with
+    any conversion and a format spec without nested fields, that formats every label name (setfit's rule)."""
     try:
         fields = [parts[1:] for parts in string.Formatter().parse(template) if parts[1] is not None]
     except ValueError:
         return False
-    return fields == [("", "", None)]
+    if len(fields) != 1 or fields[0][0] not in ("", "0") or "{" in (fields[0][1] or ""):
+        return False
+    try:
+        for name in labels:
+            template.format(name)
+    except (ValueError, KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 @settings(max_examples=120, deadline=None)
@@ -180,7 +188,7 @@ def test_templated_dataset_on_anything(labels, template, sample_size, multi_labe
     repeated = [name for name in labels if labels.count(name) > 1]
     if repeated:
         return assert_names(out, "candidate_labels", "unique", repr(repeated[0]))
-    if not template_is_valid(template):
+    if not template_is_valid(template, labels):
         return assert_names(out, "template", repr(template))
     if sample_size < 1:
         return assert_names(out, "sample_size", repr(sample_size))

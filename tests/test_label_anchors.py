@@ -91,9 +91,16 @@ def test_in_batch_negatives_is_sentence_transformers_mnrl_on_classmate_pairs():
         InBatchNegativesLoss()(embeddings, torch.eye(3)[labels])
 
 
-def test_anchor_template_must_hold_the_label_placeholder():
-    with pytest.raises(ValueError, match=r"anchor_template must be a string containing '\{label\}', got 'x'"):
-        TrainingArguments(anchor_template="x")
+@pytest.mark.parametrize("template", ["x", "Topic: {{label}}", "{label} ({topic})", "{label} {}", "{label}{",
+                                      "{label} {label.x}"])
+def test_anchor_template_must_hold_the_label_placeholder(template: str):
+    """Every replacement field is {label}, and there is one: "{{label}}" gave every class the same anchor, other
+    fields failed inside training with a bare KeyError or IndexError."""
+    with pytest.raises(ValueError, match=r"anchor_template must be a str.format template whose replacement fields "
+                                         r"are all '\{label\}'"):
+        TrainingArguments(anchor_template=template)
+    for fine in ("{label!r}", "{label:>3}", "About {label}, {{braces}}."):
+        assert TrainingArguments(anchor_template=fine).anchor_template == fine
     with pytest.raises(ValueError, match="label_anchors must be one of"):
         TrainingArguments(label_anchors="yes")
 

@@ -531,3 +531,77 @@ def test_setfits_top_level_names_and_push_to_hub() -> None:
     assert AspectExtractor is absa_extractor and "AspectExtractor" in setfit_lite.__all__
     with pytest.raises(RuntimeError, match="save_pretrained"):
         SetFitModel.push_to_hub(object.__new__(SetFitModel), "me/model")
+
+
+# ------------------------------------------------------------------------------------------------ templated data
+
+
+def test_templated_dataset_builds_on_the_input_dataset_as_setfit() -> None:
+    from datasets import ClassLabel, Dataset, Features, Value
+
+    from setfit_lite import get_templated_dataset
+
+    names = ["sad", "happy"]
+    extra = get_templated_dataset(Dataset.from_dict({"text": ["x"], "label": [1], "id": [7]}),
+                                  candidate_labels=names, sample_size=1)
+    assert extra.column_names == ["text", "label", "id"]  # setfit 1.2
+    assert extra.to_list() == [{"text": "x", "label": 1, "id": 7}, {"text": "This sentence is sad", "label": 0,
+                               "id": None}, {"text": "This sentence is happy", "label": 1, "id": None}]
+    features = Features({"text": Value("string"), "label": ClassLabel(names=names)})
+    typed = get_templated_dataset(Dataset.from_dict({"text": ["x"], "label": [1]}, features=features),
+                                  candidate_labels=names, sample_size=1)
+    assert typed.features == features and typed["label"] == [1, 0, 1]  # setfit 1.2: the ClassLabel is kept
+    swapped = get_templated_dataset(Dataset.from_dict({"label": [0], "text": ["x"]}), candidate_labels=names,
+                                    sample_size=1)
+    assert swapped.column_names == ["label", "text"]  # setfit 1.2
+    assert swapped["text"] == ["x", "This sentence is sad", "This sentence is happy"]
+    floats = get_templated_dataset(Dataset.from_dict({"text": ["x"], "label": [1.0]}), candidate_labels=names,
+                                   sample_size=1)
+    assert floats.features["label"] == Value("float64") and floats["label"] == [1.0, 0.0, 1.0]  # setfit 1.2
+    empty_features = Features({"label": ClassLabel(names=names), "text": Value("string"), "id": Value("int32")})
+    empty = get_templated_dataset(Dataset.from_dict({"text": [], "label": [], "id": []}, features=empty_features),
+                                  candidate_labels=names, sample_size=1)
+    assert empty.features == empty_features and empty["id"] == [None, None]  # setfit 1.2
+    untyped = get_templated_dataset(Dataset.from_dict({"text": [], "label": [], "id": []}), candidate_labels=names,
+                                    sample_size=1)
+    assert untyped.features["label"] == Value("int64") and untyped["label"] == [0, 1]  # setfit 1.2
+    table = get_templated_dataset({"label": ["happy"], "text": ["x"], "id": [3]}, candidate_labels=names,
+                                  sample_size=1)  # names become ids, in their column's place
+    assert table.column_names == ["label", "text", "id"] and table["label"] == [1, 0, 1]
+    assert table["id"] == [3, None, None]
+    short = Dataset.from_dict({"text": ["x"], "label": [0]},
+                              features=Features({"text": Value("string"), "label": ClassLabel(names=["sad"])}))
+    with pytest.raises(ValueError, match=r"ClassLabel of 1 names .* 2 candidate_labels"):
+        get_templated_dataset(short, candidate_labels=names, sample_size=1)
+
+
+@pytest.mark.parametrize("template, texts", [
+    ("It is {0}.", ["It is sad.", "It is happy."]),  # setfit 1.2
+    ("It is {!s}.", ["It is sad.", "It is happy."]),  # setfit 1.2
+    ("It is {0!r:>8}, {{really}}", ["It is    'sad', {really}", "It is  'happy', {really}"]),
+    ("{:.2}", ["sa", "ha"]),
+])
+def test_templated_dataset_takes_one_positional_field_with_any_spec(template: str, texts: list[str]) -> None:
+    from setfit_lite import get_templated_dataset
+
+    assert get_templated_dataset(candidate_labels=["sad", "happy"], template=template, sample_size=1)["text"] == texts
+
+
+@pytest.mark.parametrize("template, match", [
+    ("no field", r"\(0 fields\)"),
+    ("{{}}", r"\(0 fields\)"),
+    ("{} and {}", r"\(2 fields\)"),
+    ("{0} {0}", r"\(2 fields\)"),
+    ("It is {label}", r"\{label\} is named"),
+    ("{0[0]}", r"\{0\[0\]\} is named or indexed"),
+    ("{:{}}", "nested field"),
+    ("{", "exactly one replacement field"),
+    ("{:d}", "cannot format the label name 'sad'"),
+    ("{!x}", "cannot format the label name 'sad'"),
+])
+def test_templated_dataset_refuses_other_templates(template: str, match: str) -> None:
+    from setfit_lite import get_templated_dataset
+
+    with pytest.raises(ValueError, match=match) as caught:
+        get_templated_dataset(candidate_labels=["sad", "happy"], template=template, sample_size=1)
+    assert repr(template) in str(caught.value)

@@ -162,8 +162,10 @@ def test_conflicting_arguments_and_bad_files(tmp_path, tiny_body_path, train_set
     lr = LogisticRegression().fit(_setfit_embeddings(tiny_body_path, texts, False), y)
     folder = _write_setfit_folder(tmp_path / "s", tiny_body_path, lr,
                                   {"normalize_embeddings": False, "labels": ["negative", "positive"]})
-    with pytest.raises(ValueError, match=r"labels \['x', 'y'\] differ from the labels \['negative', 'positive'\]"):
-        SetFitModel.from_pretrained(folder, allow_pickle=True, labels=["x", "y"])
+    with pytest.raises(ValueError, match=r"labels \['positive', 'negative'\] are the saved labels .* another order"):
+        SetFitModel.from_pretrained(folder, allow_pickle=True, labels=["positive", "negative"])
+    with pytest.raises(ValueError, match=r"labels \['x', 'y', 'z'\] name 3 classes; the model saved in .* has 2"):
+        SetFitModel.from_pretrained(folder, allow_pickle=True, labels=["x", "y", "z"])
     with pytest.raises(ValueError, match=r"normalize_embeddings=True conflicts .* has normalize_embeddings=False"):
         SetFitModel.from_pretrained(folder, allow_pickle=True, normalize_embeddings=True)
     with pytest.raises(ValueError, match=r"multi_target_strategy='one-vs-rest' conflicts"):
@@ -259,3 +261,33 @@ def test_a_setfit_model_of_a_body_with_a_query_prompt_encodes_as_setfit(tmp_path
     assert model.prompt == ""
     np.testing.assert_allclose(model.predict_proba(texts, as_numpy=True), head.predict_proba(body.encode(texts)),
                                rtol=0, atol=1e-5)
+
+
+def test_new_label_names_rename_a_loaded_model_as_in_setfit(tmp_path, tiny_body_path, train_set,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """setfit overrides the saved names with the ones given (its log line); the same names in another order would
+    rename classes silently and stay refused. Names assigned to `model.labels` are checked, and a count that the
+    head does not have is refused before predicting or saving (the folder would not load)."""
+    texts, y = train_set
+    lr = LogisticRegression().fit(_setfit_embeddings(tiny_body_path, texts, False), y)
+    folder = _write_setfit_folder(tmp_path / "s", tiny_body_path, lr,
+                                  {"normalize_embeddings": False, "labels": ["negative", "positive"]})
+    with caplog.at_level("WARNING"):
+        model = SetFitModel.from_pretrained(folder, allow_pickle=True, labels=["bad", "good"])
+    assert model.labels == ["bad", "good"]
+    assert "Overriding labels in model configuration from ['negative', 'positive'] to ['bad', 'good']" in caplog.text
+    assert set(model.predict(texts[:4])) <= {"bad", "good"}
+    model.save_pretrained(tmp_path / "lite")
+    assert SetFitModel.from_pretrained(tmp_path / "lite", labels=["no", "yes"]).labels == ["no", "yes"]
+    with pytest.raises(ValueError, match="duplicates"):
+        model.labels = ["a", "a"]
+    with pytest.raises(TypeError, match="must be a list of label names"):
+        model.labels = "ab"
+    with pytest.raises(ValueError, match=r"labels\[0\] is ''"):
+        model.labels = ["", "x"]
+    model.labels = ["a", "b", "c"]
+    with pytest.raises(ValueError, match="model.labels names 3 classes but the head predicts 2"):
+        model.predict(texts[:2])
+    with pytest.raises(ValueError, match="model.labels names 3 classes but the head predicts 2"):
+        model.save_pretrained(tmp_path / "broken")
+    assert not (tmp_path / "broken").exists()

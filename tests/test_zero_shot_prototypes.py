@@ -95,3 +95,12 @@ def test_zero_shot_prototypes_need_a_logistic_regression_head(tiny_body_path):
 def test_zero_shot_option_is_validated():
     with pytest.raises(ValueError, match="zero_shot must be one of"):
         TrainingArguments(zero_shot="yes")
+
+
+def test_multi_label_templates_say_why_they_train_the_body(tiny_body_path):
+    """Prototypes are single-label: multi-label templates train the body, and the reason says so (it said the
+    classes had several distinct texts)."""
+    data = get_templated_dataset(candidate_labels=NAMES, template="it is {}", sample_size=2, multi_label=True)
+    model = _train(tiny_body_path, data)
+    assert model.training_info["zero_shot"] == {"prototypes": False,
+                                                "reason": "multi-label data (prototypes are single-label)"}

@@ -72,9 +72,18 @@ def _callable(value: Any) -> Any:
 
 
 def _template(value: Any) -> str:
+    """A `str.format` template whose only replacement fields are ``{label}`` (a conversion or format spec
+    allowed), and at least one: each label name then gives its own text (``"{{label}}"`` gave every class one)."""
+    import string
+
     if not isinstance(value, str):
         raise TypeError
-    if "{label}" not in value:
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
+        distinct = value.format(label="a") != value.format(label="b")
+    except (ValueError, KeyError, IndexError, AttributeError):  # a lone brace, another field, "{label.x}"
+        raise ValueError from None
+    if not fields or any(name != "label" for name in fields) or not distinct:
         raise ValueError
     return value
 
@@ -161,7 +170,8 @@ TRAINING_RULES: dict[str, Rule] = {
     "prompt": optional(text()),
     "freeze_word_embeddings": optional(flag(), "by vocabulary size"),
     "label_anchors": option(LABEL_ANCHORS),
-    "anchor_template": Rule("a string containing '{label}'", _template),
+    "anchor_template": Rule("a str.format template whose replacement fields are all '{label}' (e.g. "
+                            "'This text is about {label}.'; a literal brace is written '{{' or '}}')", _template),
     "anchor_weight": number(),
     "anchors_per_batch": optional(_POSITIVE, "every class's anchor in every batch"),
     "anchor_loss": option(ANCHOR_LOSSES),

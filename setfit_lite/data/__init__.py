@@ -31,7 +31,7 @@ from .benchmark_splits import (
     create_samples_multilabel,
 )
 from .checks import check_text_collection, validate_texts
-from .labels import check_label_names, check_trainable, encode_labels
+from .labels import check_label_names, check_trainable, encode_labels, relabelled
 from .readers import LabeledData, to_labeled_data
 from .samples import SAMPLES, demo_dataset, load_sample
 from .subsets import sample_dataset
@@ -55,6 +55,7 @@ __all__ = [
     "encode_labels",
     "get_templated_dataset",
     "load_sample",
+    "relabelled",
     "sample_dataset",
     "to_labeled_data",
     "validate_texts",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -10,7 +11,9 @@ import numpy as np
 from .checks import is_listlike, is_missing, short_repr
 
 __all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name",
-           "normalize_labels"]
+           "normalize_labels", "relabelled"]
+
+logger = logging.getLogger(__name__)
 
 
 def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
@@ -94,6 +97,9 @@ def check_label_names(labels: Any, what: str = "labels") -> list:
             label, kind = _scalar(label, i)
         except (TypeError, ValueError) as err:
             raise type(err)(f"{what}: {err}") from None
+        if isinstance(label, str) and not label.strip():
+            raise ValueError(f"{what}[{i}] is {label!r}: a class needs a name (it is what predict returns and "
+                             "the text its label anchor is made of)")
         known.append(label)
         kinds.add(kind)
     if not known:
@@ -239,3 +245,35 @@ def check_trainable(ids: np.ndarray, multi_label: bool, labels: Sequence | None 
             f"training needs at least 2 classes, but every example has the label {short_repr(names)}; "
             "add examples of another class"
         )
+
+
+def relabelled(given: Sequence | None, saved: Sequence | None, where: Any) -> list | None:
+    """The label names of a loaded model: the saved ones, or the names given for them (setfit's override, with its
+    log line) when they are other names for as many classes.
+
+    Args:
+        given: The `labels=` of `from_pretrained` (checked), or None.
+        saved: The saved names, or None.
+        where: The file they were read from, for messages.
+
+    Returns:
+        The names the model keeps (None when neither gives any).
+
+    Raises:
+        ValueError: ``given`` names another number of classes, or the saved names in another order (the head's
+            classes keep their order: that would rename classes silently).
+    """
+    if given is None or saved is None:
+        return list(saved) if saved is not None else (list(given) if given is not None else None)
+    given, saved = list(given), list(saved)
+    if given == saved:
+        return saved
+    if len(given) != len(saved):
+        raise ValueError(f"labels {short_repr(given)} name {len(given)} classes; the model saved in {where} has "
+                         f"{len(saved)}: {short_repr(saved)}")
+    if sorted(map(str, given)) == sorted(map(str, saved)):
+        raise ValueError(f"labels {short_repr(given)} are the saved labels {short_repr(saved)} ({where}) in another "
+                         "order: the head's classes keep theirs, so this would rename them; omit labels= or give "
+                         "them in the saved order")
+    logger.warning("Overriding labels in model configuration from %s to %s.", saved, given)
+    return given

@@ -21,6 +21,7 @@ import torch
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.multioutput import ClassifierChain, MultiOutputClassifier
 
+from ..data import relabelled
 from ..serialization import load_json
 from ..serialization.validate import check_labels
 from . import SklearnHead, TorchHead
@@ -54,9 +55,7 @@ def load_setfit_folder(folder: str | Path, labels: Sequence | None = None, *, al
         raise ValueError(f"setfit config file {config_path} must be an object with \"labels\" (a list or null) "
                          "and \"normalize_embeddings\" (true/false)")
     check_labels(config, "labels", config_path, optional=True)  # distinct: each names one class id
-    if labels is not None and saved_labels is not None and list(labels) != saved_labels:
-        raise ValueError(f"labels {list(labels)} differ from the labels {saved_labels} in {config_path}")
-    names = saved_labels if saved_labels is not None else (list(labels) if labels is not None else None)
+    names = relabelled(labels, saved_labels, config_path)
     out: dict[str, Any] = {"head": None, "labels": names, "normalize_embeddings": normalize,
                            "multi_target_strategy": None, "use_differentiable_head": False}
     head_path = folder / SETFIT_HEAD_NAME

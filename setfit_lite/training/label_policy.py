@@ -42,7 +42,9 @@ def zero_shot_prototypes(args: TrainingArguments, model: Any, texts: list[str], 
     reason = None
     if args.zero_shot == "train":
         reason = "zero_shot='train'"
-    elif multi_label or not single_text_classes(texts, ids):
+    elif multi_label:
+        reason = "multi-label data (prototypes are single-label)"
+    elif not single_text_classes(texts, ids):
         reason = "a class has several distinct texts (real examples)"
     elif not is_lr(getattr(model.new_head(int(ids.max()) + 1, False), "estimator", None)):
         reason = "the head is not a LogisticRegression"
