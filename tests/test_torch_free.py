@@ -163,3 +163,16 @@ def test_onnx_inference_leaves_an_installed_torch_unloaded(exported: tuple[Path,
     (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     lines = run_python(CLI, "predict", str(folder), str(tmp_path / "texts.txt"), "--proba").stdout.splitlines()
     assert lines[-1] == "loaded: " and [json.loads(line)["label"] for line in lines[:-1]] == model.predict(TEXTS)
+
+
+def test_an_interrupted_command_without_torch_says_so_in_one_line() -> None:
+    """Ctrl-C or SIGTERM during `predict` (or `evaluate`, `serve`) of an export prints the one line without importing
+    torch: it imported the checkpoints module first, which failed where torch is not installed."""
+    code = NO_TORCH + """
+import argparse, signal
+from setfit_lite.cli.signals import interrupted_line
+print(interrupted_line(argparse.Namespace(command="predict"), int(signal.SIGINT), ["predict", "m", "t.txt"]))
+print("torch" in sys.modules)
+"""
+    assert run_python(code).stdout.split("\n")[:2] == ["setfit-lite predict: interrupted by SIGINT; nothing was saved",
+                                                       "False"]

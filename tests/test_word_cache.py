@@ -269,3 +269,31 @@ def test_minilm_tokenizer_file_with_the_cache_gives_the_tokenizers_ids() -> None
         tokenizer = TokenizerFile.from_folder(folder, max_length=max_length)
         assert tokenizer.word_cache is not None
         assert tokenizer.encode(texts) == [e.ids for e in tokenizer.backend.encode_batch(texts)]
+
+
+def test_an_lstrip_token_belongs_to_its_own_word_not_the_one_before() -> None:
+    """MPNet's `<mask>` strips the space before it: its offset starts in the previous word, which then kept the
+    mask's id in the cache, and every later text with that word got it (one request changed others' ids)."""
+    tokenizer = wordpiece_tokenizer()
+    tokenizer.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
+    assert word_cache_applies(json.loads(tokenizer.to_str()))
+    cache = WordCachedTokenizer(tokenizer)
+    texts = ["good <mask> film", "good film", "a <mask>", "a b"]
+    for text in texts:
+        flat, lengths = cache.flat_ids([text])
+        assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, [text]), repr(text)
+
+
+def test_long_words_are_tokenised_each_time_and_never_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A word's entry grows with it: words longer than MAX_CACHED_WORD_LENGTH are not remembered, so a client
+    sending long unique words cannot fill memory past what MAX_CACHED_WORDS bounds."""
+    from setfit_lite.runtime import word_cache
+
+    tokenizer = wordpiece_tokenizer()
+    cache = WordCachedTokenizer(tokenizer)
+    long_word = "x" * (word_cache.MAX_CACHED_WORD_LENGTH + 1)
+    texts = [f"fine {long_word}", f"{long_word}y film", "fine"]
+    for _ in range(2):
+        flat, lengths = cache.flat_ids(texts)
+        assert (flat.tolist(), lengths.tolist()) == reference(tokenizer, texts)
+    assert set(cache._cache) == {"fine", "film"}

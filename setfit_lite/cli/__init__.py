@@ -39,17 +39,19 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``setfit-lite ARGV``; the exit status: 0, 1 (no search trial completed), 2 (an error), 128 + signal."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(argv)
-    with command_output(getattr(ns, "verbosity", "default"), dependencies=not _runs_exported(ns)), interruptible():
-        try:
+    # signals handled first: a Ctrl-C while the output setup imports transformers gets the one line too
+    try:
+        with interruptible(), command_output(getattr(ns, "verbosity", "default"),
+                                             dependencies=not _runs_exported(ns)):
             COMMANDS[ns.command].run(ns)
-        except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, or the trainer's TrainingInterrupted
-            signum = signal_number(interrupt)
-            print(interrupted_line(ns, signum, argv), file=sys.stderr)
-            return 128 + signum
-        except (ValueError, TypeError, OSError, ImportError) as error:
-            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
-            return 2
-        except NoCompletedTrialError as error:
-            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
-            return 1
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM, or the trainer's TrainingInterrupted
+        signum = signal_number(interrupt)
+        print(interrupted_line(ns, signum, argv), file=sys.stderr)
+        return 128 + signum
+    except (ValueError, TypeError, OSError, ImportError) as error:
+        print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+        return 2
+    except NoCompletedTrialError as error:
+        print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+        return 1
     return 0

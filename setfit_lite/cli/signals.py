@@ -50,12 +50,13 @@ def signal_number(interrupt: KeyboardInterrupt) -> int:
 
 
 def interrupted_line(ns: argparse.Namespace, signum: int, argv: list[str]) -> str:
-    """One line: where the checkpoint is and the command that resumes from it, or that nothing was saved."""
-    from ..training.checkpoints import latest_checkpoint
-
+    """One line: where the checkpoint is and the command that resumes from it, or that nothing was saved (torch is
+    imported for ``train`` only: another command may run without it, and must not start importing it as it
+    stops)."""
     head = f"setfit-lite {ns.command}: interrupted by {signal.Signals(signum).name}"
     if ns.command != "train":
         return f"{head}; nothing was saved"
+    from ..training.checkpoints import latest_checkpoint
     saved = latest_checkpoint(Path(ns.output_dir) / CHECKPOINTS) if ns.save_steps or ns.resume else None
     if saved is None:
         hint = "" if ns.save_steps else " (train with --save-steps N to checkpoint)"

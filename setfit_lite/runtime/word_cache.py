@@ -20,10 +20,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_CACHED_WORDS", "WordCachedTokenizer", "word_cache_applies"]
+__all__ = ["MAX_CACHED_WORDS", "MAX_CACHED_WORD_LENGTH", "WordCachedTokenizer", "word_cache_applies"]
 
 MAX_CACHED_WORDS = 1 << 17
-"""Words remembered at most (about 20 MB); past it a new cache starts, with the words of the call that filled it."""
+"""Words remembered at most (about 20 MB of ordinary words); past it a new cache starts, with the words of the call
+that filled it."""
+MAX_CACHED_WORD_LENGTH = 64
+"""Longer words (a URL, a run of CJK characters without spaces) are tokenised each time and never remembered: no
+text can make an entry large, so `MAX_CACHED_WORDS` bounds the memory."""
 WORDS_PER_PASS = 512
 """New words tokenised in one text (64 to 4,096 alike, 5.5x one text a word: `benchmarks.speed_defaults`)."""
 
@@ -72,17 +76,17 @@ class WordCachedTokenizer:
 
     def word_ids(self, words: Sequence[str]) -> list[tuple[int, ...]]:
         """Each word's ids, from the tokenizer: `WORDS_PER_PASS` words at a time joined by spaces into one text
-        (one encoding costs about what one word's does), each token given to the word its first character is in
-        (its offset into the joined text)."""
+        (one encoding costs about what one word's does), each token given to the word its last character is in
+        (an added token with ``lstrip``, such as MPNet's ``<mask>``, starts at the space before its word)."""
         out: list[tuple[int, ...]] = []
         for first in range(0, len(words), WORDS_PER_PASS):
             part = words[first:first + WORDS_PER_PASS]
             sizes = np.fromiter(map(len, part), dtype=np.int64, count=len(part))
             starts = np.cumsum(sizes + 1) - sizes - 1  # each word's first character in the joined text
             encoding = self.backend.encode(" ".join(part), add_special_tokens=False)
-            token_starts = np.fromiter((start for start, _ in encoding.offsets), dtype=np.int64,
-                                       count=len(encoding.ids))
-            owners = np.searchsorted(starts, token_starts, side="right") - 1
+            token_lasts = np.fromiter((max(start, end - 1) for start, end in encoding.offsets), dtype=np.int64,
+                                      count=len(encoding.ids))
+            owners = np.searchsorted(starts, token_lasts, side="right") - 1
             bounds = np.concatenate([[0], np.cumsum(np.bincount(owners, minlength=len(part)))]).tolist()
             ids = encoding.ids
             out.extend(tuple(ids[bounds[i]:bounds[i + 1]]) for i in range(len(part)))
@@ -98,12 +102,17 @@ class WordCachedTokenizer:
         cache = self._cache
         unique = set(every)
         missing = list(unique.difference(cache))
+        long_words: dict[str, tuple[int, ...]] = {}
         if missing:
             if len(cache) + len(missing) > self.max_words:
                 # a new cache with this call's known words (entries are never removed, so this one stays whole)
                 cache = self._cache = {word: cache[word] for word in unique if word in cache}
-            cache.update(zip(missing, self.word_ids(missing)))
-        ids = list(map(cache.__getitem__, every))
+            for word, word_ids in zip(missing, self.word_ids(missing)):
+                (cache if len(word) <= MAX_CACHED_WORD_LENGTH else long_words)[word] = word_ids
+        if long_words:
+            ids = [cache[word] if word in cache else long_words[word] for word in every]
+        else:
+            ids = list(map(cache.__getitem__, every))
         per_word = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(per_word.sum()))
         lengths = np.zeros(len(texts), dtype=np.int64)
