@@ -257,3 +257,13 @@ def test_encode_with_proba_is_encode_and_class_proba_in_one_pass(exported: Path,
         model.encode_with_proba("one text")
     with pytest.raises(ValueError, match="row 2"):
         model.encode_with_proba(["a", "b", ""])
+
+
+def test_config_says_pca_only_where_it_was_applied(fitted: SetFitModel, exported: Path, tmp_path: Path) -> None:
+    """model2vec's config.json records `apply_pca`: the dims asked for were written even when the table has fewer
+    dimensions and no PCA ran (the table is the body's width)."""
+    assert json.loads((exported / "config.json").read_text())["apply_pca"] == 16
+    texts, labels = make_sentences(12, seed=0)
+    wide = fitted.export_static(tmp_path / "no_pca", texts, labels, pca_dims=4096, dtype="float32", refine_epochs=0)
+    config = json.loads((wide / "config.json").read_text())
+    assert config["apply_pca"] is None and config["hidden_dim"] == fitted.embedding_dim

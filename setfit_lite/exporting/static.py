@@ -157,7 +157,8 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         table = pca.transform(table)
     table = (table * zipf_weights(len(table), sif_coefficient)[:, None]).astype(np.float32)
     model2vec_config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": "",
-                        "apply_pca": pca_dims, "sif_coefficient": sif_coefficient, "hidden_dim": int(table.shape[1]),
+                        "apply_pca": pca_dims if pca is not None else None, "sif_coefficient": sif_coefficient,
+                        "hidden_dim": int(table.shape[1]),
                         "seq_length": 1000000, "normalize": True, "pooling": "mean", "max_length": None,
                         "embedding_dtype": dtype}
     with atomic_update_directory(path) as tmp:

@@ -526,7 +526,8 @@ class OnnxSetFitModel(Predictor):
         return model
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of ``texts`` (prompt prepended, truncated to ``max_seq_length``), unpadded."""
+        """Token ids of ``texts`` (prompt prepended), unpadded: truncated to ``max_seq_length`` when the model
+        reads a long text's first window only (``long_text="truncate"``), whole when it chunks them (the default)."""
         return self.tokenizer.encode(with_prompt(texts, self.prompt))
 
     def _proba_chunk(self, texts: list[str], batch_size: int, show_progress_bar: bool | None = None) -> np.ndarray:
