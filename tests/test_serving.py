@@ -158,26 +158,26 @@ class Gated:
         self.model, self.labels, self.multi_label = model, model.labels, model.multi_label
         self.gate = threading.Event()
 
-    def predict_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def class_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         self.gate.wait(20)
         if any("boom" in t for t in texts):
             raise RuntimeError("the model refused a text")
-        return self.model.predict_proba(texts, batch_size=batch_size)
+        return self.model.class_proba(texts, batch_size=batch_size)
 
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> list:
         return self.model.labels_from_proba(proba, as_numpy=as_numpy)
 
 
 class Recording:
-    """A predictor that records the ``batch_size`` of each ``predict_proba`` call."""
+    """A predictor that records the ``batch_size`` of each ``class_proba`` call."""
 
     def __init__(self, model) -> None:  # noqa: ANN001
         self.model, self.labels, self.multi_label = model, model.labels, model.multi_label
         self.batch_sizes: list[int] = []
 
-    def predict_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def class_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         self.batch_sizes.append(batch_size)
-        return self.model.predict_proba(texts, batch_size=batch_size)
+        return self.model.class_proba(texts, batch_size=batch_size)
 
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> list:
         return self.model.labels_from_proba(proba, as_numpy=as_numpy)
@@ -185,7 +185,7 @@ class Recording:
 
 @pytest.mark.parametrize("settings", [ServeSettings(), ServeSettings(predict_batch_size=3)])
 def test_batches_run_in_passes_of_predict_batch_size(tier_models: dict, settings: ServeSettings) -> None:
-    """The warm-up and every batch call predict_proba with predict_batch_size (by default passes of 8 texts: a
+    """The warm-up and every batch call class_proba with predict_batch_size (by default passes of 8 texts: a
     micro-batch sorted by length pads less in small passes), and the answers are predict's."""
     predictor = Recording(tier_models["onnx"])
     texts = ["a good film", "dull", "good plot " * 12, "bad"]
@@ -242,11 +242,11 @@ def test_probes_answer_head_and_loading_says_when_to_retry(tier_models: dict) ->
 
 def test_a_request_larger_than_the_batch_is_one_call(tier_models: dict) -> None:
     """The settings' and the page's word: a request of more than max_batch_size texts is predicted alone, in one
-    predict_proba call (passes of predict_batch_size inside it)."""
+    class_proba call (passes of predict_batch_size inside it)."""
     sizes: list[int] = []
     predictor = Recording(tier_models["static"])
-    original = predictor.predict_proba
-    predictor.predict_proba = lambda texts, batch_size=32: (sizes.append(len(texts)), original(texts, batch_size))[1]
+    original = predictor.class_proba
+    predictor.class_proba = lambda texts, batch_size=32: (sizes.append(len(texts)), original(texts, batch_size))[1]
     texts = ["a good film", "dull", "bad", "fine", "great"]
     with TestClient(create_app(predictor, ServeSettings(max_batch_size=2))) as client:
         wait_ready(client)
@@ -643,3 +643,23 @@ def test_the_queue_depth_counts_a_request_before_a_batcher_can_take_it(monkeypat
         batcher.close(timeout=10)
     assert seen_at_put[0] == 1.0  # the request's put (then the stop mark's)
     assert metrics.queue_depth._value.get() == 0.0
+
+
+def test_a_multi_output_model_is_served_as_it_predicts(tiny_body_path: str) -> None:
+    """A torch model whose head is scikit-learn's MultiOutputClassifier gives setfit's `(n, L, 2)` predict_proba:
+    the server read those pairs as labels (every text's answer a list of pairs); it serves `(n, L)` probabilities
+    and `predict`'s multi-hot rows."""
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+
+    texts, labels = make_sentences(8, seed=0)
+    hot = [[1, 0] if y == "positive" else [0, 1] for y in labels]
+    hot[0] = [1, 1]
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=["pos", "neg"], multi_target_strategy="multi-output")
+    Trainer(model, TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+            train_dataset={"text": texts, "label": hot}).train()
+    assert model.predict_proba(texts[:2], as_numpy=True).shape == (2, 2, 2)
+    with TestClient(create_app(model, ServeSettings())) as client:
+        wait_ready(client)
+        answer = client.post("/predict", json={"texts": texts[:4], "probabilities": True}).json()
+    assert answer["labels"] == model.predict(texts[:4]).tolist()
+    np.testing.assert_allclose(answer["probabilities"], model.class_proba(texts[:4]), rtol=0, atol=1e-6)

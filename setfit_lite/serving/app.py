@@ -125,7 +125,7 @@ def _not_ready(state: ServingState) -> JSONResponse:
 
 def _warm(predictor: Any, settings: ServeSettings) -> None:
     """One full batch through the model, so the first request pays no allocation or lazy initialisation."""
-    predictor.predict_proba([WARMUP_TEXT] * settings.max_batch_size, batch_size=settings.predict_batch_size)
+    predictor.class_proba([WARMUP_TEXT] * settings.max_batch_size, batch_size=settings.predict_batch_size)
 
 
 def _one_thread_per_batch(predictor: Any) -> tuple[Any, int]:
@@ -152,8 +152,8 @@ def _load(model: Any, settings: ServeSettings) -> Any:
         from ..modeling import load_model_folder
 
         model = load_model_folder(model, settings.runtime)
-    if not callable(getattr(model, "predict_proba", None)) or not getattr(model, "labels", None):
-        raise TypeError(f"cannot serve {type(model).__name__}: it needs predict_proba and labels (a fitted "
+    if not callable(getattr(model, "class_proba", None)) or not getattr(model, "labels", None):
+        raise TypeError(f"cannot serve {type(model).__name__}: it needs class_proba and labels (a fitted "
                         "SetFitModel, OnnxSetFitModel or StaticSetFitModel)")
     _warm(model, settings)
     return model
@@ -200,7 +200,9 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
         batch_size = settings.predict_batch_size
         state.predictor = predictor
         single, threads = _one_thread_per_batch(predictor)
-        state.batcher = MicroBatcher(lambda texts: single.predict_proba(texts, batch_size=batch_size),
+        # class_proba: (n, K) numpy for every tier and head (predict_proba is setfit's: a tensor, and (n, L, 2) for a
+        # multi-output head, which the labels below would misread)
+        state.batcher = MicroBatcher(lambda texts: single.class_proba(texts, batch_size=batch_size),
                                      settings.max_batch_size, settings.max_wait_s, metrics, threads=threads)
         if state.status == "loading":
             state.status = "ready"
