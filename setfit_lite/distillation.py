@@ -175,9 +175,11 @@ class DistillationTrainer(Trainer):
         texts = self._unlabelled.texts
         self._teacher_embeddings = teacher.encode(texts)
         proba = np.asarray(teacher.model_head.predict_proba(self._teacher_embeddings))
-        # plain Python labels (setfit's return types make integer labels a tensor, which training refuses)
-        predicted = teacher.labels_from_proba(proba, as_numpy=True)
-        predicted = predicted.tolist() if isinstance(predicted, np.ndarray) else list(predicted)
+        if teacher.multi_label:  # each text's labels by name: a one-label model's multi-hot [1] reads as "id 1"
+            predicted = [[teacher.labels[j] for j in np.flatnonzero(row)] for row in teacher.class_ids(proba)]
+        else:  # plain Python labels (setfit's return types make integer labels a tensor, which training refuses)
+            predicted = teacher.labels_from_proba(proba, as_numpy=True)
+            predicted = predicted.tolist() if isinstance(predicted, np.ndarray) else list(predicted)
         if self.model.labels is None:
             self.model.labels = list(teacher.labels)
         self._train_data = LabeledData(texts, predicted, self._unlabelled.columns)

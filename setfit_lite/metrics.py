@@ -80,6 +80,7 @@ def compute_metric(metric: str | Callable[..., Any], y_pred: np.ndarray, y_true:
             return {str(k): _value(v) for k, v in result.items()}
         return {"metric": _value(result)}  # setfit's key for a callable's single value
     y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
+    check_metric_for(metric, y_true.ndim > 1)
     if metric not in _METRICS:
         return _evaluate_metric(metric, y_pred, y_true, kwargs)
     if metric in ("f1", "precision", "recall") and "average" not in kwargs:
@@ -115,6 +116,19 @@ def _evaluate_metric(name: str, y_pred: np.ndarray, y_true: np.ndarray, kwargs: 
 def _unknown(metric: Any) -> str:
     return (f"unknown metric {metric!r}; use one of {sorted(_METRICS)}, a callable, or (with the `evaluate` package "
             "installed: pip install 'setfit_lite[evaluate]') any name evaluate.load accepts")
+
+
+SINGLE_LABEL_METRICS = ("matthews_correlation", "balanced_accuracy")
+"""The metrics computed here that scikit-learn defines for single-label data only."""
+
+
+def check_metric_for(metric: Any, multi_label: bool) -> None:
+    """ValueError for a metric computed here that multi-label data cannot have (`SINGLE_LABEL_METRICS`), naming
+    the ones it can; checked when the labels are known, before training or scoring."""
+    if multi_label and isinstance(metric, str) and metric in SINGLE_LABEL_METRICS:
+        raise ValueError(f"metric {metric!r} is defined for single-label data only; on multi-label data use "
+                         "'accuracy' (every label of a text right), 'f1', 'precision' or 'recall' (micro-averaged "
+                         "unless metric_kwargs give an average), or a callable")
 
 
 def check_metric(metric: Any) -> None:

@@ -28,7 +28,7 @@ from .data.readers import column_renames
 from .evaluation import evaluate_model
 from .heads.calibration import CROSS_FIT_FOLDS, MAX_FOLDS, cross_fit_temperature, cv_temperature
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
-from .metrics import MetricInputs, check_metric
+from .metrics import MetricInputs, check_metric, check_metric_for
 from .modeling import SetFitModel, capped_max_length
 from .reporting import reporting_callbacks
 from .runtime.chunking import window_width
@@ -39,7 +39,7 @@ from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnch
 from .training.callbacks import CallbackHandler, TrainerControl, TrainerState
 from .training.checkpoints import check_resume_data, data_digest, resolve_checkpoint, rng_state, set_rng_state
 from .training.cross_fit import fold_trainer
-from .training.head_fit import fit_head, fit_prototypes, gather_embeddings, weigh_classes
+from .training.head_fit import check_head_fits, fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
 from .training.interim_eval import HeadEvaluator, InterimEvaluator
 from .training.label_policy import fold_label_prior, label_anchor_texts, zero_shot_prototypes
@@ -311,6 +311,8 @@ class Trainer:
             check_resume_data(resume_from, self._data_digest)
         ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
         check_trainable(ids, multi_label, labels)
+        check_metric_for(self.metric, multi_label)
+        check_head_fits(self.model.new_head(len(labels), multi_label), ids, labels)  # before the body trains
         counts = ids.sum(axis=0) if ids.ndim == 2 else np.bincount(ids, minlength=len(labels))
         if (absent := [label for label, n in zip(labels, counts) if n == 0]):
             warnings.warn(f"labels {absent} (given in labels=) have no example in train_dataset: the model can "

@@ -163,7 +163,7 @@ class TrainingArguments:
         calibration_folds: The folds of the calibration's out-of-fold fit; None for 2 when the body is trained,
             else `min(5, smallest class count)`.
         head_class_weight: Whether the head weighs its classes: `"auto"` (default) whenever the single-label
-            classes have unequal counts, `"balanced"` always, None never.
+            classes have unequal counts, `"balanced"` always, None never; multi-label heads are never weighed.
             The weights are `class_weight="balanced"`'s (`n / (K * count)`, all 1 for equal counts), so a few
             labels drawn 5 to 3 do not tip the head towards the larger class. A `class_weight` in `head_params`
             (or on a head instance) wins; `model.training_info["class_weight"]` records what was used.

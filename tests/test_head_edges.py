@@ -80,3 +80,79 @@ def test_an_explicit_class_weight_of_none_is_kept(tiny_body_path: str) -> None:
     Trainer(model=unweighted, args=_args(), train_dataset=train).train()
     assert unweighted.model_head.estimator.class_weight is None
     assert unweighted.training_info["class_weight"]["used"] is None
+
+
+# ------------------------------------------------------------------------------------------------ multi-label
+class _Steps:
+    """Counts the optimizer steps (a refusal must come before the first)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def on_step_end(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        self.steps += 1
+
+
+def _multi_hot(texts_labels: list[str], third: int | None) -> list[list[int]]:
+    """Two labels from the sentences' sentiment, and a third one always (1), never (0) or as given (None)."""
+    rows = [[1, 0] if y == "positive" else [0, 1] for y in texts_labels]
+    return [row + [third if third is not None else i % 2] for i, row in enumerate(rows)]
+
+
+@pytest.mark.parametrize(("options", "data", "match"), [
+    ({"multi_target_strategy": "multi-output"}, "never", r"'c' \(no text has it\)"),
+    ({"multi_target_strategy": "classifier-chain"}, "always", r"'c' \(every text has it\)"),
+    ({"multi_target_strategy": "multi-output"}, "single", "needs multi-label data"),
+    ({"use_differentiable_head": True, "head_params": {"class_weight": "balanced"}}, "mixed",
+     "class_weight applies to single-label heads"),
+])
+def test_a_head_that_cannot_fit_the_labels_is_refused_before_the_body_trains(tiny_body_path: str, options: dict,
+                                                                            data: str, match: str) -> None:
+    texts, labels = make_sentences(6, seed=0)
+    third = {"never": 0, "always": 1}.get(data)
+    train = {"text": texts, "label": labels if data == "single" else _multi_hot(labels, third)}
+    model = SetFitModel.from_pretrained(tiny_body_path, labels=None if data == "single" else ["a", "b", "c"],
+                                        **options)
+    steps = _Steps()
+    trainer = Trainer(model, TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+                      train_dataset=train, callbacks=[steps])
+    with pytest.raises(ValueError, match=match):
+        trainer.train()
+    assert steps.steps == 0
+
+
+def test_single_label_metrics_are_refused_for_multi_label_data_before_training(tiny_body_path: str) -> None:
+    texts, labels = make_sentences(6, seed=0)
+    train = {"text": texts, "label": _multi_hot(labels, None)}
+    for metric in ("matthews_correlation", "balanced_accuracy"):
+        trainer = Trainer(SetFitModel.from_pretrained(tiny_body_path, labels=["a", "b", "c"]),
+                          TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+                          train_dataset=train, metric=metric)
+        with pytest.raises(ValueError, match=f"metric '{metric}' is defined for single-label data only"):
+            trainer.train()
+        assert trainer.state.global_step == 0
+    with pytest.raises(ValueError, match="single-label data only"):
+        compute_metric("matthews_correlation", np.eye(3, dtype=int), np.eye(3, dtype=int))
+
+
+def test_a_one_label_multi_label_teacher_distils_and_a_constant_label_exports(tiny_body_path: str,
+                                                                               tmp_path) -> None:  # noqa: ANN001
+    """A one-label model's multi-hot rows ([1]) were read back as the label id 1 (out of range); a multi-output
+    model's static export refitted multi-output heads, which fail on a label every text has."""
+    from setfit_lite import DistillationTrainer
+
+    texts, labels = make_sentences(6, seed=0)
+    one = SetFitModel.from_pretrained(tiny_body_path, labels=["plot"])
+    Trainer(one, TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+            train_dataset={"text": texts, "label": [["plot"] if y == "positive" else [] for y in labels]}).train()
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    DistillationTrainer(one, student, TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+                        train_dataset={"text": texts}).train()
+    assert student.labels == ["plot"] and student.multi_label
+    multi = SetFitModel.from_pretrained(tiny_body_path, labels=["a", "b", "c"],
+                                        multi_target_strategy="multi-output")
+    Trainer(multi, TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+            train_dataset={"text": texts, "label": _multi_hot(labels, None)}).train()
+    static = SetFitModel.from_static(multi.export_static(tmp_path / "static", texts, _multi_hot(labels, 1),
+                                                         pca_dims=8, refine_epochs=0))
+    assert static.class_proba(texts[:3]).shape == (3, 3)

@@ -132,11 +132,11 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     if labels is not None and len(labels) != len(texts):
         raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
     given_ids = model.label_ids(labels) if labels is not None else None  # a label the model never saw: now
-    strategy = model.multi_target_strategy if model.multi_target_strategy != "classifier-chain" else None
-
     def new_head() -> Any:
+        # multi-label: one-vs-rest whatever the model's strategy (the same per-label logistic regressions as
+        # multi-output, and a label every refit text has, or none, is predicted as it is, not an error)
         return build_head(None, num_classes=len(model.labels), multi_label=model.multi_label,
-                          multi_target_strategy=strategy, **(head_params or {}))
+                          **(head_params or {}))
 
     new_head()  # bad head_params: refused before the distillation
     check_can_update(path)  # a file of the user's the export would replace: refused before the distillation

@@ -7,6 +7,7 @@ precision it was fitted on (measured in docs/benchmarks/training_speed.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -129,3 +130,28 @@ def fit_prototypes(head: Any, embeddings: np.ndarray, ids: np.ndarray, temperatu
     estimator.coef_ = np.zeros_like(estimator.coef_)
     estimator.intercept_ = np.zeros_like(estimator.intercept_)
     _add_directions(estimator, prototypes / temperature)
+
+
+def check_head_fits(head: Any, ids: np.ndarray, labels: Sequence[Any]) -> None:
+    """ValueError, before any training, for labels the head cannot fit: a scikit-learn head that fits one classifier
+    per label (`multi_target_strategy` "multi-output" or "classifier-chain") needs each label present in some texts
+    and absent from others (scikit-learn's own error came after the body had trained); one-vs-rest predicts a
+    constant label as it is.
+
+    Args:
+        head: The head training will fit (unfitted).
+        ids: The encoded training labels (multi-hot rows for multi-label).
+        labels: The label names, in the columns' order.
+
+    Raises:
+        ValueError: A label that every text has, or none has, with such a head.
+    """
+    strategy = getattr(head, "multi_target_strategy", None)
+    if ids.ndim != 2 or strategy not in ("multi-output", "classifier-chain"):
+        return
+    constant = [(label, "every" if column.min() else "no") for label, column in zip(labels, ids.T)
+                if column.min() == column.max()]
+    if constant:
+        shown = ", ".join(f"{label!r} ({which} text has it)" for label, which in constant)
+        raise ValueError(f"multi_target_strategy={strategy!r} fits one classifier per label, which needs texts with "
+                         f"and without each label: {shown}; use 'one-vs-rest' (the default) or add such texts")
