@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import joblib
@@ -280,9 +281,12 @@ def _setfit_folder(folder: Path, body_path: str) -> tuple[Path, object]:
 def test_convert_a_setfit_folder(tmp_path: Path, tiny_body_path: str, capsys: pytest.CaptureFixture) -> None:
     source, head = _setfit_folder(tmp_path / "setfit", tiny_body_path)
     out = tmp_path / "converted"
-    assert main(["convert", str(source), str(out)]) == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["convert", str(source), str(out)]) == 0
     captured = capsys.readouterr()
     assert "warning: trusting the pickle file(s) model_head.pkl" in captured.err
+    assert not [w for w in caught if "unpickling" in str(w.message)]  # said once, not again by the library
     assert json.loads(captured.out) == {"converted_to": str(out), "labels": ["negative", "positive"]}
     assert find_pickle_files(out) == []
     model = SetFitModel.from_pretrained(out)  # no allow_pickle needed any more

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         print(f"setfit-lite convert: warning: trusting the pickle file(s) {', '.join(p.name for p in pickles)} "
               f"in {source}: loading a pickle can run any code it holds, convert only models from a source you "
               "trust", file=sys.stderr)
-    model = SetFitModel.from_pretrained(source, allow_pickle=True)
+    with warnings.catch_warnings():  # the line above said it: not the library's warning a second time
+        warnings.filterwarnings("ignore", message="unpickling ", category=UserWarning)
+        model = SetFitModel.from_pretrained(source, allow_pickle=True)
     if model.model_head is None or model.labels is None:
         raise ValueError(f"{source} has no trained head and labels to convert (setfit saves them as "
                          "model_head.pkl and config_setfit.json)")
