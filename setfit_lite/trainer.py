@@ -316,7 +316,7 @@ class Trainer:
         counts = ids.sum(axis=0) if ids.ndim == 2 else np.bincount(ids, minlength=len(labels))
         if (absent := [label for label, n in zip(labels, counts) if n == 0]):
             warnings.warn(f"labels {absent} (given in labels=) have no example in train_dataset: the model can "
-                          "never predict them (their probability column is 0)", UserWarning, stacklevel=2)
+                          "never learn them (a scikit-learn head gives them probability 0)", UserWarning, stacklevel=2)
         if multi_label and self._uses_pool(args):
             raise ValueError("self-training on unlabeled_dataset needs single-label data; multi-label training "
                              "data was given (set self_training=False or drop unlabeled_dataset)")
