@@ -909,6 +909,12 @@ def _check_model_folder(folder: Path) -> None:
     if not any((folder / name).is_file() for name in (CONFIG_NAME, "modules.json", "config.json")):
         raise ValueError(f"{folder} holds no model: it has no {CONFIG_NAME} (a setfit_lite model), no modules.json "
                          "(a sentence-transformers model) and no config.json (a transformers model)")
+    from .heads import HEAD_CONFIG_NAME
+
+    if not (folder / CONFIG_NAME).is_file() and (folder / HEAD_DIR / HEAD_CONFIG_NAME).is_file():
+        raise ValueError(f"{folder} holds a setfit_lite head ({HEAD_DIR}/) but no {CONFIG_NAME}: a saved model "
+                         "missing its config (deleted or not copied); it would load as a bare body, its trained "
+                         "head ignored. Save the model again, or copy the whole folder")
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

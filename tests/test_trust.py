@@ -585,3 +585,20 @@ def test_module_types_of_the_sentence_transformers_package_only(kind: Any, refus
     (tmp_path / "modules.json").write_text(json.dumps({"type": "evil.Evil"}))
     with pytest.raises(ValueError, match=r"modules\.json must hold a list of modules"):
         refuse_remote_code(tmp_path)
+
+
+def test_a_saved_model_missing_its_config_is_refused_not_loaded_as_a_body(tiny_body_path: str, toy_data: dict,
+                                                                           tmp_path: Path) -> None:
+    """Without config_setfit_lite.json (and its manifest) a saved folder still holds a body: it loaded as a bare
+    body, its trained head silently ignored."""
+    from setfit_lite import SetFitModel, Trainer, TrainingArguments
+    from setfit_lite.modeling import CONFIG_NAME
+
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    Trainer(model, TrainingArguments(max_steps=2, num_epochs=(1, 1), show_progress_bar=False),
+            train_dataset=toy_data).train()
+    model.save_pretrained(tmp_path / "saved")
+    (tmp_path / "saved" / CONFIG_NAME).unlink()
+    (tmp_path / "saved" / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="holds a setfit_lite head .* but no config_setfit_lite.json"):
+        SetFitModel.from_pretrained(tmp_path / "saved")
