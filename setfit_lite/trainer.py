@@ -38,7 +38,7 @@ from .serialization import check_output_path
 from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
 from .training.callbacks import CallbackHandler, TrainerControl, TrainerState
 from .training.checkpoints import check_resume_data, data_digest, resolve_checkpoint, rng_state, set_rng_state
-from .training.cross_fit import fold_trainer
+from .training.cross_fit import check_folds_in_one_process, fold_trainer
 from .training.head_fit import check_head_fits, fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
 from .training.interim_eval import HeadEvaluator, InterimEvaluator
@@ -376,9 +376,7 @@ class Trainer:
         session.event("on_train_begin")
         end_to_end = args.end_to_end and model.has_differentiable_head  # an end-to-end head is not calibrated
         if args.calibration == "temperature" and self.trains_body(args) and not multi_label and not end_to_end:
-            if backend.world_size > 1:
-                raise ValueError("calibration='temperature' trains whole models on folds of the data in one "
-                                 "process; with distributed training use calibration='none'")
+            check_folds_in_one_process(args.calibration, backend.world_size)
             session.initial_body = self._body_before_training(resume_from)
         if self._uses_pool(args) and args.self_training == "auto":  # the folds of the decision start from it
             session.pool_body = session.initial_body if session.initial_body is not None \

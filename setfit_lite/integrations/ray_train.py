@@ -23,6 +23,7 @@ from transformers import TrainerCallback
 from ..config.rules import check_rule, folder, integer
 from ..modeling import SetFitModel
 from ..trainer import Trainer
+from ..training.cross_fit import check_folds_in_one_process
 from ..training_args import TrainingArguments
 
 __all__ = ["CONFIG_KEYS", "RayTrainReportCallback", "build_trainer", "check_train_loop_config", "report_model",
@@ -116,9 +117,7 @@ def _training_args(config: Mapping[str, Any], num_workers: int) -> TrainingArgum
     if config.get("save_to") is not None:
         check_rule(folder(), "save_to", config["save_to"], owner="train_loop_config: ")
     args = TrainingArguments(**(config.get("args") or {}))
-    if num_workers > 1 and args.calibration == "temperature":
-        raise ValueError("calibration='temperature' trains whole models on folds of the data in one process; "
-                         f"with {num_workers} Ray Train workers use calibration='none' (or one worker)")
+    check_folds_in_one_process(args.calibration, num_workers, f"{num_workers} Ray Train workers")
     return args
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FOLD_ARGUMENTS", "fold_trainer", "free_folds"]
+__all__ = ["FOLD_ARGUMENTS", "check_folds_in_one_process", "fold_trainer", "free_folds"]
 
 # A fold's training: the run's arguments, without what writes, reports, evaluates or self-trains (eval_steps too:
 # TrainingArguments reads eval_steps alone as eval_strategy="steps", and a fold has no eval dataset)
@@ -52,3 +52,11 @@ def fold_trainer(trainer_class: type, model: Any, initial_body: Any, args: Any, 
         return proba
 
     return fit_predict
+
+
+def check_folds_in_one_process(calibration: str, processes: int, how: str = "distributed training") -> None:
+    """ValueError for ``calibration="temperature"`` over several processes: its cross-fitting trains whole models
+    on folds of the data in one process (``how``: what runs the processes, for the message)."""
+    if processes > 1 and calibration == "temperature":
+        raise ValueError("calibration='temperature' trains whole models on folds of the data in one process; with "
+                         f"{how} use calibration='none'")
