@@ -309,10 +309,7 @@ class Trainer:
         self._data_digest = data_digest(data.texts, list(data.labels))
         if resume_from is not None:
             check_resume_data(resume_from, self._data_digest)
-        ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
-        check_trainable(ids, multi_label, labels)
-        check_metric_for(self.metric, multi_label)
-        check_head_fits(self.model.new_head(len(labels), multi_label), ids, labels)  # before the body trains
+        ids, labels, multi_label = self.checked_labels(data)
         counts = ids.sum(axis=0) if ids.ndim == 2 else np.bincount(ids, minlength=len(labels))
         if (absent := [label for label, n in zip(labels, counts) if n == 0]):
             warnings.warn(f"labels {absent} (given in labels=) have no example in train_dataset: the model can "
@@ -322,8 +319,6 @@ class Trainer:
                              "data was given (set self_training=False or drop unlabeled_dataset)")
         if self._uses_pool(args):
             pool_without(self._unlabeled, data.texts)  # a pool that nothing is left of: refused before training
-        if self._eval_data is not None:
-            self.model_labels_check(self._eval_data, labels, multi_label)
         seed_everything(args.seed)
         model = self.model
         model.labels = labels
@@ -341,6 +336,25 @@ class Trainer:
         finally:
             backend.teardown()
             self.model.settle_eval()
+
+    def checked_labels(self, data: LabeledData) -> tuple[np.ndarray, list, bool]:
+        """The training labels of ``data`` encoded against the model's labels, with every check `train` makes of
+        them before any work: at least two classes, a metric the data can have, a head that can fit them, and eval
+        labels the training knows.
+
+        Returns:
+            ``(ids, labels, multi_label)``, as `encode_labels` gives them.
+
+        Raises:
+            ValueError: Labels that cannot train the model (the message names the problem).
+        """
+        ids, labels, multi_label = encode_labels(data.labels, known_labels=self.model.labels)
+        check_trainable(ids, multi_label, labels)
+        check_metric_for(self.metric, multi_label)
+        check_head_fits(self.model.new_head(len(labels), multi_label), ids, labels)  # before the body trains
+        if self._eval_data is not None:
+            self.model_labels_check(self._eval_data, labels, multi_label)
+        return ids, labels, multi_label
 
     def read_folders(self) -> list[Any]:
         """The folders training reads from (the model's), which checkpoints never go into, over or around."""

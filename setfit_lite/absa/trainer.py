@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..data import check_trainable, encode_labels
 from ..trainer import Trainer
 from ..training_args import TrainingArguments
 from .data import AspectRows, gold_slices, negative_candidates, read_aspect_rows
@@ -268,9 +267,8 @@ class AbsaTrainer:
 def _check_trainable(trainer: Trainer, which: str, args: TrainingArguments | None) -> None:
     """What `Trainer.train` checks before it trains the ``which`` model, named by the model: ValueError when its
     table has no rows (none of the aspects of train_dataset on spaCy's token boundaries), when its labels cannot
-    train it (`encode_labels` against the model's labels, `check_trainable`: at least two classes), when the eval
-    table has labels the training table lacks, or when ``args`` (None: the trainer's) would write checkpoints
-    into a folder the model is read from."""
+    train it (`Trainer.checked_labels`), or when ``args`` (None: the trainer's) would write checkpoints into a
+    folder the model is read from."""
     if trainer.train_dataset is not None and not len(trainer.train_dataset):
         raise ValueError(f"the {which} model has no training rows: no aspect of train_dataset was found at its "
                          "ordinal on spaCy's token boundaries (see the log lines)")
@@ -279,9 +277,6 @@ def _check_trainable(trainer: Trainer, which: str, args: TrainingArguments | Non
     if data is None:  # no train_dataset: Trainer.train says so
         return
     try:
-        ids, labels, multi_label = encode_labels(data.labels, known_labels=trainer.model.labels)
-        check_trainable(ids, multi_label, labels)
-        if trainer._eval_data is not None:
-            trainer.model_labels_check(trainer._eval_data, labels, multi_label)
+        trainer.checked_labels(data)
     except ValueError as error:
         raise ValueError(f"the {which} model cannot train: {error}") from error
