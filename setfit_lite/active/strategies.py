@@ -11,7 +11,8 @@
   nearest each cluster's centre (typical of the uncertain texts, not the oddest of them);
 - ``"typical"``: coverage (TypiClust): k-means on the whole pool into labelled + ``k`` clusters, and the text
   nearest the centre of each cluster no labelled text is in, the largest first (`uncovered_representatives`);
-- ``"class_typical"``: the ``k`` picks shared evenly over the head's predicted classes (`shares`), and within
+- ``"class_typical"``: the ``k`` picks shared evenly over the head's predicted classes (`shares`; a multi-label
+  head's text counts for its most probable label, so a text no label reaches 0.5 for still has a class), and within
   each class its k-means representatives;
 - ``"mixed"``: half ``margin_diverse``, half ``class_typical``;
 - ``"auto"``: ``cold_start_kmeans`` for a model without a fitted head, else `TRAINED_DEFAULT` (chosen on

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..inputs import load_model
@@ -34,8 +35,8 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
                          f"{sorted(data.columns)}")
     model = load_model(ns.model_dir, ns.runtime)
     result = evaluate_model(model, data, ns.metric, group_by=ns.group_by)
-    if ns.group_by:
-        print(format_groups(result, ns.metric, ns.group_by))
+    if ns.group_by:  # the table is for a reader (stderr); stdout stays one JSON object a program can parse
+        print(format_groups(result, ns.metric, ns.group_by), file=sys.stderr)
     print(json.dumps(result, default=str))
     return result
 
