@@ -474,6 +474,29 @@ def test_save_writes_neither_folder_when_the_second_holds_a_users_model_file(tra
     assert [p.name for p in (tmp_path / "m-polarity").iterdir()] == ["README.md"]
 
 
+def test_a_pair_left_mixed_by_an_interrupted_save_loads_with_a_warning(trained: AbsaModel, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """Both folders of one save carry one id; a save stopped between its two folders leaves a new aspect folder
+    beside the old polarity folder, and loading them says so instead of mixing them silently."""
+    trained.save_pretrained(tmp_path / "q")
+    with caplog.at_level(logging.WARNING):
+        AbsaModel.from_pretrained(tmp_path / "q-aspect", tmp_path / "q-polarity")
+    assert not [m for m in caplog.messages if "two different AbsaModel.save_pretrained" in m]
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trained.polarity_model, "save_pretrained", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        trained.save_pretrained(tmp_path / "q")
+    monkeypatch.undo()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        AbsaModel.from_pretrained(tmp_path / "q-aspect", tmp_path / "q-polarity")
+    assert [m for m in caplog.messages if "two different AbsaModel.save_pretrained calls" in m]
+
+
 def test_model_card_data_reaches_both_cards_as_setfits_model_card_test_passes_it(absa_body: str,
                                                                                   tmp_path: Path) -> None:
     """setfit's span test_model_card: `from_pretrained(..., model_card_data=SetFitModelCardData(...))`, then

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,8 @@ class SpanSetFitModel(SetFitModel):
         super().__init__(model_body, *args, **kwargs)
         self.spacy_model = resolve_spacy_model(spacy_model)
         self.span_context = span_context
+        #: the id `AbsaModel.save_pretrained` gives both folders of one save (None: not saved as a pair)
+        self.absa_pair: str | None = None
         self.span_format = span_format
 
     @classmethod
@@ -123,6 +126,7 @@ class SpanSetFitModel(SetFitModel):
                 value = given
             if value is not None:
                 setattr(model, key, value)
+        model.absa_pair = saved.get("absa_pair")
         return model
 
     def span_text(self, doc: Doc, aspect: slice) -> str:
@@ -155,8 +159,9 @@ class SpanSetFitModel(SetFitModel):
         return {**super().setfit_config(), "span_context": self.span_context, "spacy_model": self.spacy_model}
 
     def config(self) -> dict[str, Any]:
+        pair = {} if self.absa_pair is None else {"absa_pair": self.absa_pair}
         return {**super().config(), "span_context": self.span_context, "spacy_model": self.spacy_model,
-                "span_format": self.span_format}
+                "span_format": self.span_format, **pair}
 
 
 class AspectModel(SpanSetFitModel):
@@ -427,6 +432,11 @@ class AbsaModel:
             raise ValueError(f"{model_id!r} is a saved aspect model: without polarity_model_id a copy of it would be "
                              f"the polarity model, giving {ASPECT_LABELS} as polarities; pass the polarity model too, "
                              f"AbsaModel.from_pretrained({model_id!r}, {polarity!r})")
+        pairs = (aspect_model.absa_pair, polarity_model.absa_pair)
+        if None not in pairs and pairs[0] != pairs[1]:
+            logger.warning("%s and %s were written by two different AbsaModel.save_pretrained calls (an interrupted "
+                           "save leaves such a pair: the first folder new, the second old); if they are not meant "
+                           "to go together, save the model again", model_id, polarity_id)
         if aspect_model.spacy_model != polarity_model.spacy_model:
             logger.warning("The Aspect and Polarity models are configured to use different spaCy models:\n"
                            "* %r for the aspect model, and\n* %r for the polarity model.\nThis model will use %r.",
@@ -564,6 +574,8 @@ class AbsaModel:
             check_output_path(out, model.source_folder, allow_same=_is_own_folder(model), suffix="saved")
             check_output_path(out, other.source_folder, suffix="saved")
             check_can_update(out)  # not a folder, or a file of the user's: the second save would stop half-way
+        # one id in both configs: a pair whose second save never happened (interrupted) loads with a warning
+        self.aspect_model.absa_pair = self.polarity_model.absa_pair = uuid.uuid4().hex
         self.aspect_model.save_pretrained(save_directory, **kwargs)
         self.polarity_model.save_pretrained(polarity_save_directory, **kwargs)
 
@@ -618,6 +630,8 @@ def _saved_span_config(folder: Path | None) -> dict[str, Any]:
                     span["threshold"] = check_param("aspect_threshold", config["threshold"])
                 if config.get("candidates") is not None:
                     span["candidates"] = check_param("aspect_candidates", config["candidates"])
+                if isinstance(config.get("absa_pair"), str):
+                    span["absa_pair"] = config["absa_pair"]
                 return span
     return {}
 
