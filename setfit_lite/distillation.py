@@ -116,7 +116,8 @@ class DistillationTrainer(Trainer):
 
     Raises:
         TypeError: A teacher that is not a `SetFitModel`.
-        ValueError: A teacher without a fitted head, or an unknown `target`.
+        ValueError: An unknown `target`. (A teacher without a fitted head is refused by `train`, before any
+            work: the teacher may be trained after this trainer is built, as in setfit.)
 
     Example:
         ```python
@@ -137,7 +138,6 @@ class DistillationTrainer(Trainer):
             raise TypeError(f"teacher_model must be a SetFitModel, got {type(teacher_model).__name__}")
         if target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-        teacher_model._check_fitted()
         self.target = target
         self.teacher_model = teacher_model
         super().__init__(model=student_model, args=args, train_dataset=None, eval_dataset=eval_dataset,
@@ -157,16 +157,20 @@ class DistillationTrainer(Trainer):
             **kwargs: As in `Trainer.train`.
 
         Raises:
-            ValueError: No `train_dataset`, or `target="embeddings"` with a student of another embedding size.
+            ValueError: No `train_dataset`, a teacher without a fitted head, or `target="embeddings"` with a student
+                of another embedding size.
         """
         if self._unlabelled is None:
             raise ValueError("DistillationTrainer.train needs a train_dataset of texts")
+        # checked here, not at construction: setfit builds both trainers first and trains the teacher in between
+        self.teacher_model._check_fitted()
         self.apply_trial(args, trial)  # first: a trial with model_init replaces the student, which gets the labels
         if (calibration := (args or self.args).calibration) != "none":
             raise ValueError(f"DistillationTrainer does not calibrate (calibration={calibration!r}): its folds "
                              "would train students without the teacher; calibrate the teacher, or the distilled "
                              "student with a Trainer on labelled texts")
         teacher = self.teacher_model
+        self._check_before_encoding(args or self.args)
         if self.target == "embeddings":
             sizes = [teacher.embedding_dim, self.model.embedding_dim]
             if sizes[0] != sizes[1]:
@@ -188,6 +192,21 @@ class DistillationTrainer(Trainer):
         finally:
             self._train_data = None
         self.model.training_info["distilled_from"] = teacher.source or "a SetFitModel in memory"
+
+    def _check_before_encoding(self, args: TrainingArguments) -> None:
+        """What `Trainer.train` checks of the labels and the output folder, made before the teacher encodes the
+        texts (the longest step on a large set): the student's labels hold the teacher's, the evaluation labels
+        are the teacher's, and the checkpoints' folder is not one a model is read from."""
+        teacher = self.teacher_model
+        self.check_output_dir(args)
+        if self.model.labels is not None:
+            missing = [label for label in teacher.labels if label not in self.model.labels]
+            if missing:
+                raise ValueError(f"the student's labels {list(self.model.labels)} lack the teacher's {missing}: the "
+                                 "student learns the teacher's labels (build it without labels=, or with the "
+                                 f"teacher's {list(teacher.labels)})")
+        if self._eval_data is not None:
+            self.model_labels_check(self._eval_data, list(teacher.labels), teacher.multi_label)
 
     def read_folders(self) -> list[Any]:
         """The student's folder and the teacher's."""

@@ -25,14 +25,18 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
 
     The per-group results are under ``"groups"``, keyed by the column's values as strings, each with its ``"n"``.
     ``metric_inputs`` converts the predicted and true class ids for a callable metric (see ``compute_metric``).
-    A single-label model's probabilities are scored under ``"calibration"``: ``expected_calibration_error`` (15
-    bins) and ``brier_score`` (``setfit_lite.metrics``), nested so that the metric stays the only number at the
-    top level (what a search's default objective sums).
+    With a metric given by name, a single-label model's probabilities are also scored under ``"calibration"``:
+    ``expected_calibration_error`` (15 bins) and ``brier_score`` (``setfit_lite.metrics``), nested so that the
+    metric stays the only number at the top level (what a search's default objective sums). A callable metric's
+    result is returned as the callable gives it (as setfit does), with no key added.
     """
     model._check_fitted()
     assert model.labels is not None
     if data.labels is None:
         raise ValueError("evaluation needs labelled data: the dataset has no labels")
+    if group_by is not None and group_by not in data.columns:  # checked before any text is predicted
+        raise ValueError(f"group_by column {group_by!r} not in the dataset; its columns besides the text and the "
+                         f"label: {sorted(data.columns)}")
     y_true = model.label_ids(data.labels)
     proba = model.class_proba(data.texts)
     y_pred = model.class_ids(proba)
@@ -40,11 +44,9 @@ def evaluate_model(model: Predictor, data: LabeledData, metric: str | Callable[.
     result: dict[str, Any] = add_reported_metrics(
         compute_metric(metric, y_pred, y_true, metric_kwargs, num_classes, metric_inputs), metric, y_pred, y_true,
         num_classes=num_classes)
-    if not model.multi_label:
+    if not model.multi_label and not callable(metric):
         result["calibration"] = calibration_metrics(proba, y_true)
     if group_by is not None:
-        if group_by not in data.columns:
-            raise ValueError(f"group_by column {group_by!r} not in the dataset; columns: {sorted(data.columns)}")
         values = np.asarray([str(v) for v in data.columns[group_by]])
         result["groups"] = {
             str(g): compute_metric(metric, y_pred[values == g], y_true[values == g], metric_kwargs, num_classes,

@@ -130,12 +130,56 @@ def test_student_learns_the_teacher(teacher: SetFitModel, tiny_body_path: str, t
 
 def test_distillation_errors(teacher: SetFitModel, tiny_body_path: str) -> None:
     student = SetFitModel.from_pretrained(tiny_body_path)
-    with pytest.raises(ValueError, match="no fitted head"):
-        DistillationTrainer(teacher_model=SetFitModel.from_pretrained(tiny_body_path), student_model=student)
+    untrained = DistillationTrainer(teacher_model=SetFitModel.from_pretrained(tiny_body_path), student_model=student,
+                                    train_dataset={"text": ["a text", "another"]})
+    with pytest.raises(ValueError, match="no fitted head"):  # at train(), before the student changes
+        untrained.train()
+    assert student.model_head is None
     with pytest.raises(TypeError, match="teacher_model"):
         DistillationTrainer(teacher_model="teacher", student_model=student)
     with pytest.raises(ValueError, match="train_dataset"):
         DistillationTrainer(teacher_model=teacher, student_model=student).train()
+
+
+def test_labels_and_output_folder_are_checked_before_the_teacher_encodes(teacher: SetFitModel, tiny_body_path: str,
+                                                                        tmp_path, monkeypatch) -> None:
+    def encode(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the teacher encoded before the checks")
+
+    monkeypatch.setattr(teacher, "encode", encode)
+    texts = {"text": ["a text", "another one"]}
+    other = SetFitModel.from_pretrained(tiny_body_path, labels=["pos", "neg"])
+    with pytest.raises(ValueError, match="the student's labels \\['pos', 'neg'\\] lack the teacher's"):
+        DistillationTrainer(teacher_model=teacher, student_model=other, train_dataset=texts).train()
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    unknown = {"text": ["x", "y"], "label": ["neither", "nor"]}
+    with pytest.raises(ValueError, match="neither"):
+        DistillationTrainer(teacher_model=teacher, student_model=student, train_dataset=texts,
+                            eval_dataset=unknown).train()
+    teacher_folder = tmp_path / "teacher"
+    teacher.save_pretrained(teacher_folder)
+    saved = SetFitModel.from_pretrained(teacher_folder)
+    monkeypatch.setattr(saved, "encode", encode)
+    args = TrainingArguments(**FAST, output_dir=str(teacher_folder / "out"), save_strategy="steps", save_steps=1)
+    with pytest.raises(ValueError, match="teacher|inside|read"):
+        DistillationTrainer(teacher_model=saved, student_model=student, args=args, train_dataset=texts).train()
+    assert student.model_head is None
+
+
+def test_the_teacher_may_be_trained_after_the_distillation_trainer_is_built(tiny_body_path: str) -> None:
+    """setfit's order: both trainers built first, the teacher trained, then the student distilled."""
+    from conftest import make_sentences
+
+    texts, labels = make_sentences(12, seed=0)
+    teacher = SetFitModel.from_pretrained(tiny_body_path)
+    student = SetFitModel.from_pretrained(tiny_body_path)
+    teacher_trainer = Trainer(model=teacher, args=TrainingArguments(**FAST, seed=7),
+                              train_dataset={"text": texts, "label": labels})
+    distiller = DistillationTrainer(teacher_model=teacher, student_model=student,
+                                    args=TrainingArguments(**FAST, seed=3), train_dataset={"text": texts})
+    teacher_trainer.train()
+    distiller.train()
+    assert student.labels == teacher.labels and student.model_head is not None
 
 
 def test_student_learns_the_teachers_embeddings(teacher: SetFitModel, tmp_path) -> None:

@@ -95,8 +95,16 @@ def test_evaluate_model_with_groups() -> None:
     # 1 "short" against 3 "long" is skewed: macro-F1 ((2/3 + 0.8) / 2) is reported beside accuracy
     assert result == {"accuracy": 0.75, "f1_macro": pytest.approx(11 / 15),
                       "groups": {"en": {"accuracy": 1.0, "n": 2}, "fr": {"accuracy": 0.5, "n": 2}}}
-    with pytest.raises(ValueError, match="group_by column 'source' not in the dataset; columns: \\['lang'\\]"):
+    with pytest.raises(ValueError, match="group_by column 'source' not in the dataset; its columns besides the "
+                                         "text and the label: \\['lang'\\]"):
         evaluate_model(LengthModel(), data, group_by="source")
+
+    class Unscorable(LengthModel):
+        def class_proba(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError("predicted before the group_by column was checked")
+
+    with pytest.raises(ValueError, match="group_by column 'source'"):  # before any text is predicted
+        evaluate_model(Unscorable(), data, group_by="source")
     with pytest.raises(ValueError, match="the dataset has no labels"):
         evaluate_model(LengthModel(), LabeledData(["tiny"], None))
 

@@ -146,6 +146,21 @@ def test_eval_during_training_reports_real_metric_and_stops_early(tiny_body_path
     assert stop_rec.metrics == full_rec.metrics[:len(accuracies)]  # same seed, same run up to the stop
 
 
+def test_a_callable_metrics_result_is_returned_as_it_gives_it(toy_eval, trained):
+    """setfit's evaluate returns what the metric returns: no calibration key beside a callable's keys (code that
+    sums or formats the values, as a search's compute_objective does, must not meet a nested dict)."""
+    model, trainer = trained
+    by_name = trainer.evaluate(toy_eval)
+    assert set(by_name["calibration"]) == {"expected_calibration_error", "brier_score"}
+    old = trainer.metric
+    trainer.metric = lambda y_pred, y_true: {"right": float(sum(p == t for p, t in zip(y_pred, y_true)))}
+    try:
+        result = trainer.evaluate(toy_eval)
+    finally:
+        trainer.metric = old
+    assert list(result) == ["right"] and sum(result.values()) >= 0
+
+
 def test_evaluate_group_by(toy_eval, trained):
     _, trainer = trained
     data = dict(toy_eval, lang=["en", "fr"] * (len(toy_eval["text"]) // 2))
