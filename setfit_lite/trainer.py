@@ -37,7 +37,14 @@ from .search.seeding import seed_everything
 from .serialization import check_output_path
 from .training.batch_samplers import PairSampler, SentenceBatchSampler, WithAnchors
 from .training.callbacks import CallbackHandler, TrainerControl, TrainerState
-from .training.checkpoints import check_resume_data, data_digest, resolve_checkpoint, rng_state, set_rng_state
+from .training.checkpoints import (
+    check_new_run,
+    check_resume_data,
+    data_digest,
+    resolve_checkpoint,
+    rng_state,
+    set_rng_state,
+)
 from .training.cross_fit import check_folds_in_one_process, fold_trainer
 from .training.head_fit import check_head_fits, fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
@@ -286,7 +293,9 @@ class Trainer:
 
         Raises:
             ValueError: No `train_dataset`, labels the model cannot train on (a single class, labels absent from
-                `model.labels`), a checkpoint of other data, or `args` and a `trial` that both set arguments.
+                `model.labels`), a checkpoint of other data, `args` and a `trial` that both set arguments, or
+                checkpoints to save into an `args.output_dir` that holds those of an earlier run without resuming
+                it (a `CheckpointError`).
             TypeError: A keyword argument that is not a `TrainingArguments` name.
             TrainingInterrupted: SIGTERM or SIGINT stopped training after a checkpoint.
         """
@@ -300,6 +309,8 @@ class Trainer:
         self.apply_trial(args, trial)
         args = args or self.args
         self.check_output_dir(args, resume_from_checkpoint)
+        if args.save_strategy != "no":  # its checkpoints never mix with those of a run it does not continue
+            check_new_run(args.output_dir, resume_from_checkpoint)
         resume_from = resolve_checkpoint(resume_from_checkpoint, args.output_dir) if resume_from_checkpoint \
             else None
         if self._train_data is None:

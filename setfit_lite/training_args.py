@@ -93,7 +93,8 @@ class TrainingArguments:
         save_strategy: When checkpoints are saved: `"no"` (default; setfit saves every 500 steps), `"steps"` or
             `"epoch"`.
         save_steps: The steps between checkpoints with `save_strategy="steps"`.
-        save_total_limit: How many checkpoints are kept; None keeps every one.
+        save_total_limit: How many checkpoints are kept: those written last, the newest always; None keeps every
+            one.
         load_best_model_at_end: Whether the best evaluated model is restored when training ends.
             Without checkpoints (`save_strategy="no"`) the best body is kept in memory; with checkpoints the saving
             strategy must equal the evaluation strategy (and `save_steps` be a multiple of `eval_steps`). Needs an

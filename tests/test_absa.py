@@ -497,6 +497,23 @@ def test_a_pair_left_mixed_by_an_interrupted_save_loads_with_a_warning(trained: 
     assert [m for m in caplog.messages if "two different AbsaModel.save_pretrained calls" in m]
 
 
+def test_shared_arguments_put_each_models_checkpoints_in_its_own_subfolder(absa_body: str, tmp_path: Path) -> None:
+    """One TrainingArguments for both models: the aspect and polarity checkpoints never share a folder (a run into
+    a folder holding another run's checkpoints is refused, and pruning would mix them)."""
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    out = tmp_path / "ckpt"
+    args = TrainingArguments(**FAST, save_strategy="steps", save_steps=1, output_dir=str(out))
+    AbsaTrainer(model, args=args, train_dataset=ABSA).train()
+    assert sorted(p.name for p in out.iterdir()) == ["aspect", "polarity"]
+    for sub in out.iterdir():
+        assert [p.name for p in sub.iterdir() if p.name.startswith("checkpoint-")]
+    same = TrainingArguments(**FAST, save_strategy="steps", save_steps=1, output_dir=str(tmp_path / "one"))
+    trainer = AbsaTrainer(model, args=same, polarity_args=same, train_dataset=ABSA)
+    with pytest.raises(ValueError, match="one output_dir"):
+        trainer.train()
+    assert not (tmp_path / "one").exists()
+
+
 def test_model_card_data_reaches_both_cards_as_setfits_model_card_test_passes_it(absa_body: str,
                                                                                   tmp_path: Path) -> None:
     """setfit's span test_model_card: `from_pretrained(..., model_card_data=SetFitModelCardData(...))`, then

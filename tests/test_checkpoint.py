@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -228,3 +229,104 @@ def test_pruning_and_re_saving_never_remove_a_users_file_inside_a_checkpoint(tin
     assert (tmp_path / "checkpoint-2" / "my_notes.txt").read_text() == "mine"  # pruned around it
     assert sorted(p.name for p in (tmp_path / "checkpoint-2").iterdir()) == ["my_notes.txt"]
     assert "kept" in caplog.text and "my_notes.txt" in caplog.text
+
+
+SHORT = {"num_epochs": (1, 1), "min_steps_per_epoch": 8, "save_strategy": "steps"}  # 8 steps, checkpointed
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _checkpoint_names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("checkpoint-*"))
+
+
+def test_a_new_run_refuses_an_output_dir_holding_an_earlier_runs_checkpoints(reference, tiny_body_path, toy_data,
+                                                                             tmp_path, monkeypatch) -> None:
+    """A run that saves checkpoints into an output_dir holding those of an earlier run, and does not continue that
+    run, is refused before it trains (as ``setfit-lite train --save-steps`` is): save_total_limit would prune its
+    checkpoints by theirs, and resume_from_checkpoint=True would pick the earlier run's of a higher step."""
+    run(tiny_body_path, toy_data, tmp_path, **SHORT, max_steps=6, save_steps=6)
+    before = _tree(tmp_path)
+
+    def trained(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(Trainer, "train_embeddings", trained)
+    with pytest.raises(CheckpointError, match=re.escape(f"output_dir {tmp_path} holds checkpoints of an earlier run "
+                                                        "(checkpoint-6): ") + r".*resume_from_checkpoint=True\).*"
+                                              r"another \(or an empty\) output_dir"):
+        run(tiny_body_path, toy_data, tmp_path, **SHORT, max_steps=2, save_steps=2)
+    elsewhere = reference[1] / "checkpoint-5"
+    with pytest.raises(CheckpointError, match=re.escape(f"the checkpoint resumed, {elsewhere}, is not one of them")):
+        run(tiny_body_path, toy_data, tmp_path, **SHORT, max_steps=6, save_steps=2, resume=elsewhere)
+    assert _tree(tmp_path) == before
+    for allowed in ({"resume": True}, {"resume": str(tmp_path / "checkpoint-6")}, {"save_strategy": "no"}):
+        with pytest.raises(AssertionError, match="training started"):  # past the check
+            run(tiny_body_path, toy_data, tmp_path, **{**SHORT, **allowed}, max_steps=6, save_steps=2)
+
+
+class CheckpointsAtSave(TrainerCallback):
+    """The checkpoint folders of ``output_dir`` at each ``on_save`` (after the new one's pruning)."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    def on_save(self, args, state, control, **kwargs):
+        self.seen.append(_checkpoint_names(Path(args.output_dir)))
+
+
+def test_pruning_keeps_the_checkpoints_written_last(tiny_body_path, toy_data, tmp_path) -> None:
+    """save_total_limit keeps the checkpoints written last, the one just written always among them: a run resumed
+    from checkpoint-3 keeps its checkpoint-4, and the checkpoint-6 written before, beyond the step resumed from,
+    goes."""
+    run(tiny_body_path, toy_data, tmp_path, **SHORT, max_steps=6, save_steps=3, save_total_limit=None)
+    assert _checkpoint_names(tmp_path) == ["checkpoint-3", "checkpoint-6"]
+    saves = CheckpointsAtSave()
+    run(tiny_body_path, toy_data, tmp_path, [saves], resume=str(tmp_path / "checkpoint-3"), **SHORT, max_steps=6,
+        save_steps=2, save_total_limit=1)
+    assert saves.seen == [["checkpoint-4"], ["checkpoint-6"]]
+    verify_checkpoint(tmp_path / "checkpoint-6")
+
+
+class EditFirstCheckpoint(TrainerCallback):
+    """Edits ``trainer_state.json`` of the first checkpoint saved, by hand as it were."""
+
+    def __init__(self) -> None:
+        self.edited: Path | None = None
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.edited is None:
+            self.edited = Path(args.output_dir) / f"checkpoint-{state.global_step}" / "trainer_state.json"
+            self.edited.write_text(self.edited.read_text()[:-1] + ', "my_note": "keep me"}')
+
+
+def test_pruning_keeps_a_file_changed_since_it_was_written(tiny_body_path, toy_data, tmp_path, caplog) -> None:
+    """A file the checkpoint's manifest lists but that changed since setfit_lite wrote it is the user's: pruning
+    removes the unchanged files around it and keeps it, with its folder, naming it in a warning."""
+    edit = EditFirstCheckpoint()
+    with caplog.at_level("WARNING"):
+        run(tiny_body_path, toy_data, tmp_path, [edit], **SHORT, max_steps=4, save_steps=2, save_total_limit=1)
+    assert _checkpoint_names(tmp_path) == ["checkpoint-2", "checkpoint-4"]
+    assert sorted(p.name for p in (tmp_path / "checkpoint-2").iterdir()) == ["trainer_state.json"]
+    assert edit.edited is not None and '"my_note": "keep me"}' in edit.edited.read_text()
+    verify_checkpoint(tmp_path / "checkpoint-4")
+    assert re.search(r"kept .*checkpoint-2: it holds trainer_state\.json, which changed since setfit_lite wrote",
+                     caplog.text)
+
+
+def test_re_saving_a_checkpoint_with_a_file_changed_since_it_was_written_is_refused(tiny_body_path, toy_data,
+                                                                                    tmp_path) -> None:
+    """A resumed run reaching the step of a checkpoint holding a file changed since setfit_lite wrote it does not
+    replace it: a CheckpointError names the file, and the folder is left as it was."""
+    run(tiny_body_path, toy_data, tmp_path, **SHORT, max_steps=4, save_steps=2, save_total_limit=None)
+    edited = tmp_path / "checkpoint-4" / "trainer_state.json"
+    edited.write_text(edited.read_text()[:-1] + ', "my_note": "keep me"}')
+    before = _tree(tmp_path / "checkpoint-4")
+    with pytest.raises(CheckpointError, match=r"checkpoint-4 holds trainer_state\.json, which changed since "
+                                              r"setfit_lite wrote them: refusing to replace the checkpoint"):
+        run(tiny_body_path, toy_data, tmp_path, resume=str(tmp_path / "checkpoint-2"), **SHORT, max_steps=4,
+            save_steps=2, save_total_limit=None)
+    assert _tree(tmp_path / "checkpoint-4") == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]

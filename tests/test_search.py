@@ -298,22 +298,22 @@ def test_unknown_parameter_is_an_error(tiny_body_path: str, toy_data: Any, toy_e
         trainer.apply_hyperparameters({"dropout": 0.1})
 
 
-def test_one_argument_model_init_receives_only_marked_params(tiny_body_path: str, toy_data: Any,
-                                                            toy_eval: Any) -> None:
+def test_one_argument_model_init_receives_every_param(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
     from setfit_lite.search import apply_hyperparameters, split_hyperparameters
 
     received: list = []
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_recording_model_init(tiny_body_path, received))
     params = {"body_learning_rate": 1e-3, "max_iter": 50, "class_weight": "balanced", "model_init__norm": True}
-    assert split_hyperparameters(trainer, params) == ({"body_learning_rate": 1e-3}, {"norm": True})
+    every = {"body_learning_rate": 1e-3, "max_iter": 50, "class_weight": "balanced", "norm": True}
+    assert split_hyperparameters(trainer, params) == ({"body_learning_rate": 1e-3}, every)
     apply_hyperparameters(trainer, params)
-    assert received[-1] == {"norm": True}
+    assert received[-1] == every  # as in setfit; the marked name without its prefix
     assert trainer.model.normalize_embeddings
     assert trainer.model.head_params == {"max_iter": 50, "class_weight": "balanced"}
     assert trainer.model.new_head(2, False).estimator.get_params()["class_weight"] == "balanced"
     assert trainer.args.body_learning_rate == (1e-3, 1e-3)  # a single rate is both phases, as in setfit
 
-    # the README's model_init(params=None): an unmarked name (a typo) is no longer handed to it and searched
+    # a name only model_init could take and that it never reads (a typo) is refused before the trial trains
     calls = len(received)
     space = SEED_SPACE + [{"name": "bogus_param", "type": "double", "bounds": {"min": 0.0, "max": 1.0}}]
     with pytest.raises(TypeError) as info:
@@ -323,12 +323,14 @@ def test_one_argument_model_init_receives_only_marked_params(tiny_body_path: str
     assert ("TrainingArguments (anchor_loss, anchor_temperature, anchor_template, anchor_weight, anchors_per_batch, "
             "backend") in message
     assert "the head (LogisticRegression: C, class_weight" in message
-    assert "model_init(params) receives" in message and "'model_init__bogus_param'" in message
-    assert len(received) == calls  # refused before the first trial
+    assert "model_init(params) got it in its dict and never read it (it read 'norm')" in message
+    assert len(received) == calls + 1  # the first trial's model_init ran, and the trial stopped there
     with pytest.raises(TypeError, match=r"'body_learning_rat': did you mean 'body_learning_rate'\?"):
         trainer.hyperparameter_search(hp_space=lambda t: {"body_learning_rat": 1e-3}, n_trials=1)
-    with pytest.raises(TypeError, match="'norm'"):
-        apply_hyperparameters(trainer, {"norm": True})
+    apply_hyperparameters(trainer, {"norm": False})  # unmarked: model_init reads it
+    assert received[-1] == {"norm": False} and not trainer.model.normalize_embeddings
+    with pytest.raises(TypeError, match=r"model_init parameter\(s\) 'seed' given twice"):
+        apply_hyperparameters(trainer, {"seed": 1, "model_init__seed": 2})
 
 
 def test_keyword_model_init_receives_the_names_it_declares(tiny_body_path: str, toy_data: Any,
@@ -373,7 +375,7 @@ def test_trainer_apply_hyperparameters_routes_like_a_trial(tiny_body_path: str, 
     received: list = []
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_recording_model_init(tiny_body_path, received))
     trainer.apply_hyperparameters({"model_init__norm": True, "C": 2.0})
-    assert received[-1] == {"norm": True} and trainer.model.head_params == {"C": 2.0}
+    assert received[-1] == {"norm": True, "C": 2.0} and trainer.model.head_params == {"C": 2.0}
 
 
 def test_train_with_a_trial_applies_its_parameters(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
@@ -382,7 +384,8 @@ def test_train_with_a_trial_applies_its_parameters(tiny_body_path: str, toy_data
     trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_recording_model_init(tiny_body_path, received))
     first = trainer.model
     trainer.train(trial={"seed": 3, "C": 0.5, "model_init__norm": True})
-    assert received[-1] == {"norm": True} and trainer.model is not first and trainer.model.normalize_embeddings
+    assert received[-1] == {"seed": 3, "C": 0.5, "norm": True}  # the trial's full dict, as in setfit
+    assert trainer.model is not first and trainer.model.normalize_embeddings
     assert trainer.args.seed == 3 and trainer.model.training_info["training_args"]["seed"] == 3
     assert trainer.model.model_head.estimator.C == 0.5
     with pytest.raises(ValueError, match=r"args and a trial that sets training arguments \(seed\)"):
@@ -416,7 +419,7 @@ def test_partial_model_init_takes_the_params_dict(tiny_body_path: str, toy_data:
     received: list = []
 
     def model_init(params: dict | None, body: str) -> SetFitModel:
-        received.append(params)
+        received.append(None if params is None else dict(params))  # dict(params) reads every name
         return SetFitModel.from_pretrained(body)
 
     init = functools.partial(model_init, body=tiny_body_path)
@@ -425,6 +428,141 @@ def test_partial_model_init_takes_the_params_dict(tiny_body_path: str, toy_data:
     assert received == [None]
     trainer.apply_hyperparameters({"model_init__norm": True})
     assert received[-1] == {"norm": True}
+
+
+def _reading_model_init(body: str, received: list, read: Any = None) -> Any:
+    """A one-argument ``model_init(params)`` as setfit's docs write it: records each ``params`` it gets and builds
+    ``params.get("model_id", body)``, its head's ``max_iter`` from ``params.get("max_iter", 100)``; ``read(params)``
+    runs first."""
+    from setfit_lite import SetFitModel
+
+    def model_init(params: dict | None) -> SetFitModel:
+        received.append(params)
+        params = params or {}  # its truth value reads nothing
+        if read is not None:
+            read(params)
+        return SetFitModel.from_pretrained(params.get("model_id", body),
+                                           head_params={"max_iter": params.get("max_iter", 100)})
+
+    return model_init
+
+
+def test_one_argument_model_init_searches_a_model_id(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    """setfit's ``model_init(params)`` gets each trial's full dict: a ``model_id`` only it takes, and the head's
+    ``max_iter``, which also goes to the head, as does ``seed`` to the training arguments; each trial's model is
+    built by it."""
+    received: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_reading_model_init(tiny_body_path, received))
+
+    def hp_space(trial: optuna.Trial) -> dict[str, Any]:
+        return {"model_id": trial.suggest_categorical("model_id", [tiny_body_path]),
+                "max_iter": trial.suggest_int("max_iter", 50, 300), "seed": trial.suggest_int("seed", 1, 40)}
+
+    best = trainer.hyperparameter_search(hp_space=hp_space, n_trials=1, pruner=optuna.pruners.NopPruner())
+    assert [t.state for t in best.study.trials] == [TrialState.COMPLETE]
+    assert received[0] is None  # Trainer() built its model without params
+    assert len(received) == 2 and received[1] == best.hyperparameters
+    assert set(best.hyperparameters) == {"model_id", "max_iter", "seed"}
+    trainer.train(trial=best.hyperparameters)
+    assert len(received) == 3 and received[2] == best.hyperparameters
+    assert trainer.model.model_head.estimator.max_iter == best.hyperparameters["max_iter"]
+    assert trainer.model.training_info["training_args"]["seed"] == best.hyperparameters["seed"]
+
+
+def test_a_name_model_init_never_reads_is_an_error_before_training(tiny_body_path: str, toy_data: Any,
+                                                                    toy_eval: Any, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    received: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_reading_model_init(tiny_body_path, received))
+    model, args = trainer.model, trainer.args
+    trained: list = []
+    monkeypatch.setattr(trainer, "train", lambda *a, **k: trained.append(1))
+    with pytest.raises(TypeError) as info:
+        trainer.hyperparameter_search(hp_space=lambda t: {"model_id": tiny_body_path, "modelid": tiny_body_path,
+                                                          "seed": t.suggest_int("seed", 1, 4)}, n_trials=1)
+    message = str(info.value)
+    assert message.startswith("hyperparameter(s) 'modelid': nothing accepts this name ('modelid': did you mean "
+                              "'model_id'?). Names go to TrainingArguments (anchor_loss, ")
+    assert "the head (LogisticRegression: C, class_weight" in message
+    assert message.endswith("model_init(params) got it in its dict and never read it (it read 'max_iter', "
+                            "'model_id').")
+    assert len(received) == 2 and trained == []  # model_init ran for the trial, which never trained
+    assert trainer.model is model and trainer.args is args
+    monkeypatch.undo()
+    with pytest.raises(TypeError, match="'model_init__dropout'.*never read it"):  # marked, never read
+        trainer.apply_hyperparameters({"model_init__dropout": 0.1, "seed": 3})
+    assert trainer.model is model and trainer.args is args  # nothing applied
+    with pytest.raises(TypeError, match=r"'sed': did you mean 'seed'\?"):
+        trainer.train(trial={"sed": 3})
+    assert trainer.model is model and trainer.args is args
+
+
+@pytest.mark.parametrize("read", [dict, lambda params: {**params}, lambda params: (lambda **kw: kw)(**params),
+                                  lambda params: params == {}, lambda params: list(params.items())],
+                         ids=["dict", "unpack", "keywords", "equal", "items"])
+def test_copying_the_dict_reads_every_name(tiny_body_path: str, toy_data: Any, toy_eval: Any, read: Any) -> None:
+    received: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval,
+                       model_init=_reading_model_init(tiny_body_path, received, read))
+    first = trainer.model
+    trainer.apply_hyperparameters({"anything": 1, "model_init__other": 2})
+    assert received[-1] == {"anything": 1, "other": 2} and trainer.model is not first
+
+
+def test_recording_params_records_the_keys_read() -> None:
+    from setfit_lite.search.routing import RecordingParams
+
+    names = ["a", "b", "c"]
+
+    def unread(read: Any) -> list[str]:
+        params = RecordingParams(dict.fromkeys(names, 1))
+        read(params)
+        return params.unread(names)
+
+    assert unread(lambda p: p or {}) == unread(len) == unread(repr) == names
+    assert unread(lambda p: (p["a"], p.get("b"), "x" in p)) == ["c"]
+    assert unread(lambda p: (p.pop("a"), p.setdefault("b", 0), p.get("x", 0))) == ["c"]
+    for read_all in (dict, lambda p: {**p}, iter, list, lambda p: p.keys(), lambda p: p.values(),
+                     lambda p: p.items(), lambda p: p.copy(), lambda p: p == {}, lambda p: p != {}):
+        assert unread(read_all) == []
+    params = RecordingParams({"a": 1})
+    assert params.copy() == {"a": 1} and type(params.copy()) is dict and isinstance(params, dict)
+
+
+def test_unknown_names_raise_up_front_unless_model_init_takes_the_dict(tiny_body_path: str, toy_data: Any,
+                                                                       toy_eval: Any) -> None:
+    """No model_init, one without parameters or with keyword parameters: a name nothing accepts is refused before
+    any model is built, as before; only a one-argument model_init receives it."""
+    from setfit_lite import SetFitModel, Trainer
+
+    space = {"model_id": CategoricalDistribution([tiny_body_path]), "seed": IntDistribution(1, 4)}
+    without = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=_args(), train_dataset=toy_data)
+    with pytest.raises(TypeError, match="'model_id': nothing accepts this name.*there is no model_init"):
+        without.apply_hyperparameters({"model_id": tiny_body_path}, final_model=True)
+
+    created: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, created=created)
+    with pytest.raises(TypeError, match="'model_id': nothing accepts this name.*model_init takes no parameters"):
+        trainer.hyperparameter_search(hp_space=space, n_trials=1)
+    assert len(created) == 1
+
+    built: list = []
+
+    def keyword_init(normalize: bool = False, max_length: int | None = None) -> SetFitModel:
+        built.append(normalize)
+        return SetFitModel.from_pretrained(tiny_body_path, normalize_embeddings=normalize, max_length=max_length)
+
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=keyword_init)
+    with pytest.raises(TypeError, match="'model_id': nothing accepts.*keyword parameters max_length, normalize"):
+        trainer.hyperparameter_search(hp_space=space, n_trials=1)
+    with pytest.raises(TypeError, match="'model_id'"):
+        trainer.train(trial={"model_id": tiny_body_path})
+    assert built == [False]
+
+    received: list = []
+    trainer = _trainer(tiny_body_path, toy_data, toy_eval, model_init=_reading_model_init(tiny_body_path, received))
+    best = trainer.hyperparameter_search(hp_space=space, n_trials=1, pruner=optuna.pruners.NopPruner())
+    assert received[-1] == best.hyperparameters and best.hyperparameters["model_id"] == tiny_body_path
 
 
 @pytest.mark.parametrize("seed", [7, 2**63 - 1])
@@ -828,3 +966,20 @@ def test_the_sigopt_backend_runs_its_suggestions_and_reports_each_objective(
     assert spec["parameters"] == experiment["parameters"]
     assert fake.observed == [(1, 0.5), (2, 0.25), (3, 0.75)]
     assert best.run_id == "2" and best.objective == 0.25 and best.hyperparameters == {"seed": 2}
+
+
+def test_each_trial_saves_its_checkpoints_in_its_own_folder(tmp_path: Path, tiny_body_path: str, toy_data: Any,
+                                                            toy_eval: Any) -> None:
+    """transformers' ``run-<trial number>``: a trial never meets another trial's checkpoints (a new run into a
+    folder holding an earlier run's is refused, and pruning would mix them)."""
+    from setfit_lite import SetFitModel, Trainer
+
+    out = tmp_path / "ckpt"
+    trainer = Trainer(args=_args(save_strategy="steps", save_steps=2, output_dir=str(out)), train_dataset=toy_data,
+                      eval_dataset=toy_eval, model_init=lambda: SetFitModel.from_pretrained(tiny_body_path))
+    space = [{"name": "seed", "type": "int", "bounds": {"min": 1, "max": 40}}]
+    best = trainer.hyperparameter_search(hp_space=space, n_trials=2, sampler=optuna.samplers.RandomSampler(seed=0))
+    assert [t.state for t in best.study.trials] == [TrialState.COMPLETE] * 2
+    assert sorted(p.name for p in out.iterdir()) == ["run-0", "run-1"]
+    for run in out.iterdir():
+        assert [p.name for p in run.iterdir() if p.name.startswith("checkpoint-")]

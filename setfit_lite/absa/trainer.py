@@ -10,7 +10,9 @@ labels.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..trainer import Trainer
@@ -36,7 +38,9 @@ class AbsaTrainer:
 
     Args:
         model: the model to train.
-        args: the aspect model's training arguments, and the polarity model's when ``polarity_args`` is None.
+        args: the aspect model's training arguments, and the polarity model's when ``polarity_args`` is None
+            (then, when they save checkpoints, each model's go to its own subfolder of ``output_dir``,
+            ``aspect/`` and ``polarity/``).
         polarity_args: the polarity model's training arguments.
         train_dataset: one row per aspect with the columns ``text``, ``span``, ``label``, ``ordinal`` (a
             ``datasets.Dataset``, a DataFrame, a dict of lists or a list of dicts).
@@ -77,6 +81,11 @@ class AbsaTrainer:
         aspect_train, polarity_train = self.preprocess_dataset(model.aspect_model, model.polarity_model, train_rows)
         aspect_eval, polarity_eval = self.preprocess_dataset(model.aspect_model, model.polarity_model, eval_rows)
         aspect_args = args if args is not None else TrainingArguments()
+        if polarity_args is None and aspect_args.save_strategy != "no":
+            # one set of arguments for both: each model's checkpoints in its own subfolder, never mixed
+            root = Path(aspect_args.output_dir)
+            polarity_args = aspect_args.update({"output_dir": str(root / "polarity")})
+            aspect_args = aspect_args.update({"output_dir": str(root / "aspect")})
         polarity_args = (polarity_args or args or TrainingArguments()).copy()
         self.aspect_trainer = self._trainer(model.aspect_model, aspect_args, aspect_train, aspect_eval, metric,
                                             metric_kwargs, callbacks)
@@ -150,6 +159,12 @@ class AbsaTrainer:
         """
         # the polarity table first: it is empty when no gold aspect is on spaCy's tokens, which that error says
         _check_trainable(self.polarity_trainer, "polarity", polarity_args)
+        aspect, polarity = args or self.aspect_trainer.args, polarity_args or self.polarity_trainer.args
+        if "no" not in (aspect.save_strategy, polarity.save_strategy) and \
+                os.path.realpath(aspect.output_dir) == os.path.realpath(polarity.output_dir):
+            raise ValueError(f"the aspect and polarity models would write their checkpoints into one output_dir "
+                             f"({aspect.output_dir!r}), where each run's would replace the other's: give "
+                             "polarity_args an output_dir of its own")
         _check_trainable(self.aspect_trainer, "aspect", args)
         self.train_aspect(args=args, trial=trial, **kwargs)
         self.train_polarity(args=polarity_args, trial=trial, **kwargs)

@@ -9,11 +9,16 @@ A parameter is routed by name (`apply_hyperparameters`, each search trial, ``Tra
   sklearn estimator given as the head) is applied to the model's next head;
 - otherwise, a name ``model_init`` declares as a keyword parameter (``def model_init(norm=False, dropout=0.1)``)
   is passed to it as that keyword argument;
-- a name marked ``model_init__<name>`` (`MODEL_INIT_PREFIX`) goes to ``model_init`` only: with setfit's
-  one-argument convention (``def model_init(params)``) these are the only names its dict receives, keyed without
-  the prefix (``{"norm": True}`` for ``model_init__norm``); with keyword parameters, ``<name>`` must be one of them.
-- any other name is a ``TypeError`` listing what accepts names (setfit silently drops it, or hands it to
-  ``model_init``, so a typo searched nothing).
+- a name marked ``model_init__<name>`` (`MODEL_INIT_PREFIX`) goes to ``model_init`` only, as ``<name>``; with
+  keyword parameters, ``<name>`` must be one of them;
+- any other name is a ``TypeError`` listing what accepts names (setfit silently drops it, so a typo searched
+  nothing), except with setfit's one-argument convention, below.
+
+setfit's one-argument ``model_init(params)`` receives every parameter in one dict, as in setfit: the names above
+as they are (training arguments and head parameters are also applied as above), ``model_init__<name>`` as
+``<name>``, and the names nothing else accepts (``model_id``, say). Its dict (`RecordingParams`) records which keys
+``model_init`` reads: a name only ``model_init`` takes (marked, or accepted by nothing else) that it never read is
+the same ``TypeError``, raised once ``model_init`` returns, before the trial trains.
 
 The type each value takes at its receiver, and the checks before the first trial: `setfit_lite.search.values`.
 
@@ -27,16 +32,108 @@ import dataclasses
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, NamedTuple
 
 from ..training_args import TrainingArguments
 from .seeding import seed_everything
 
-__all__ = ["MODEL_INIT_PREFIX", "apply_head_params", "apply_hyperparameters", "build_model", "call_model_init",
-           "head_param_names", "head_spec", "route", "split_hyperparameters", "takes_params", "trial_params"]
+__all__ = ["MODEL_INIT_PREFIX", "RecordingParams", "apply_head_params", "apply_hyperparameters", "build_model",
+           "call_model_init", "head_param_names", "head_spec", "route", "split_hyperparameters", "takes_params",
+           "trial_params"]
 
 MODEL_INIT_PREFIX = "model_init__"
+
+
+class RecordingParams(dict):
+    """The parameters dict a one-argument ``model_init(params)`` receives: a dict that records the keys read.
+
+    ``params[key]``, ``get``, ``in``, ``pop``, ``setdefault`` and ``popitem`` read their key (present or not);
+    iteration, ``keys``, ``items``, ``values``, ``copy``, ``==`` and ``!=`` read every key, and so do the copies
+    that go through ``keys`` (``dict(params)``, ``{**params}``, ``f(**params)``, ``params | other``). Its truth value
+    (``params or {}``), ``len`` and ``repr`` read nothing.
+    """
+
+    __slots__ = ("_read", "_read_all")
+
+    def __init__(self, params: Mapping[Any, Any] | None = None) -> None:
+        super().__init__(params or {})
+        self._read: set[Any] = set()
+        self._read_all = False
+
+    @property
+    def read_keys(self) -> set[Any]:
+        """The keys read one at a time (which may be absent from the dict)."""
+        return set(self._read)
+
+    def unread(self, keys: Iterable[Any]) -> list[Any]:
+        """Those of ``keys`` never read (none once every key was read)."""
+        return [] if self._read_all else [key for key in keys if key not in self._read]
+
+    def _mark(self, key: Any) -> None:
+        try:
+            self._read.add(key)
+        except TypeError:  # an unhashable key: the dict's own method raises
+            pass
+
+    def __getitem__(self, key: Any) -> Any:
+        self._mark(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._mark(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._mark(key)
+        return super().__contains__(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._mark(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self._mark(key)
+        return super().setdefault(key, default)
+
+    def popitem(self) -> tuple[Any, Any]:
+        key, value = super().popitem()
+        self._mark(key)
+        return key, value
+
+    def __iter__(self) -> Iterator[Any]:
+        self._read_all = True
+        return super().__iter__()
+
+    def __reversed__(self) -> Iterator[Any]:
+        self._read_all = True
+        return super().__reversed__()
+
+    def keys(self) -> KeysView[Any]:
+        self._read_all = True
+        return super().keys()
+
+    def items(self) -> ItemsView[Any, Any]:
+        self._read_all = True
+        return super().items()
+
+    def values(self) -> ValuesView[Any]:
+        self._read_all = True
+        return super().values()
+
+    def copy(self) -> dict[Any, Any]:
+        self._read_all = True
+        return dict(super().items())
+
+    def __eq__(self, other: object) -> bool:
+        self._read_all = True
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        self._read_all = True
+        return super().__ne__(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def takes_params(model_init: Callable[..., Any] | None) -> bool:
@@ -54,11 +151,12 @@ def takes_params(model_init: Callable[..., Any] | None) -> bool:
 
 def call_model_init(model_init: Callable[..., Any], params: Mapping[str, Any] | None = None) -> Any:
     """A fresh model from ``model_init``: ``params`` as its one argument (setfit's convention; ``None`` when not
-    given), as keyword arguments (a model_init that declares them), or no argument at all."""
+    given; a copy unless it is a `RecordingParams`, whose reads the caller checks), as keyword arguments (a
+    model_init that declares them), or no argument at all."""
     from ..modeling import SetFitModel
 
     if takes_params(model_init):
-        model = model_init(None if params is None else dict(params))
+        model = model_init(params if params is None or isinstance(params, RecordingParams) else dict(params))
     else:
         model = model_init(**(params or {}))
     if not isinstance(model, SetFitModel):
@@ -134,19 +232,23 @@ def apply_head_params(model: Any, params: Mapping[str, Any]) -> None:
         model.head_params = {**model.head_params, **params}
 
 
-def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
-    """Each name's receiver and key: ``("args", field)``, ``("head", parameter)`` or ``("model_init", keyword)``.
+def _trainer_head(trainer: Any) -> tuple[str, set[str]]:
+    """`head_param_names` of the trainer's model (none before it has one)."""
+    model = getattr(trainer, "model", None)
+    return head_param_names(model) if model is not None else ("no model yet", set())
 
-    Names nothing accepts raise ``TypeError`` listing what accepts names (see the module doc for the rule).
+
+def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Each name's receiver and key: ``("args", field)``, ``("head", parameter)`` or ``("model_init", key)``.
+
+    ``"model_init"`` marks the names only model_init takes; a one-argument model_init also receives the others, under
+    their own names. Names nothing accepts raise ``TypeError`` listing what accepts names (see the module doc for
+    the rule).
     """
     model_init = getattr(trainer, "model_init", None)
     takes_dict, keywords = takes_params(model_init), _model_init_keywords(model_init)
     arg_names = _training_argument_names()
-
-    @functools.cache
-    def head() -> tuple[str, set[str]]:
-        model = getattr(trainer, "model", None)
-        return head_param_names(model) if model is not None else ("no model yet", set())
+    head = functools.cache(functools.partial(_trainer_head, trainer))
 
     routes: dict[str, tuple[str, str]] = {}
     unknown: list[str] = []
@@ -159,14 +261,14 @@ def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
         elif name in head()[1]:
             route = ("head", name)
         else:
-            route = ("model_init", name) if name in keywords else None
+            route = ("model_init", name) if takes_dict or name in keywords else None
         if route is None:
             unknown.append(name)
         else:
             routes[name] = route
     if unknown:
         raise _unaccepted(unknown, arg_names, head(), model_init, takes_dict, keywords)
-    init_keys = [key for receiver, key in routes.values() if receiver == "model_init"]
+    init_keys = [key for receiver, key in routes.values() if takes_dict or receiver == "model_init"]
     twice = sorted({key for key in init_keys if init_keys.count(key) > 1})
     if twice:
         raise TypeError(f"model_init parameter(s) {', '.join(map(repr, twice))} given twice (with and without "
@@ -175,18 +277,23 @@ def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
 
 
 def _unaccepted(names: list[Any], arg_names: set[str], head: tuple[str, set[str]],
-                model_init: Callable[..., Any] | None, takes_dict: bool, keywords: set[str]) -> TypeError:
+                model_init: Callable[..., Any] | None, takes_dict: bool, keywords: set[str],
+                read: set[Any] | None = None) -> TypeError:
+    """The error for ``names`` nothing accepts (``read``: the keys a one-argument model_init read, once it ran)."""
     description, head_names = head
+    read_names = {key for key in read or () if isinstance(key, str)}
     if model_init is None:
         init = "there is no model_init"
+    elif read is not None:
+        init = (f"model_init(params) got it in its dict and never read it (it read "
+                f"{', '.join(map(repr, sorted(read_names))) or 'no key'})")
     elif takes_dict:
-        init = (f"model_init(params) receives, in its dict and without the prefix, only names marked "
-                f"{MODEL_INIT_PREFIX!r} (e.g. {MODEL_INIT_PREFIX + str(names[0])!r})")
+        init = f"model_init(params) receives each name in its dict ({MODEL_INIT_PREFIX!r}<name> as <name>)"
     elif keywords:
         init = f"model_init takes its keyword parameters {', '.join(sorted(keywords))}"
     else:
         init = "model_init takes no parameters"
-    candidates = sorted(arg_names | head_names | keywords)
+    candidates = sorted(arg_names | head_names | keywords | read_names)
     hints = [f"{name!r}: did you mean {match[0]!r}?" for name in names
              if isinstance(name, str) and (match := difflib.get_close_matches(name, candidates, n=1))]
     return TypeError(
@@ -196,40 +303,81 @@ def _unaccepted(names: list[Any], arg_names: set[str], head: tuple[str, set[str]
         f"{', '.join(sorted(head_names)) or 'no parameters'}); or to model_init: {init}.")
 
 
-def _partition(trainer: Any, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``(training-argument params, head params, model_init params)``; names nothing accepts raise TypeError."""
+class _Partition(NamedTuple):
+    """Parameters by receiver: ``model_init`` as model_init receives them (without the ``model_init__`` prefix;
+    every parameter for a one-argument model_init), ``model_init_only`` maps each of its keys that nothing else
+    takes to the parameter's name."""
+
+    args: dict[str, Any]
+    head: dict[str, Any]
+    model_init: dict[Any, Any]
+    model_init_only: dict[Any, Any]
+
+
+def _partition(trainer: Any, params: Mapping[str, Any]) -> _Partition:
+    """``params`` by receiver (`route`); names nothing accepts raise TypeError."""
     if not isinstance(params, Mapping):
         raise TypeError(f"the hyperparameter space must give a dict of parameters, got {type(params).__name__}")
-    parts: dict[str, dict[str, Any]] = {"args": {}, "head": {}, "model_init": {}}
+    takes_dict = takes_params(getattr(trainer, "model_init", None))
+    parts = _Partition({}, {}, {}, {})
     for name, (receiver, key) in route(trainer, params).items():
-        parts[receiver][key] = params[name]
-    return parts["args"], parts["head"], parts["model_init"]
+        if receiver == "args":
+            parts.args[key] = params[name]
+        elif receiver == "head":
+            parts.head[key] = params[name]
+        else:
+            parts.model_init_only[key] = name
+        if receiver == "model_init" or takes_dict:
+            parts.model_init[key] = params[name]
+    return parts
 
 
 def split_hyperparameters(trainer: Any, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(training-argument params, model_init params)``; head params are the others (see module doc).
 
-    model_init params are keyed as model_init receives them (without the ``model_init__`` prefix).
+    model_init params are keyed as model_init receives them (without the ``model_init__`` prefix); a one-argument
+    model_init receives them all.
     """
-    args, _head, init = _partition(trainer, params)
-    return args, init
+    parts = _partition(trainer, params)
+    return parts.args, parts.model_init
 
 
-def build_model(trainer: Any, init_params: Mapping[str, Any]) -> Any:
+def build_model(trainer: Any, init_params: Mapping[Any, Any], must_read: Mapping[Any, Any] | None = None) -> Any:
     """A fresh model from ``trainer.model_init`` (through ``trainer.call_model_init``): ``init_params`` as its dict
-    (one-argument convention) or as keyword arguments (a model_init that declares them)."""
-    return trainer.call_model_init(dict(init_params))
+    (one-argument convention) or as keyword arguments (a model_init that declares them).
+
+    Args:
+        trainer: The trainer whose ``model_init`` builds the model.
+        init_params: What model_init receives.
+        must_read: For a one-argument model_init: ``{key: hyperparameter name}`` for the keys of ``init_params``
+            it must read, as nothing else takes them.
+
+    Raises:
+        TypeError: A one-argument model_init that never read a key of ``must_read`` (naming the hyperparameter).
+    """
+    if not takes_params(trainer.model_init):
+        return trainer.call_model_init(dict(init_params))
+    must_read = must_read or {}
+    params = RecordingParams(init_params)
+    model = trainer.call_model_init(params)
+    unread = params.unread(must_read)
+    if unread:
+        raise _unaccepted([must_read[key] for key in unread], _training_argument_names(), _trainer_head(trainer),
+                          trainer.model_init, True, set(), read=params.read_keys)
+    return model
 
 
 def apply_hyperparameters(trainer: Any, params: Mapping[str, Any], final_model: bool = False) -> None:
     """Route ``params`` as a trial does: ``trainer.args`` updated (and checked), a new model from ``model_init``
-    when it receives parameters or ``final_model``, and the head parameters set on the trainer's model."""
-    arg_params, head_params, init_params = _partition(trainer, params)
-    trainer.args = trainer.args.update(arg_params)
-    if trainer.model_init is not None and (final_model or init_params):
-        seed_everything(trainer.args.seed)
-        trainer.model = build_model(trainer, init_params)
-    apply_head_params(trainer.model, head_params)
+    when it receives parameters or ``final_model``, and the head parameters set on the trainer's model. Nothing
+    changes on the trainer when any of it fails."""
+    parts = _partition(trainer, params)
+    args, model = trainer.args.update(parts.args), trainer.model
+    if trainer.model_init is not None and (final_model or parts.model_init):
+        seed_everything(args.seed)
+        model = build_model(trainer, parts.model_init, parts.model_init_only)
+    apply_head_params(model, parts.head)
+    trainer.args, trainer.model = args, model
 
 
 def trial_params(trial: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -138,11 +139,13 @@ class _TrialRunner:
         self.base_args, self.base_model = trainer.args, trainer.model
         self.evaluate_every_epoch = evaluate_every_epoch
 
-    def __call__(self, params: Mapping[str, Any], trial: optuna.Trial | None = None) -> float:
+    def __call__(self, params: Mapping[str, Any], run: str, trial: optuna.Trial | None = None) -> float:
         trainer = self.trainer
         trainer.args, trainer.model = self.base_args, self.base_model  # each trial routes against the originals
         apply_hyperparameters(trainer, params, final_model=True)
         args = trainer.args
+        if args.save_strategy != "no":  # each trial's checkpoints in its own folder, as transformers' run-N
+            args = trainer.args = args.update({"output_dir": os.path.join(args.output_dir, f"run-{run}")})
         if self.evaluate_every_epoch and args.eval_strategy == "no":
             # evaluations for the pruner only: a patience the user's run never acts on (it has none) stays idle
             args = trainer.args = args.update({"eval_strategy": "epoch", "early_stopping_patience": None})
@@ -374,7 +377,7 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
         _set_json_attr(trial, "hyperparameters", params)
         if hp_name is not None:
             trial.set_user_attr("name", str(hp_name(trial)))
-        return runner(params, trial)
+        return runner(params, str(trial.number), trial)
 
     if max_trials is None:
         study.optimize(objective, n_trials=n_trials, **kwargs)
@@ -408,7 +411,7 @@ def _run_sigopt(trainer: Any, hp_space: Any, experiment: Experiment,
     for _ in range(budget):
         suggestion = conn.experiments(created.id).suggestions().create()
         params = convert(dict(suggestion.assignments), conversions)
-        value = runner(params)
+        value = runner(params, str(suggestion.id))
         conn.experiments(created.id).observations().create(suggestion=suggestion.id,
                                                            values=[{"name": "objective", "value": value}])
         results.append((str(suggestion.id), value, params))

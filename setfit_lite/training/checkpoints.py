@@ -6,6 +6,11 @@ LR scheduler and gradient-scaler states, the sampler position, the trainer state
 JSON; ``checkpoint.json`` says what it holds and ``manifest.json`` (the one manifest format of
 `setfit_lite.serialization`) the SHA-256 of every file. It is assembled in a temporary folder and renamed
 into place, so a process killed mid-write leaves no folder that `latest_checkpoint` would pick.
+
+``save_total_limit`` keeps the checkpoints written last (the one just written always among them), and removes of
+the others only the files their manifest lists unchanged: a file of the user's, added or edited, stays with its
+folder. A run that saves checkpoints into an ``output_dir`` holding those of an earlier run it does not resume is
+refused before it trains (`check_new_run`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from safetensors.torch import load_file, save_file
 
 from ..serialization import jsonable, load_json, owned_files, owns_folder, save_json, verify_manifest, write_manifest
 from ..serialization.manifest import MANIFEST_NAME
+from ..serialization.update import _stale_files
 from ..serialization.validate import ModelFormatError, check_count, check_type, check_version
 
 logger = logging.getLogger(__name__)
@@ -119,15 +125,15 @@ def finalize_checkpoint(folder: Path, *, step: int, body: torch.nn.Module, state
                         rng_states: Sequence[Mapping[str, Any]] | None = None) -> Path:
     """Write the shared states, ``rng_states`` (every rank's `rng_state`, in rank order; None: the ranks wrote
     theirs with `write_rank_state`), ``checkpoint.json`` and the manifest into ``folder``, rename it into place,
-    prune old checkpoints. On any failure before the rename the staging ``folder`` is removed: nothing is left
-    half-written."""
+    and keep the ``save_total_limit`` checkpoints written last, this one among them (`_prune`). On any failure
+    before the rename the staging ``folder`` is removed: nothing is left half-written."""
     final = folder.parent / f"{PREFIX}{step}"
     try:
         _assemble(folder, final, step=step, body=body, states=states, world_size=world_size, rng_states=rng_states)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # our staging folder; the user's paths are left alone
         raise
-    _prune(final.parent, save_total_limit)
+    _prune(final, save_total_limit)
     logger.info("saved checkpoint %s", final)
     return final
 
@@ -141,9 +147,8 @@ def _assemble(folder: Path, final: Path, *, step: int, body: torch.nn.Module, st
         raise CheckpointError(f"{final} exists and is not a setfit_lite checkpoint (no {MANIFEST} and manifest "
                               "setfit_lite wrote, or a symlink): refusing to replace it; move it away or choose "
                               "another output_dir")
-    if final.exists() and (foreign := _foreign_files(final)):
-        raise CheckpointError(f"{final} holds {', '.join(foreign[:5])}, which setfit_lite did not write: refusing "
-                              "to replace the checkpoint; move them away")
+    if final.exists() and (users := _users_files(final, _listed_files(final)[1])):
+        raise CheckpointError(f"{final} holds {users}: refusing to replace the checkpoint; move them away")
     if rng_states is not None:
         if len(rng_states) != world_size:
             raise CheckpointError(f"checkpoint {folder}: {len(rng_states)} RNG states for {world_size} process(es)")
@@ -177,10 +182,35 @@ def _foreign_files(folder: Path) -> list[str]:
                   if (rel := path.relative_to(folder).as_posix()) not in owned)
 
 
+def _listed_files(folder: Path) -> tuple[list[str], list[str]]:
+    """The files a checkpoint folder's manifest lists that are present, as relative paths: ``(unchanged,
+    changed)`` since setfit_lite wrote them (`_stale_files` compares their digests). The changed ones are the
+    user's now."""
+    unchanged = _stale_files(folder, set())
+    kept = set(unchanged)
+    return unchanged, sorted(rel for rel in owned_files(folder) if (folder / rel).is_file() and rel not in kept)
+
+
+def _users_files(folder: Path, changed: list[str]) -> str:
+    """The files of a checkpoint folder that are the user's, in words (empty if none): those its manifest does not
+    list (`_foreign_files`), and ``changed``, those it lists that changed since setfit_lite wrote them."""
+    foreign = _foreign_files(folder)
+    return " and ".join([*([f"{_shown(foreign)}, which setfit_lite did not write"] if foreign else []),
+                         *([f"{_shown(changed)}, which changed since setfit_lite wrote them"] if changed else [])])
+
+
+def _shown(names: list[str]) -> str:
+    """At most five file names, then how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
 def _remove_checkpoint(folder: Path) -> bool:
-    """Remove the files setfit_lite wrote in a checkpoint folder, then the folder if nothing else is left; a file of
-    the user's keeps it (with a warning). Returns whether the folder is gone."""
-    for rel in owned_files(folder):
+    """Remove the files setfit_lite wrote in a checkpoint folder that are unchanged since (`_listed_files`), then
+    the folder if nothing else is left; a file of the user's (one the manifest does not list, or one changed since
+    it was written) keeps it, with a warning naming the files. Returns whether the folder is gone."""
+    unchanged, changed = _listed_files(folder)
+    users = _users_files(folder, changed)  # before the manifest that tells them apart goes
+    for rel in unchanged:
         (folder / rel).unlink(missing_ok=True)
     (folder / MANIFEST_NAME).unlink(missing_ok=True)
     for sub in sorted((p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
@@ -189,19 +219,67 @@ def _remove_checkpoint(folder: Path) -> bool:
     with contextlib.suppress(OSError):
         folder.rmdir()
     if folder.exists():
-        logger.warning("kept %s: it holds files setfit_lite did not write (%s)", folder,
-                       ", ".join(sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))[:5]))
+        logger.warning("kept %s: it holds %s", folder, users or "what setfit_lite could not remove")
         return False
     return True
 
 
-def _prune(output_dir: Path, limit: int | None) -> None:
+def _checkpoints_in(output_dir: Path) -> list[Path]:
+    """The checkpoint folders setfit_lite wrote in ``output_dir`` (`_is_checkpoint`: complete or not), by step."""
+    if not output_dir.is_dir():
+        return []
+    return sorted((p for p in output_dir.iterdir() if _step_of(p) is not None and _is_checkpoint(p)), key=_step_of)
+
+
+def _written_at(folder: Path) -> tuple[int, int]:
+    """When a checkpoint was written (its manifest's modification time, then its step): the order of pruning."""
+    return (folder / MANIFEST_NAME).stat().st_mtime_ns, _step_of(folder) or 0
+
+
+def _prune(newest: Path, limit: int | None) -> None:
+    """Keep the ``limit`` checkpoints of ``newest``'s folder written last, ``newest`` (the one just written) always
+    among them, and remove the others (`_remove_checkpoint`). The order is that of writing, not of steps: a
+    checkpoint of a higher step written before (beyond the step a run resumed from) goes first."""
     if not limit or limit < 1:
         return
-    complete = sorted((p for p in output_dir.iterdir() if _step_of(p) is not None and _is_checkpoint(p)),
-                      key=_step_of)
-    for old in complete[:-limit]:
-        _remove_checkpoint(old)  # the files it wrote: a note of the user's inside stays, with its folder
+    others = sorted((p for p in _checkpoints_in(newest.parent) if p != newest), key=_written_at)
+    for old in others[:max(len(others) - (limit - 1), 0)]:
+        _remove_checkpoint(old)  # the files it wrote, unchanged: a file of the user's inside stays, with its folder
+
+
+def check_new_run(output_dir: str | os.PathLike, resume_from_checkpoint: Any) -> None:
+    """CheckpointError, before any training, when a run that saves checkpoints into ``output_dir`` would mix them
+    with those of an earlier run that it does not continue: ``output_dir`` holds checkpoints setfit_lite wrote, and
+    ``resume_from_checkpoint`` is None or False (a new run) or a checkpoint outside ``output_dir`` (another run).
+    ``save_total_limit`` would count them with the new run's, and ``resume_from_checkpoint=True`` would later pick
+    the one of the highest step, whichever run wrote it.
+
+    Args:
+        output_dir: The folder the run saves its checkpoints in.
+        resume_from_checkpoint: As `Trainer.train` takes it.
+
+    Raises:
+        CheckpointError: ``output_dir`` holds checkpoints of another run (named, with what to do).
+    """
+    folder = Path(output_dir)
+    if resume_from_checkpoint and not isinstance(resume_from_checkpoint, (str, os.PathLike)):
+        return  # True: the latest checkpoint of output_dir; anything else `resolve_checkpoint` refuses
+    resumed = Path(resume_from_checkpoint) if resume_from_checkpoint else None
+    if resumed is not None and resumed.resolve().is_relative_to(folder.resolve()):
+        return
+    earlier = _checkpoints_in(folder)
+    if not earlier:
+        return
+    names = _shown([p.name for p in earlier])
+    if resumed is None:
+        raise CheckpointError(f"output_dir {folder} holds checkpoints of an earlier run ({names}): a new run's "
+                              "checkpoints would be mixed with them. Continue that run with "
+                              "train(resume_from_checkpoint=True), or train into another (or an empty) output_dir "
+                              "(nothing was trained)")
+    raise CheckpointError(f"output_dir {folder} holds checkpoints ({names}), but the checkpoint resumed, {resumed}, "
+                          "is not one of them: the resumed run's checkpoints would be mixed with those of another "
+                          "run. Resume from one of them, or train into another (or an empty) output_dir (nothing "
+                          "was trained)")
 
 
 def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
