@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .serialization import atomic_write_text
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -236,15 +237,18 @@ def _fmt(value: Any) -> str:
 
 
 def write_model_card(model: Any, path: str | os.PathLike, model_name: str | None = None) -> Path:
-    """Write ``render_model_card(model, model_name)`` to ``<path>/README.md`` (the folder made if missing); a
-    README.md already there is never replaced (`FileExistsError`). Returns the file written."""
+    """Write ``render_model_card(model, model_name)`` to ``<path>/README.md`` atomically (the folder made if
+    missing); a README.md already there, or a symbolic link of that name (even a dangling one), is never replaced
+    nor written through (`FileExistsError`). Returns the file written."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{str(folder)!r} exists and is not a folder: the model card goes into a folder")
     card = folder / "README.md"
+    if card.is_symlink():
+        raise FileExistsError(f"{str(card)!r} is a symbolic link (to {os.readlink(card)!r}): the model card is not "
+                              "written through it (remove it, or choose another folder)")
     if card.exists():
         raise FileExistsError(f"{str(card)!r} exists: the model card is not written over it (remove it, or choose "
                               "another folder)")
-    folder.mkdir(parents=True, exist_ok=True)
-    card.write_text(render_model_card(model, model_name), encoding="utf-8")
+    atomic_write_text(card, render_model_card(model, model_name), overwrite=False)
     return card

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -265,6 +266,64 @@ def test_int8_static_export_is_calibrated_qdq(lr_model, tmp_path):
     texts = eval_texts()
     assert np.mean(np.array(onnx_model.predict(texts)) == np.array(lr_model.predict(texts))) >= 0.8
     np.testing.assert_allclose(onnx_model.predict_proba(texts), lr_model.predict_proba(texts), atol=0.15)
+
+
+# the operators quantisation brings into a graph (dynamic: DynamicQuantizeLinear -> MatMulInteger; static: QDQ)
+QUANTIZATION_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "QuantizeLinear", "DequantizeLinear", "QLinearMatMul"}
+ROW_SUMS = """
+import json, sys
+import numpy as np
+from setfit_lite import SetFitModel
+
+texts = json.loads(sys.argv[1])
+sums = {}
+for folder in sys.argv[2:]:
+    model = SetFitModel.from_onnx(folder, runtime="openvino", inference_precision="fp32", num_threads=1)
+    sums[folder] = model.predict_proba(texts).sum(axis=1).tolist()
+print(json.dumps(sums))
+"""
+
+
+def test_int8_keeps_a_truncating_models_head_fp32(lr_model, embeddings, tmp_path):
+    """A ``long_text="truncate"`` model's one graph holds its head: quantisation leaves the head fp32 (as a chunking
+    model's ``head.onnx``), so single-label rows sum to 1 as in fp32 and the folder loads on every runtime."""
+    import onnx
+    from conftest import make_sentences
+
+    X, positive = embeddings
+    y = np.where(positive, 0, 1 + np.arange(len(X)) % 2)  # three classes: a softmax, scattered to class ids
+    multi_hot = np.stack([positive, ~positive], axis=1).astype(np.int64)
+    multi_hot[:3] = 1
+    models = {
+        "single": with_head(lr_model, SklearnHead(num_classes=3).fit(X, y), ["a", "b", "c"], long_text="truncate"),
+        "multi": with_head(lr_model, SklearnHead(num_classes=2, multi_label=True,
+                                                 multi_target_strategy="one-vs-rest").fit(X, multi_hot),
+                           ["pos", "neg"], long_text="truncate"),
+    }
+    texts, calibration = eval_texts(), make_sentences(12, seed=0)[0]
+    folders = {}
+    for kind, model in models.items():
+        for quantize in ["int8", "int8-static"]:
+            out = model.export_onnx(tmp_path / f"{kind}-{quantize}", quantize=quantize,
+                                    calibration_texts=calibration if quantize == "int8-static" else None)
+            graph = onnx.load(str(out / ONNX_MODEL_NAME)).graph
+            ops = [node.op_type for node in graph.node]
+            head_ops = {node.op_type for node in graph.node if node.name.startswith("/head/")}
+            assert QUANTIZATION_OPS & set(ops) and head_ops, (kind, quantize)  # the body is quantised
+            assert not QUANTIZATION_OPS & head_ops, (kind, quantize, head_ops)
+            proba = SetFitModel.from_onnx(out, runtime="onnxruntime").predict_proba(texts)
+            np.testing.assert_allclose(proba, model.class_proba(texts), atol=0.15)
+            if kind == "single":
+                np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-5)
+                assert proba.min() > 0  # no probability rounded to zero
+            folders[str(out)] = kind
+    if importlib.util.find_spec("openvino") is not None:  # in a child: see test_openvino_runtime_matches_torch
+        from test_torch_free import run_python
+
+        sums = json.loads(run_python(ROW_SUMS, json.dumps(texts), *folders).stdout.splitlines()[-1])
+        assert sorted(sums) == sorted(folders)  # every folder loads
+        for folder in (folder for folder, kind in folders.items() if kind == "single"):
+            np.testing.assert_allclose(sums[folder], 1.0, atol=1e-5, err_msg=folder)
 
 
 AMX_CPU = "processor\t: 0\nflags\t\t: avx2 avx512f amx_tile amx_bf16 amx_int8\n"

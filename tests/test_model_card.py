@@ -100,6 +100,28 @@ def test_model_card_data_is_written_into_the_card(tiny_body_path: str, tmp_path:
         model.create_model_card(tmp_path / "card")
 
 
+@pytest.mark.parametrize("target", ["dangling", "existing"])
+def test_create_model_card_never_writes_through_a_symlinked_readme(target: str, tiny_body_path: str,
+                                                                   tmp_path: Path) -> None:
+    """A README.md that is a symbolic link (dangling, or to a file elsewhere) is refused, naming it: nothing is
+    written where it points, and no temp file is left; without it the card is written whole."""
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    outside = tmp_path / "outside.md"
+    if target == "existing":
+        outside.write_text("the user's notes\n")
+    folder = tmp_path / "card"
+    folder.mkdir()
+    (folder / "README.md").symlink_to(outside)
+    with pytest.raises(FileExistsError, match=r"README\.md' is a symbolic link"):
+        model.create_model_card(folder)
+    assert (outside.read_text() == "the user's notes\n") if target == "existing" else not outside.exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md"] and (folder / "README.md").is_symlink()
+    (folder / "README.md").unlink()
+    model.create_model_card(folder)
+    assert _front_matter((folder / "README.md").read_text(encoding="utf-8"))["library_name"] == "setfit_lite"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md"]
+
+
 @pytest.mark.parametrize("change", [{"language": 3}, {"tags": "absa"}, {"license": ["mit"]}])
 def test_model_card_data_refuses_wrong_types(change: dict) -> None:
     from setfit_lite import SetFitModelCardData

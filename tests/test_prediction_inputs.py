@@ -1,7 +1,8 @@
 """What prediction accepts, one rule for every tier (torch, ONNX, static) and entry point: a ``str`` is one text, a
 file is an ``os.PathLike`` (one text per non-blank line), an iterable of ``str`` is streamed; a bare ``str`` where
 texts are streamed (``predict_iter``), a dict, bytes and non-str texts are refused with a TypeError that says what
-to pass. A predict file that is not UTF-8 names the file and the line."""
+to pass, a text that is not valid Unicode (a lone surrogate) with a ValueError naming its row. A predict file that
+is not UTF-8 names the file and the line."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ KINDS: dict[str, tuple[Callable[[Path], Any], dict[str, Any]]] = {
     "list with an int": (lambda tmp: [ONE, 3], {"*": (TypeError, r"row 1: text must be a str, got int")}),
     "list with bytes": (lambda tmp: [ONE, b"x"], {"*": (TypeError, r"row 1: text must be a str, got bytes.*decode")}),
     "list with None": (lambda tmp: [ONE, None], {"*": (TypeError, r"row 1: .*got NoneType \(a missing value\)")}),
+    "list with a lone surrogate": (lambda tmp: [ONE, "good \ud800 film"],
+                                   {"*": (ValueError, r"row 1: text is not valid Unicode: .*lone surrogate")}),
     "int": (lambda tmp: 3, {"*": (TypeError, r"got int.*pass a list of texts")}),
     "None": (lambda tmp: None, {"*": (TypeError, r"got NoneType.*pass a list of texts")}),
 }

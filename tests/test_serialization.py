@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -27,6 +28,7 @@ from setfit_lite.serialization import (
     find_pickle_files,
     load_json,
     load_tensors,
+    path_lock,
     recover_interrupted_save,
     refuse_pickles,
     save_json,
@@ -85,6 +87,43 @@ def test_atomic_write_text_and_bytes(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") == "second"
     atomic_write_bytes(tmp_path / "b.bin", b"\x00\x01")
     assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (and fcntl)")
+def test_path_lock_removes_only_a_lock_file_of_its_own(tmp_path: Path) -> None:
+    """A file of the lock's name beside the target that setfit_lite did not create (the user's, another tool's
+    lock) is locked as it is, still excluding other holders, and never removed nor written; a lock file
+    setfit_lite created, or one that a killed holder left, is removed on release."""
+    target, lock = tmp_path / "model", tmp_path / ".model.lock"
+    lock.write_text("the user's own\n")
+    with atomic_directory(target) as tmp:
+        (tmp / "a.txt").write_text("a")
+    entered = threading.Event()
+
+    def second_holder() -> None:
+        with path_lock(target):
+            entered.set()
+
+    with path_lock(target):
+        waiter = threading.Thread(target=second_holder)
+        waiter.start()
+        assert not entered.wait(0.3)  # the user's file still locks
+    waiter.join(timeout=10)
+    assert entered.is_set() and lock.read_text() == "the user's own\n"
+
+    lock.unlink()
+    with path_lock(target):
+        assert lock.is_file()
+    assert not os.path.lexists(lock)
+    pid = os.fork()
+    if pid == 0:  # a holder killed while it holds the lock leaves the file
+        with path_lock(target):
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert lock.is_file()
+    with path_lock(target):
+        pass
     assert _leftovers(tmp_path) == []
 
 
@@ -402,6 +441,96 @@ def test_recover_interrupted_save_completes_a_committed_update(tmp_path: Path) -
     save_json(folder / SAVE_JOURNAL_NAME, {"staging": "../elsewhere", "write": [], "remove": []})
     with pytest.raises(ValueError, match="save journal .* is invalid"):
         recover_interrupted_save(folder)
+
+
+def _entries(root: Path) -> dict[str, object]:
+    """Every entry under ``root``, links not followed: a link's target, a file's bytes, or "dir"."""
+    found: dict[str, object] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            found[rel] = os.readlink(path) if path.is_symlink() else "dir" if path.is_dir() else path.read_bytes()
+    return found
+
+
+def _hostile_journal(case: str, folder: Path, home: Path) -> tuple[dict, str]:
+    """A save journal (and staging folder) in ``folder`` that names what no save of setfit_lite wrote, with the
+    problem the refusal names; ``home`` holds the user's files elsewhere."""
+    stage = folder / ".setfit_lite-save-x"
+    if case == "staging-link":  # the journal moves the user's files from anywhere into the folder
+        stage.symlink_to(home, target_is_directory=True)
+        return {"write": ["Documents/thesis.txt"], "remove": []}, "is a symbolic link or not a folder"
+    if case == "staging-file":
+        stage.write_text("not a folder")
+        return {"write": [], "remove": []}, "is a symbolic link or not a folder"
+    stage.mkdir()
+    (stage / "a.txt").write_text("staged a")
+    if case == "dotdot":
+        return {"write": ["sub/../a.txt"], "remove": []}, "is not a plain relative path"
+    if case == "absolute":
+        return {"write": ["a.txt"], "remove": [str(home / "Documents" / "thesis.txt")]}, "is not a plain relative"
+    if case == "folder-link":  # writes (and removes) through a link in the folder, into the user's files
+        (folder / "docs").symlink_to(home / "Documents", target_is_directory=True)
+        (stage / "docs").mkdir()
+        (stage / "docs" / "thesis.txt").write_text("replaced")
+        return {"write": ["docs/thesis.txt"], "remove": ["docs/todo.txt"]}, "docs is a symbolic link"
+    if case == "staged-folder-link":  # moves the user's files through a link in the staging folder
+        (stage / "Documents").symlink_to(home / "Documents", target_is_directory=True)
+        return {"write": ["Documents/thesis.txt"], "remove": []}, "Documents is a symbolic link"
+    if case == "staged-file-link":
+        (stage / "thesis.txt").symlink_to(home / "Documents" / "thesis.txt")
+        return {"write": ["thesis.txt"], "remove": []}, "is a symbolic link or not a file"
+    if case == "replaces-users-file":  # the user's keep.txt: no manifest of setfit_lite's lists it
+        (stage / "keep.txt").write_text("replaced")
+        return {"write": ["keep.txt"], "remove": []}, "would replace keep.txt, which setfit_lite did not write"
+    raise AssertionError(case)
+
+
+def _check_can_update(folder: Path) -> None:
+    from setfit_lite.serialization import check_can_update
+
+    check_can_update(folder)
+
+
+def _from_pretrained(folder: Path) -> None:
+    from setfit_lite import SetFitModel
+
+    SetFitModel.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("loader", [recover_interrupted_save, _from_pretrained, _check_can_update],
+                         ids=["recover", "from_pretrained", "check_can_update"])
+@pytest.mark.parametrize("case", ["staging-link", "staging-file", "dotdot", "absolute", "folder-link",
+                                  "staged-folder-link", "staged-file-link", "replaces-users-file"])
+def test_recovery_refuses_a_journal_no_save_wrote(case: str, loader: object, tmp_path: Path) -> None:
+    """A save journal in a folder (an untrusted download, say) that names anything outside the folder, a path
+    through a symbolic link on either side, or a file of the user's to replace is refused, naming the problem,
+    by every loader and by the check before a save: nothing is moved or removed, here or elsewhere."""
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    (home / "Documents" / "thesis.txt").write_text("my only copy")
+    (home / "Documents" / "todo.txt").write_text("mine too")
+    folder = _old_model_folder(tmp_path / "m")
+    journal, problem = _hostile_journal(case, folder, home)
+    save_json(folder / SAVE_JOURNAL_NAME, {"staging": ".setfit_lite-save-x", **journal})
+    before = _entries(tmp_path)
+    with pytest.raises(ValueError, match=f"save journal .* is invalid: .*{problem}.*Nothing was moved or removed"):
+        loader(folder)
+    assert _entries(tmp_path) == before
+
+
+def test_recovery_removes_only_files_setfit_lite_wrote(tmp_path: Path) -> None:
+    """A journal's files to remove are removed only if the folder's setfit_lite manifest lists them, unchanged:
+    the user's files it names stay."""
+    folder = _old_model_folder(tmp_path / "m")
+    (folder / ".setfit_lite-save-x").mkdir()
+    save_json(folder / SAVE_JOURNAL_NAME, {"staging": ".setfit_lite-save-x", "write": [],
+                                           "remove": ["keep.txt", "notes/n.txt", "sub/old.txt"]})
+    assert recover_interrupted_save(folder) is True
+    manifest = (folder / "manifest.json").read_text()
+    assert _tree(folder) == {"a.txt": "old a", "keep.txt": "mine", "manifest.json": manifest, "notes/n.txt": "my notes"}
+    assert _leftovers(folder) == []
 
 
 # ------------------------------------------------------------------------ SetFitModel.save_pretrained

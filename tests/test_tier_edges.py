@@ -1,6 +1,7 @@
 """The exported tiers at their edges: a re-export killed after its commit point is finished by the next load, a
 chunking model's head graph is checked against its labels, `use_labels=False` gives class ids on every tier, the
-static `encode` refuses a bare string, and the exports refuse bad input before their long work."""
+exported tiers predict the torch tier's types with `as_numpy`, the static `encode` refuses a bare string, and the
+exports refuse bad input before their long work."""
 
 from __future__ import annotations
 
@@ -93,6 +94,44 @@ def test_use_labels_false_gives_class_ids_on_every_tier(tier_models: dict, tier:
     if tier != "torch":  # the exported tiers answer in lists unless as_numpy, as for their labels
         assert model.predict(texts, use_labels=False) == np.asarray(ids).tolist()
         assert model.predict(texts[0], use_labels=False) == ids[0]
+
+
+def result_type(result: object) -> tuple:
+    """A prediction's type, with its items' types (a list) or dtype and shape (an array)."""
+    if isinstance(result, np.ndarray):
+        return np.ndarray, result.dtype, result.shape
+    if isinstance(result, list):
+        return list, [type(item) for item in result]
+    return (type(result),)
+
+
+@pytest.mark.parametrize("tier", ["onnx", "static"])
+@pytest.mark.parametrize("labels", ["names", "values"])
+def test_the_exported_tiers_predict_the_torch_tiers_types_with_as_numpy(tier_models: dict, tiny_body_path: str,
+                                                                        tmp_path: Path, tier: str,
+                                                                        labels: str) -> None:
+    """With ``as_numpy`` every tier returns the same types: label names as a list (setfit's), label values and
+    class ids as numpy (an array, or a numpy scalar for one text); ``as_numpy`` changes the container only."""
+    if labels == "names":
+        torch_model, model = tier_models["torch"], tier_models[tier]
+    else:
+        torch_model = fitted(tiny_body_path, [7, 3, 5])
+        y = [torch_model.labels[i % 3] for i in range(len(TEXTS))]
+        if tier == "onnx":
+            model = SetFitModel.from_onnx(torch_model.export_onnx(tmp_path / tier))
+        else:
+            model = SetFitModel.from_static(torch_model.export_static(tmp_path / tier, TEXTS, y, pca_dims=8,
+                                                                      dtype="float32", refine_epochs=0))
+    texts = ["a good film", "an awful plot", "good"]
+    for inputs in (texts, texts[0]):
+        for use_labels in (True, False):
+            want = torch_model.predict(inputs, as_numpy=True, use_labels=use_labels)
+            got = model.predict(inputs, as_numpy=True, use_labels=use_labels)
+            assert result_type(got) == result_type(want), (inputs, use_labels)
+            values = np.asarray(got).tolist()
+            assert values == np.asarray(model.predict(inputs, use_labels=use_labels)).tolist()
+            if tier == "onnx":  # the same graph: the same predictions (the static tier's body is another)
+                assert values == np.asarray(want).tolist()
 
 
 @pytest.mark.parametrize("texts", ["a good film", ("t" for t in ["a"]), ["good", 3]])

@@ -73,9 +73,11 @@ def test_a_users_file_of_a_name_the_model_writes_is_never_replaced(writer: Any, 
 
 
 def test_every_writer_stays_within_the_model_file_names(tier_models: dict, tmp_path: Path) -> None:
-    """`check_can_update` (the commands' check before a long job) looks for the files of `MODEL_FILE_NAMES`: every
-    top-level file a save or an export writes must be one of them, or a user's file of that name would be found
-    only at the end."""
+    """`check_can_update` (the commands' check before a long job) looks for the files of `MODEL_FILE_NAMES` and, in
+    sub-folders, `model_file_paths`: every file a save or an export writes must be one of them, or a user's file
+    of that name would be found only at the end."""
+    from setfit_lite.serialization import model_file_paths
+
     model = tier_models["torch"]
     model.save_pretrained(tmp_path / "saved")
     model.export_onnx(tmp_path / "onnx")
@@ -84,6 +86,40 @@ def test_every_writer_stays_within_the_model_file_names(tier_models: dict, tmp_p
     for folder in ("saved", "onnx", "int8", "static"):
         names = {p.name for p in (tmp_path / folder).iterdir() if p.is_file()}
         assert names <= MODEL_FILE_NAMES, (folder, names - MODEL_FILE_NAMES)
+        paths = {p.relative_to(tmp_path / folder).as_posix() for p in (tmp_path / folder).rglob("*") if p.is_file()}
+        unseen = paths - set(model_file_paths(tmp_path / folder))
+        assert not unseen, (folder, unseen)
+
+
+def _files(root: Path) -> dict[str, bytes | str]:
+    """Every path under ``root``: a file's bytes, a link's target, or "dir"."""
+    return {p.relative_to(root).as_posix(): str(p.readlink()) if p.is_symlink() else p.read_bytes() if p.is_file()
+            else "dir" for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("where", ["head/head_config.json", "1_Pooling/config.json", "head-link"])
+def test_check_can_update_sees_every_path_a_save_writes(where: str, tier_models: dict, tmp_path: Path) -> None:
+    """`check_can_update` (the check before a long job, and before the first of an ABSA model's two saves) refuses
+    what the save refuses in sub-folders too: a user's file where the save writes the head's or a body module's
+    file, a head folder that is a symbolic link; so does the save, and nothing is written."""
+    from setfit_lite.serialization import check_can_update
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine\n")
+    if where == "head-link":
+        (tmp_path / "other").mkdir()
+        (folder / "head").symlink_to(tmp_path / "other", target_is_directory=True)
+        match = "head is a symbolic link"
+    else:
+        (folder / where).parent.mkdir()
+        (folder / where).write_text("the user's own\n")
+        match = f"it holds {where}, which setfit_lite did not write"
+    before = _files(tmp_path)
+    for check in (check_can_update, tier_models["torch"].save_pretrained):
+        with pytest.raises(FileExistsError, match=match):
+            check(folder)
+        assert _files(tmp_path) == before
 
 
 def _link_head(tmp_path: Path, model: Any) -> tuple[Path, Path]:

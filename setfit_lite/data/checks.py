@@ -122,7 +122,8 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row
     """Check that ``texts`` is a list of non-empty strings and return it as a ``list[str]``.
 
     A bare ``str`` is refused (TypeError): wrap a single text in a list. Raises ValueError for an empty
-    collection (unless ``allow_empty``) and for empty or whitespace-only texts (unless ``allow_blank``), TypeError
+    collection (unless ``allow_empty``), for empty or whitespace-only texts (unless ``allow_blank``) and for texts
+    that are not valid Unicode (a lone surrogate such as ``"\\ud800"``, which no tokenizer can encode), TypeError
     for non-string texts; both name the row index (counted from ``first_row``, for a chunk of a longer stream).
     """
     check_text_collection(texts)
@@ -138,5 +139,17 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row
             raise TypeError(f"row {first_row + i}: text must be a str, got {type(text).__name__}{hint}")
         if not (allow_blank or text.strip()):
             raise ValueError(f"row {first_row + i}: text is empty or whitespace-only")
+        if not text.isascii():  # an ASCII text encodes: the check costs nothing on most texts
+            _check_encodable(text, first_row + i)
         out.append(str(text))  # numpy.str_ -> str
     return out
+
+
+def _check_encodable(text: str, row: int) -> None:
+    """ValueError naming ``row`` unless ``text`` encodes to UTF-8: a lone surrogate (a half of a UTF-16 pair, as
+    decoding with ``errors="surrogateescape"`` or a JSON ``"\\ud800"`` leaves) is not a character."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"row {row}: text is not valid Unicode: it holds a lone surrogate {text[err.start]!r} at "
+                         f"character {err.start}; remove it, or decode the source with errors='replace'") from None

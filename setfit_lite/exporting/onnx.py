@@ -45,6 +45,9 @@ __all__ = ["export_onnx"]
 
 # onnxruntime.quantization logs these to the root logger on every call
 _ORT_PREPROCESS_ADVICE = ("Please consider to run pre-processing", "Please consider pre-processing")
+# the scope torch.onnx names the nodes of `_build_graph`'s ``Graph.head`` by ("/head/MatMul", "/head/Softmax"); a
+# fused node keeps its name's scope ("/head/MatMul/MatMulAddFusion")
+_HEAD_SCOPE = "/head/"
 
 # ------------------------------------------------------------------------------------------------ head graphs
 
@@ -132,9 +135,10 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     Args:
         model: A fitted [`SetFitModel`][setfit_lite.modeling.SetFitModel].
         path: The folder to write.
-        quantize: None (fp32); `"int8"` dynamically quantises the weights (smaller and usually faster on CPU,
-            slightly less accurate); `"int8-static"` also quantises the inputs of the weight matmuls with scales
-            calibrated on `calibration_texts` (QDQ format, which OpenVINO runs with int8 kernels too).
+        quantize: None (fp32); `"int8"` dynamically quantises the body's weights (smaller and usually faster on
+            CPU, slightly less accurate); `"int8-static"` also quantises the inputs of the body's weight matmuls
+            with scales calibrated on `calibration_texts` (QDQ format, which OpenVINO runs with int8 kernels too).
+            The head stays fp32 either way (its probabilities sum to 1 as fp32 ones do).
         opset: The ONNX opset.
         calibration_texts: The texts `"int8-static"` calibrates on (such as the training texts).
 
@@ -201,15 +205,17 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
                                       dynamic_axes={EMBEDDING_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}},
                                       opset_version=opset, do_constant_folding=True, dynamo=False)
             if quantize == "int8":
+                import onnx
                 from onnxruntime.quantization import QuantType, quantize_dynamic
 
                 # per-channel scales: on SST-2/MiniLM, 96.8 % agreement with fp32 against 92.6 % per tensor, at the
                 # same speed (benchmarks/README.md)
                 # onnxruntime advises pre-processing the graph on every call; users cannot act on it (the graph is
                 # quantised as exported, and measured so)
+                head_nodes = _head_nodes(onnx.load(str(fp32_path), load_external_data=False).graph)
                 with filter_log_records("", *_ORT_PREPROCESS_ADVICE):
                     quantize_dynamic(str(fp32_path), str(tmp / ONNX_MODEL_NAME), weight_type=QuantType.QInt8,
-                                     per_channel=True)
+                                     per_channel=True, nodes_to_exclude=head_nodes)
                 fp32_path.unlink()
             elif quantize == "int8-static":
                 assert calibration_texts is not None
@@ -242,9 +248,9 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
 
 
 def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequence[str], batch_size: int = 16) -> None:
-    """Static int8 (QDQ) of the weight matmuls: per-channel int8 weights, uint8 activations with min-max scales
-    calibrated on ``texts``. The attention's activation-by-activation matmuls stay fp32 (quantising them too cost
-    6 more points of agreement with fp32 on SST-2, benchmarks/README.md)."""
+    """Static int8 (QDQ) of the body's weight matmuls: per-channel int8 weights, uint8 activations with min-max
+    scales calibrated on ``texts``. The attention's activation-by-activation matmuls stay fp32 (quantising them too
+    cost 6 more points of agreement with fp32 on SST-2, benchmarks/README.md), and so does the head (`_head_nodes`)."""
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -271,7 +277,27 @@ def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequenc
                               if node.op_type == "MatMul" and not weights.intersection(node.input)]
         quantize_static(str(prepared), str(out_path), Batches(), quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        op_types_to_quantize=["MatMul"], nodes_to_exclude=activation_matmuls)
+                        op_types_to_quantize=["MatMul"], nodes_to_exclude=activation_matmuls + _head_nodes(graph))
     prepared.unlink()
 
 
+def _head_nodes(graph: Any) -> list[str]:
+    """The names of the head's nodes in an exported graph (an ``onnx.GraphProto``), which quantisation leaves fp32,
+    as in a chunking export's ``head.onnx``: quantised, the head's last matmul (scattering probabilities to class
+    ids) rounds them to an 8-bit grid, so that rows no longer sum to 1 and small probabilities become zeros.
+
+    Args:
+        graph: The graph `export_onnx` traced (or onnxruntime's pre-processing of it, which keeps node names).
+
+    Returns:
+        The names of the nodes in the head's scope.
+
+    Raises:
+        RuntimeError: No node is in the head's scope (an exporter naming nodes otherwise): quantising would round
+            the probabilities.
+    """
+    names = [node.name for node in graph.node if node.name.startswith(_HEAD_SCOPE)]
+    if not names:
+        raise RuntimeError(f"the traced graph has no node named in the head's scope {_HEAD_SCOPE!r} (torch "
+                           f"{torch.__version__} names them otherwise?): cannot keep the head out of quantisation")
+    return names

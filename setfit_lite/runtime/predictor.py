@@ -297,8 +297,9 @@ class Predictor:
     [`OnnxSetFitModel`][setfit_lite.runtime.onnx.OnnxSetFitModel] and
     [`StaticSetFitModel`][setfit_lite.runtime.static.StaticSetFitModel] predict through these methods. `class_proba`
     is the one numpy form; `predict_proba` and `predict` present it. With `setfit_return_types` (`SetFitModel`)
-    `predict` returns what setfit's does: labels only when they have names, else the label values or class ids as
-    a tensor.
+    `predict` returns what setfit's does: labels only when they have names (a list), else the label values or class
+    ids as a tensor; the exported tiers return the same types, with a list (or one Python value) where that returns
+    a tensor of label values or ids.
 
     Inputs, one rule for every method and tier: a `str` is one text (`predict` and `predict_proba` give one label or
     row; the streaming `predict_iter` and `iter_proba` refuse a bare `str`: pass `[text]`); a file is passed as an
@@ -307,12 +308,12 @@ class Predictor:
     `str` raises `TypeError` saying what to pass.
 
     A subclass sets `labels` (the classes, in `predict_proba`'s column order) and `multi_label`, and implements
-    `_proba_chunk`; it may override `_check_fitted`.
+    `_proba_chunk`; it may override `_check_fitted` and `_array_output`.
     """
 
     labels: list | None
     multi_label: bool
-    setfit_return_types: bool = False
+    setfit_return_types: bool = False  # whether `_array_output` gives setfit's tensors (SetFitModel's does)
     # divides the log-probabilities of single-label predictions (fitted by the trainer, see
     # TrainingArguments.calibration; saved with the head, the ONNX export and the static export)
     calibration_temperature: float = 1.0
@@ -450,7 +451,8 @@ class Predictor:
         Args:
             inputs: One text (a `str`), an iterable of texts (streamed) or a text file (`os.PathLike`).
             batch_size: The texts encoded at once; None for the tier's `default_batch_size`.
-            as_numpy: Whether label values or ids come as a numpy array rather than setfit's tensor.
+            as_numpy: Whether label values or ids come as a numpy array rather than setfit's tensor (the torch
+                tier) or a list (the exported tiers); label names come as a list either way, as setfit's.
             use_labels: setfit's: with False a model whose labels are names gives class ids.
             show_progress_bar: Whether to show a progress bar; None follows the library's setting.
             abstain_below: Single-label only: a text whose highest (calibrated) probability is below it gets
@@ -460,8 +462,9 @@ class Predictor:
             abstain_label: What an abstained text gets.
 
         Returns:
-            One label for one text; for several, a list of label names, or label values or ids as a tensor (numpy
-            with `as_numpy`); multi-label: a multi-hot array in `labels` order.
+            One label for one text; for several, a list of label names, or label values or ids as a tensor on the
+            torch tier and a list on the exported tiers (numpy with `as_numpy` on every tier); multi-label: multi-hot
+            rows in `labels` order (a numpy array; a tensor on the torch tier without `as_numpy`).
 
         Raises:
             TypeError: The inputs are not texts.
@@ -505,24 +508,23 @@ class Predictor:
         return predict_ids(proba, self.multi_label)
 
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False, use_labels: bool = True) -> Any:
-        """The labels ``predict`` gives for probabilities ``proba``."""
+        """The labels ``predict`` gives for probabilities ``proba``, by one rule on every tier: label names (one, or
+        a list whatever ``as_numpy``, as setfit's); label values or class ids as `_array_output` presents them."""
         self._check_fitted()
         assert self.labels is not None
-        if use_labels and not self.setfit_return_types:
-            return labels_from_proba(proba, self.labels, self.multi_label, as_numpy=as_numpy)
         named = any(not is_integer(label) for label in self.labels)
         if use_labels and named and not self.multi_label:
             return labels_from_proba(proba, self.labels, multi_label=False)
         ids = predict_ids(proba, self.multi_label)
         if not (self.multi_label or named):
             ids = np.asarray(self.labels, dtype=np.int64)[ids]
-        if not self.setfit_return_types:  # the exported tiers: a list unless as_numpy, as for their labels
-            return ids if as_numpy else ids.tolist()
         return self._array_output(ids, as_numpy)
 
     def _array_output(self, array: np.ndarray, as_numpy: bool) -> Any:
-        """How ``predict`` returns an array of ids or values (``SetFitModel``: a tensor unless ``as_numpy``)."""
-        return array
+        """How ``predict`` returns label values, class ids or multi-hot rows ``array``: the exported tiers give numpy
+        with ``as_numpy`` and for multi-hot rows, else Python values (a list; one value for one text).
+        ``SetFitModel`` (`setfit_return_types`) gives a tensor unless ``as_numpy``."""
+        return array if as_numpy or self.multi_label else array.tolist()
 
     def label_ids(self, raw_labels: Sequence) -> np.ndarray:
         """Class ids of user labels (errors on labels the model never saw)."""

@@ -15,7 +15,8 @@ torch is imported only to save or load tensors.
 - `manifest`: ``manifest.json`` of sha256 digests, written on save and verified on load (all but the model card,
   ``README.md``: documentation the user may edit); `owned_files` (only a manifest setfit_lite wrote owns files a
   writer may remove or replace; one it lists that changed since is the user's);
-- `update`: saving into an existing folder (the user's other files stay), safe against a kill;
+- `update`: saving into an existing folder (the user's other files stay), safe against a kill (a save journal
+  that names anything but what a save of setfit_lite started is refused, never completed);
 - `validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
 """
 
@@ -32,6 +33,7 @@ from .update import (
     SAVE_JOURNAL_NAME,
     atomic_update_directory,
     check_can_update,
+    model_file_paths,
     recover_interrupted_save,
 )
 from .validate import ModelFormatError
@@ -51,6 +53,7 @@ __all__ = [
     "find_pickle_files",
     "load_json",
     "load_tensors",
+    "model_file_paths",
     "owned_files",
     "owns_folder",
     "path_lock",

@@ -93,49 +93,74 @@ def path_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
     The lock is ``flock`` on a hidden ``.NAME.lock`` file beside the folder (where its parent is read-only: in
     the folder), so that every spelling of the path, every process and every thread shares it; the kernel drops
-    it when its holder dies. The file is removed on release: a waiter that then gets the lock of the removed
-    file tries again on the current one. Without ``fcntl`` (Windows), the ``filelock`` package locks instead.
+    it when its holder dies. The lock file is setfit_lite's: created for the lock, marked inside, and removed on
+    release; a waiter that then gets the lock of the removed file tries again on the current one. A file of that
+    name that setfit_lite did not create (the user's, another tool's lock) is locked as it is and never removed
+    or written (a symbolic link to nothing there: FileExistsError). Without ``fcntl`` (Windows), the ``filelock``
+    package locks instead.
     """
     resolved = Path(os.path.realpath(path))
     lock = resolved.with_name(f".{resolved.name}.lock")
     try:
-        fd = _locked_fd(lock)
+        held = _locked_fd(lock)
     except PermissionError:
         if not resolved.is_dir():
             raise
         lock = resolved / ".setfit_lite.lock"
-        fd = _locked_fd(lock)
-    if fd is None:  # no fcntl
+        held = _locked_fd(lock)
+    if held is None:  # no fcntl
         from filelock import FileLock
 
         with FileLock(lock):
             yield
         return
+    fd, ours = held
     try:
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)  # still holding the lock: no one else can hold this file now
+        if ours:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)  # still holding the lock: no one else can hold this file now
         os.close(fd)
 
 
-def _locked_fd(lock: Path) -> int | None:
-    """An open descriptor of ``lock`` holding its flock, the file still in place (None without ``fcntl``)."""
+_LOCK_MARK = b"setfit_lite path_lock\n"  # the content of a lock file `path_lock` created
+
+
+def _locked_fd(lock: Path) -> tuple[int, bool] | None:
+    """An open descriptor of ``lock`` holding its flock, the file still in place, and whether the file is
+    setfit_lite's (created by this call, or marked: left by a holder that was killed); None without ``fcntl``."""
     try:
         import fcntl
     except ImportError:
         return None
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
+            fd, created = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), True
+        except FileExistsError:
+            try:
+                fd, created = os.open(lock, os.O_RDONLY), False
+            except FileNotFoundError:
+                if lock.is_symlink():
+                    raise FileExistsError(f"cannot lock with {lock}: it is a symbolic link to nothing, where "
+                                          "setfit_lite makes its lock file; remove it") from None
+                continue  # removed by its holder meanwhile: create it
+        try:
+            if created:
+                os.write(fd, _LOCK_MARK)
             fcntl.flock(fd, fcntl.LOCK_EX)
             with contextlib.suppress(FileNotFoundError):
                 if os.path.samestat(os.fstat(fd), os.stat(lock)):
-                    return fd
+                    return fd, created or _is_marked(lock, fd)
         except BaseException:
             os.close(fd)
             raise
         os.close(fd)  # the holder before removed the file: lock the current one
+
+
+def _is_marked(lock: Path, fd: int) -> bool:
+    """Whether the open lock file ``fd`` is a regular file (not a link) that holds `_LOCK_MARK`."""
+    return not lock.is_symlink() and os.path.isfile(lock) and os.pread(fd, len(_LOCK_MARK) + 1, 0) == _LOCK_MARK
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, overwrite: bool = True) -> None:

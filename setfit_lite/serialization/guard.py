@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["check_output_path", "refuse_symlinked_folders"]
+__all__ = ["check_output_path", "refuse_symlinked_folders", "symlinked_folder"]
 
 PathArg = str | os.PathLike[str]
 
@@ -72,13 +72,22 @@ def refuse_symlinked_folders(root: PathArg, relative_paths: Iterable[str]) -> No
     """FileExistsError if a folder between ``root`` and one of ``relative_paths`` (files a save writes or removes
     inside ``root``) is a symlink: writing there would change the folder the link points to (another model's
     ``head/``, say), which this save does not own. ``root`` itself may be a link (the user chose that path)."""
+    found = symlinked_folder(root, relative_paths)
+    if found is not None:
+        folder, rel = found
+        raise FileExistsError(f"cannot save into {root}: {folder} is a symbolic link (to {os.readlink(folder)}); "
+                              f"writing {rel} would go through it into a folder this save does not own. Nothing was "
+                              "changed; replace the link by a folder or save elsewhere")
+
+
+def symlinked_folder(root: PathArg, relative_paths: Iterable[str]) -> tuple[Path, str] | None:
+    """The first folder between ``root`` and one of ``relative_paths`` that is a symlink, with that path; None if
+    there is none (``root`` itself is not looked at)."""
     base = Path(root)
     for rel in relative_paths:
         parts = Path(rel).parts[:-1]
         for depth in range(1, len(parts) + 1):
             folder = base.joinpath(*parts[:depth])
             if folder.is_symlink():
-                raise FileExistsError(f"cannot save into {base}: {folder} is a symbolic link (to "
-                                      f"{os.readlink(folder)}); writing {rel} would go through it into a folder "
-                                      "this save does not own. Nothing was changed; replace the link by a folder "
-                                      "or save elsewhere")
+                return folder, rel
+    return None

@@ -9,31 +9,37 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import uuid
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path, PurePath
 from typing import Any
 
 from .atomic import fsync_dir, fsync_path, path_lock, remove_path, replace_directory
 from .files import load_json, save_json
-from .guard import refuse_symlinked_folders
-from .manifest import MANIFEST_NAME, is_inside, owned_files, owns_folder, sha256_file, write_manifest
+from .guard import refuse_symlinked_folders, symlinked_folder
+from .manifest import MANIFEST_NAME, owned_files, owns_folder, sha256_file, write_manifest
 
-__all__ = ["MODEL_FILE_NAMES", "SAVE_JOURNAL_NAME", "atomic_update_directory", "check_can_update",
-           "recover_interrupted_save"]
+__all__ = ["HEAD_FILE_NAMES", "MODEL_FILE_NAMES", "SAVE_JOURNAL_NAME", "atomic_update_directory", "check_can_update",
+           "model_file_paths", "recover_interrupted_save"]
 
 logger = logging.getLogger(__name__)
 
 SAVE_JOURNAL_NAME = ".setfit_lite-save.json"
 _STAGING_PREFIX = ".setfit_lite-save-"
-# the top-level files setfit_lite's writers (save_pretrained, export_onnx, export_static) may write: what
-# `check_can_update` looks for before a long job; tests check that every writer stays within it
+# the top-level files setfit_lite's writers (save_pretrained, export_onnx, export_static) may write, and the files
+# of a sentence-transformers module folder: with the head's, what `check_can_update` looks for before a long job
+# (`model_file_paths`); tests check that every writer stays within it
 MODEL_FILE_NAMES = frozenset({
     MANIFEST_NAME, "README.md", "config.json", "config_sentence_transformers.json", "config_setfit.json",
     "config_setfit_lite.json", "config_setfit_lite_onnx.json", "config_setfit_lite_static.json", "modules.json",
     "sentence_bert_config.json", "model.safetensors", "model.onnx", "model-fp32.onnx", "head.onnx",
     "head_static.safetensors", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
     "added_tokens.json", "tokenizer.model", "sentencepiece.bpe.model"})
+HEAD_FOLDER = "head"
+HEAD_FILE_NAMES = frozenset({"head_config.json", "head.safetensors", "head.skops"})  # what a head writes in head/
+# a folder sentence-transformers saves a module into: its index and class name ("1_Pooling", "2_Dense")
+_MODULE_FOLDER = re.compile(r"\d+_[A-Za-z]\w*")
 
 
 @contextlib.contextmanager
@@ -64,7 +70,7 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
                 yield tmp
                 write_manifest(tmp)
             return
-        recover_interrupted_save(target)
+        _recover(target)
         _remove_leftovers(target)
         stage = target / f"{_STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
         stage.mkdir()
@@ -86,46 +92,125 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 def recover_interrupted_save(folder: str | os.PathLike[str]) -> bool:
     """Complete a committed update of ``folder`` that a killed process left half done; return whether one was.
 
-    Idempotent and safe to run while the saving process itself is still completing the update.
+    Only what a save of setfit_lite started is completed, inside ``folder``: a journal that names anything else
+    (`_checked_journal`) raises ValueError before anything is moved or removed, and a file it lists to remove is
+    removed only if the folder's setfit_lite manifest lists it, unchanged. Waits for a save of the folder that is
+    still completing the update (`path_lock`); idempotent.
     """
     root = Path(folder)
-    journal_path = root / SAVE_JOURNAL_NAME
-    if not journal_path.is_file():
+    if not _has_journal(root):
         return False
-    journal = load_json(journal_path, what="save journal")
-    valid = (
-        isinstance(journal, dict)
-        and isinstance(journal.get("staging"), str)
-        and journal["staging"].startswith(_STAGING_PREFIX)
-        and os.sep not in journal["staging"]
-        and all(
-            isinstance(journal.get(key), list) and all(isinstance(r, str) and is_inside(r) for r in journal[key])
-            for key in ("write", "remove")
-        )
-    )
-    if not valid:
-        raise ValueError(f"save journal {journal_path} is invalid; delete it and save the model again")
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(path_lock(root))
+        except OSError as exc:
+            raise _not_completed(root, exc) from exc
+        return _recover(root)
+
+
+def _has_journal(root: Path) -> bool:
+    """Whether ``root`` holds a save journal (a link of that name too: `_checked_journal` refuses it)."""
+    journal_path = root / SAVE_JOURNAL_NAME
+    return journal_path.is_file() or journal_path.is_symlink()
+
+
+def _not_completed(root: Path, exc: OSError) -> OSError:
+    """The error for an interrupted save of ``root`` that cannot be completed for lack of access."""
+    return OSError(f"{root} holds an interrupted save that could not be completed ({exc}); load or save it once "
+                   "with write access to the folder")
+
+
+def _recover(root: Path) -> bool:
+    """`recover_interrupted_save` for a caller that holds ``root``'s `path_lock`."""
+    if not _has_journal(root):
+        return False
+    journal = _checked_journal(root, load_json(root / SAVE_JOURNAL_NAME, what="save journal"))
     logger.info("completing an interrupted save into %s", root)
     try:
         _apply_journal(root, journal)
     except OSError as exc:
-        raise OSError(f"{root} holds an interrupted save that could not be completed ({exc}); "
-                      "load or save it once with write access to the folder") from exc
+        raise _not_completed(root, exc) from exc
     return True
 
 
-def _apply_journal(root: Path, journal: Mapping[str, Any]) -> None:
-    """Move the staged files into ``root``, remove the stale ones, then drop the staging folder and journal."""
-    stage = root / journal["staging"]
-    refuse_symlinked_folders(root, journal["write"] + journal["remove"])
+def _checked_journal(root: Path, journal: Any) -> dict[str, Any]:
+    """``root``'s save journal to complete, its ``remove`` list cut to the files ``root``'s setfit_lite manifest
+    lists, unchanged since or removed already (others are left, with a warning).
+
+    Raises:
+        ValueError: Naming the journal and the problem, nothing moved or removed, for a journal that a save of
+            setfit_lite would not have written: one that is a symbolic link; a staging entry that is not a real
+            folder directly inside ``root`` (a missing one is the end of a completed update); a path that is not
+            plain and relative (absolute, ``..``) or that goes through a symbolic link, inside ``root`` or the
+            staging folder; a staged file that is not a regular file, or is missing but not moved in; a file the
+            update would replace that setfit_lite did not write or that changed since (`_foreign_files`).
+    """
+    journal_path = root / SAVE_JOURNAL_NAME
+
+    def refuse(problem: str) -> ValueError:
+        return ValueError(f"save journal {journal_path} is invalid: {problem}. Nothing was moved or removed; if you "
+                          "saved this folder yourself, delete the journal and save the model again, otherwise do "
+                          "not load the folder")
+
+    if journal_path.is_symlink():
+        raise refuse("it is a symbolic link")
+    keys = ("write", "remove")
+    if not (isinstance(journal, dict) and isinstance(journal.get("staging"), str)
+            and all(isinstance(journal.get(key), list) and all(isinstance(rel, str) for rel in journal[key])
+                    for key in keys)):
+        raise refuse('it must be a JSON object with a "staging" folder name and "write" and "remove" lists of paths')
+    name = journal["staging"]
+    if not _is_plain_relative(name) or "/" in name or not name.startswith(_STAGING_PREFIX):
+        raise refuse(f"its staging entry {name!r} is not a staging folder name of setfit_lite")
+    stage = root / name
+    if stage.is_symlink() or os.path.lexists(stage) and not stage.is_dir():
+        raise refuse(f"its staging folder {stage} is a symbolic link or not a folder")
+    for key in keys:
+        for rel in journal[key]:
+            if not _is_plain_relative(rel):
+                raise refuse(f"its {key} entry {rel!r} is not a plain relative path inside the folder")
+    pending = [rel for rel in journal["write"] if os.path.lexists(stage / rel)]
+    for base, rels in ((root, journal["write"] + journal["remove"]), (stage, journal["write"])):
+        found = symlinked_folder(base, rels)
+        if found is not None:
+            raise refuse(f"{found[0]} is a symbolic link, which {found[1]} would go through")
     for rel in journal["write"]:
-        src, dst = stage / rel, root / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(src, dst)
-        except FileNotFoundError:
-            if not dst.is_file():  # not moved already (by an earlier, interrupted run of this journal)
-                raise
+        src = stage / rel
+        if src.is_symlink() or os.path.lexists(src) and not src.is_file():
+            raise refuse(f"the staged {src} is a symbolic link or not a file")
+        if rel not in pending and not (root / rel).is_file():
+            raise refuse(f"the staged {src} is missing, and {root / rel} is not in place")
+    foreign, changed = _foreign_files(root, pending)
+    if foreign or changed:
+        raise refuse(f"it would replace {_shown(foreign + changed)}, which setfit_lite did not write or which "
+                     "changed since")
+    try:
+        owned = owned_files(root)
+    except ValueError:  # a marked manifest that cannot be read owns nothing
+        owned = {}
+    unchanged = set(_unchanged(root, owned, journal["remove"]))  # a listed file removed already: its folder pruned
+    remove = [rel for rel in journal["remove"]
+              if rel in unchanged or rel in owned and not os.path.lexists(root / rel)]
+    kept = [rel for rel in journal["remove"] if rel not in remove and os.path.lexists(root / rel)]
+    if kept:
+        logger.warning("not removing %s of %s: no setfit_lite manifest there lists them as they are now", _shown(kept),
+                       root)
+    return {**journal, "remove": remove}
+
+
+def _is_plain_relative(rel: str) -> bool:
+    """Whether ``rel`` is a relative POSIX path of plain names (no ``..``, ``.``, empty part, drive or backslash)."""
+    return bool(rel) and "\\" not in rel and not PurePath(rel).is_absolute() and not PurePath(rel).drive and all(
+        part not in ("", ".", "..") for part in rel.split("/"))
+
+
+def _apply_journal(root: Path, journal: Mapping[str, Any]) -> None:
+    """Move the staged files into ``root``, remove the stale ones, move the manifest in last, then drop the staging
+    folder and the journal (a kill at any point leaves what the next run completes, `_checked_journal`)."""
+    stage = root / journal["staging"]
+    for rel in journal["write"]:
+        if rel != MANIFEST_NAME:
+            _move_in(stage, root, rel)
     for rel in journal["remove"]:
         stale = root / rel
         with contextlib.suppress(FileNotFoundError):
@@ -137,12 +222,25 @@ def _apply_journal(root: Path, journal: Mapping[str, Any]) -> None:
                 parent.rmdir()
             except OSError:
                 break
+    if MANIFEST_NAME in journal["write"]:  # until it is in, the previous manifest lists the files to remove
+        _move_in(stage, root, MANIFEST_NAME)
     for folder in sorted({(root / rel).parent for rel in journal["write"]} | {root}):
         fsync_dir(folder)  # the moves are durable before the journal goes
     remove_path(stage)
     with contextlib.suppress(FileNotFoundError):
         (root / SAVE_JOURNAL_NAME).unlink()
     fsync_dir(root)
+
+
+def _move_in(stage: Path, root: Path, rel: str) -> None:
+    """Move the staged ``rel`` into ``root`` (done already, by an earlier, interrupted run, if it is not staged)."""
+    src, dst = stage / rel, root / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(src, dst)
+    except FileNotFoundError:
+        if not dst.is_file():
+            raise
 
 
 def _remove_leftovers(root: Path) -> None:
@@ -167,9 +265,10 @@ def _check_no_conflicts(root: Path, written: list[str]) -> None:
 def check_can_update(path: str | os.PathLike[str]) -> None:
     """Before a long job (or the first of two saves) that ends in a save or export into ``path``, what the save
     would refuse, as FileExistsError: ``path`` or the nearest existing path above it is not a folder; or ``path``
-    is a folder holding files of the names a model folder has (`MODEL_FILE_NAMES`) that setfit_lite did not write,
-    or that changed since it wrote them (`atomic_update_directory`). An update of ``path`` that a killed save left
-    half done is completed first, as the save itself would."""
+    is a folder where a model's files go (`model_file_paths`, sub-folders included) that holds a file setfit_lite
+    did not write, or that changed since it wrote it (`atomic_update_directory`), a folder where a file goes, a file
+    where a folder goes, or a symbolic link to a folder. An update of ``path`` that a killed save left half done is
+    completed first, as the save itself would."""
     root = Path(path)
     for candidate in (root, *root.parents):
         if candidate.exists() or candidate.is_symlink():  # a dangling link is not a folder either
@@ -180,13 +279,44 @@ def check_can_update(path: str | os.PathLike[str]) -> None:
             break
     if root.is_dir():
         recover_interrupted_save(root)  # as the save will first: a half-applied update is not an edit
-        _check_not_foreign(root, sorted(name for name in MODEL_FILE_NAMES if (root / name).is_file()))
+        paths = model_file_paths(root)
+        refuse_symlinked_folders(root, paths)
+        _check_no_conflicts(root, paths)
+        _check_not_foreign(root, paths)
+
+
+def model_file_paths(folder: str | os.PathLike[str]) -> list[str]:
+    """The paths (relative, POSIX) where a save or an export into ``folder`` may write a file, as far as the folder
+    tells: `MODEL_FILE_NAMES`, the head's files in ``head/`` (`HEAD_FILE_NAMES`), and `MODEL_FILE_NAMES` in each
+    sub-folder (or link) named as sentence-transformers names a module's folder (``1_Pooling``)."""
+    root = Path(folder)
+    modules = sorted(entry.name for entry in root.iterdir() if _MODULE_FOLDER.fullmatch(entry.name)
+                     and (entry.is_dir() or entry.is_symlink())) if root.is_dir() else []
+    return sorted({*MODEL_FILE_NAMES, *(f"{HEAD_FOLDER}/{name}" for name in HEAD_FILE_NAMES),
+                   *(f"{module}/{name}" for module in modules for name in MODEL_FILE_NAMES)})
 
 
 def _check_not_foreign(root: Path, written: list[str]) -> None:
-    """FileExistsError naming them if files of ``root`` that the save would replace are the user's: files no
-    setfit_lite manifest of ``root`` lists (and a ``manifest.json`` that is not its own), and files it lists that
-    changed since it wrote them (their sha256 is no longer the listed one: a model card edited by hand)."""
+    """FileExistsError naming them if files of ``root`` that the save would replace are the user's
+    (`_foreign_files`)."""
+    foreign, changed = _foreign_files(root, written)
+    problems = []
+    if foreign:
+        problems.append(f"it holds {_shown(foreign)}, which setfit_lite did not write (no manifest of its own lists "
+                        "them)")
+    if changed:
+        problems.append(f"{'and ' if foreign else 'it holds '}{_shown(changed)}, which changed since setfit_lite "
+                        "wrote them (edited by hand: yours now)")
+    if problems:
+        raise FileExistsError(f"cannot save into {root}: {' '.join(problems)} and the save would replace; move them "
+                              "or save into another folder (nothing was written)")
+
+
+def _foreign_files(root: Path, written: list[str]) -> tuple[list[str], list[str]]:
+    """Of the files of ``root`` that writing ``written`` would replace, those that are the user's: ``(foreign,
+    changed)``, files no setfit_lite manifest of ``root`` lists (and a ``manifest.json`` that is not its own), and
+    files it lists that changed since it wrote them (their sha256 is no longer the listed one: a model card edited
+    by hand)."""
     try:
         owned = owned_files(root)
     except ValueError:  # a marked manifest that cannot be read owns nothing
@@ -201,18 +331,9 @@ def _check_not_foreign(root: Path, written: list[str]) -> None:
                 foreign.append(rel)
         elif rel not in owned:
             foreign.append(rel)
-        elif sha256_file(path) != owned[rel].lower():
+        elif not _unchanged(root, owned, [rel]):
             changed.append(rel)
-    problems = []
-    if foreign:
-        problems.append(f"it holds {_shown(foreign)}, which setfit_lite did not write (no manifest of its own lists "
-                        "them)")
-    if changed:
-        problems.append(f"{'and ' if foreign else 'it holds '}{_shown(changed)}, which changed since setfit_lite "
-                        "wrote them (edited by hand: yours now)")
-    if problems:
-        raise FileExistsError(f"cannot save into {root}: {' '.join(problems)} and the save would replace; move them "
-                              "or save into another folder (nothing was written)")
+    return foreign, changed
 
 
 def _shown(names: list[str]) -> str:
@@ -232,10 +353,14 @@ def _stale_files(root: Path, written: set[str]) -> list[str]:
         return []
     if not previous:
         logger.warning("not removing any file of %s: its %s was not written by setfit_lite", root, MANIFEST_NAME)
-    return sorted(
-        rel for rel, digest in previous.items()
-        if rel not in written and (root / rel).is_file() and sha256_file(root / rel) == digest.lower()
-    )
+    return _unchanged(root, previous, set(previous) - written)
+
+
+def _unchanged(root: Path, owned: Mapping[str, str], paths: Iterable[str]) -> list[str]:
+    """Those of ``paths`` (sorted) that are files of ``root`` listed in ``owned`` with the digest they have now:
+    unchanged since setfit_lite wrote them."""
+    return sorted(rel for rel in paths
+                  if rel in owned and (root / rel).is_file() and sha256_file(root / rel) == owned[rel].lower())
 
 
 def _fsync_tree(folder: Path) -> None:
