@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -48,6 +49,98 @@ def metric(text: str, name: str) -> float:
     match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
     assert match, f"{name} not in the metrics"
     return float(match.group(1))
+
+
+def server_env() -> dict[str, str]:
+    """The environment of a server process: this checkout importable, one thread per model call."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            "OMP_NUM_THREADS": "1"}
+
+
+def http_call(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, str]:
+    """One request on a new connection to ``127.0.0.1:port``: its status and body."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request(method, path, json.dumps(body) if body else None, {"content-type": "application/json"})
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        connection.close()
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Polls ``condition`` until it holds, failing with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout:g} s"
+        time.sleep(0.02)
+
+
+def start_server(folder: Path, *options: str) -> tuple[subprocess.Popen, int]:
+    """``setfit-lite serve FOLDER --port 0 OPTIONS`` in a process of its own, and its port once ``/ready`` says 200
+    (the caller stops it: `stop_server`)."""
+    server = subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", "0", *options],
+                              stderr=subprocess.PIPE, text=True, env=server_env())
+    line = server.stderr.readline()
+    found = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
+    if found is None:
+        server.kill()
+        line += server.stderr.read()
+        server.wait()
+        server.stderr.close()
+        pytest.fail(f"the server did not start: {line}")
+    port = int(found.group(1))
+
+    def ready() -> bool:
+        assert server.poll() is None, "the server ended before it was ready"
+        try:
+            return http_call(port, "GET", "/ready")[0] == 200
+        except ConnectionError:
+            return False
+
+    try:
+        wait_for(ready, "the server was not ready", timeout=60.0)
+    except BaseException:
+        stop_server(server)
+        raise
+    return server, port
+
+
+def stop_server(server: subprocess.Popen, timeout: float = 30.0) -> int:
+    """SIGTERM, and the exit status once the process has ended (killed if it has not within ``timeout``)."""
+    try:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+            try:
+                return server.wait(timeout)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                pytest.fail(f"the server was still running {timeout:g} s after SIGTERM")
+        return server.returncode
+    finally:
+        server.wait()
+        server.stderr.close()
+
+
+def stalled_request(port: int) -> socket.socket:
+    """A connection whose ``POST /predict`` sends its head and 4 of the 100 bytes it announces, then nothing more:
+    returned once the server has started reading the body (its ``100 Continue`` says so)."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=30)
+    client.sendall(b"POST /predict HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100\r\nExpect: 100-continue\r\n\r\n")
+    assert client.recv(100).startswith(b"HTTP/1.1 100 "), "the server did not ask for the body"
+    client.sendall(b'{"te')
+    return client
+
+
+def read_until_closed(client: socket.socket) -> bytes:
+    """Everything the server sends on ``client`` until it closes the connection."""
+    chunks = []
+    while chunk := client.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +199,9 @@ def test_labels_only_unless_probabilities_are_asked(tier_models: dict) -> None:
 
 BAD_REQUESTS = [  # (what, request keywords, status, words the error must hold)
     ("not JSON", {"content": b"{texts: [1,", "headers": {"content-type": "application/json"}}, 400, "not valid JSON"),
+    ("JSON not in UTF-8", {"content": '{"texts": ["café"]}'.encode("latin-1"),
+                           "headers": {"content-type": "application/json"}}, 400,
+     "the body is not valid JSON: it is not UTF-8 text (invalid continuation byte at byte 15)"),
     ("not sent as JSON", {"content": b'{"texts": ["a"]}', "headers": {"content-type": "text/plain"}}, 415,
      "Content-Type: application/json"),
     ("JSON sent as text/json", {"content": b'{"texts": ["a"]}', "headers": {"content-type": "text/json"}}, 415,
@@ -353,65 +449,32 @@ def test_cli_refuses_a_folder_without_a_model_before_listening(tmp_path: Path, c
 def test_sigterm_answers_every_accepted_request_and_exits_0(tier_models: dict) -> None:
     """A real server process on the static folder: 6 requests wait in one batch (max_wait_ms 2500) when SIGTERM
     comes; new connections are then refused, the 6 are answered, and the process exits 0 without importing torch."""
-    import http.client
-
-    folder = tier_models["folders"]["static"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
-    server = subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", "0",
-                               "--max-wait-ms", "2500", "--max-batch-size", "100"],
-                              stderr=subprocess.PIPE, text=True, env=env)
+    server, port = start_server(tier_models["folders"]["static"], "--max-wait-ms", "2500", "--max-batch-size", "100")
     try:
-        line = server.stderr.readline()
-        port = int(re.search(r"http://127\.0\.0\.1:(\d+) ", line).group(1))
-
-        def call(method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            try:
-                connection.request(method, path, json.dumps(body) if body else None,
-                                   {"content-type": "application/json"})
-                answer = connection.getresponse()
-                payload = answer.read().decode()
-                return answer.status, json.loads(payload) if path != "/metrics" else payload
-            finally:
-                connection.close()
-
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if call("GET", "/ready")[0] == 200:
-                    break
-            except ConnectionError:
-                pass
-            assert time.monotonic() < deadline and server.poll() is None, "the server never became ready"
-            time.sleep(0.05)
         maps = Path(f"/proc/{server.pid}/maps")
         if maps.is_file():
             assert "libtorch" not in maps.read_text(), "serving a static folder loaded torch"
         batches = [["a good film"], ["an awful plot", "great"], ["dull"], ["fine", "bad", "good"], ["sad"], ["ok"]]
         with ThreadPoolExecutor(len(batches)) as pool:
-            pending = [pool.submit(call, "POST", "/predict", {"texts": t}) for t in batches]
-            while metric(call("GET", "/metrics")[1], "setfit_lite_queue_depth") < len(batches):
-                assert time.monotonic() < deadline, "the requests never reached the batcher"
-                time.sleep(0.02)
+            pending = [pool.submit(http_call, port, "POST", "/predict", {"texts": t}) for t in batches]
+            wait_for(lambda: metric(http_call(port, "GET", "/metrics")[1], "setfit_lite_queue_depth") == len(batches),
+                     "the requests did not reach the batcher")
             server.send_signal(signal.SIGTERM)
             refused_by = time.monotonic() + 2.0  # within the batch's 2.5 s of gathering
             while True:  # the listening socket closes: a new connection is refused
                 try:
-                    call("GET", "/health")
+                    http_call(port, "GET", "/health")
                 except ConnectionError:
                     break
                 assert time.monotonic() < refused_by, "new connections were still accepted 2 s after SIGTERM"
                 time.sleep(0.02)
             answers = [p.result(timeout=30) for p in pending]
-        rc = server.wait(timeout=30)
+        server.wait(timeout=30)
     finally:
-        if server.poll() is None:
-            server.kill()
-        server.stderr.close()
+        rc = stop_server(server)
     model = tier_models["static"]
     assert [a[0] for a in answers] == [200] * len(batches)
-    assert [a[1]["labels"] for a in answers] == [model.predict(t) for t in batches]
+    assert [json.loads(a[1])["labels"] for a in answers] == [model.predict(t) for t in batches]
     assert rc == 0
 
 
@@ -419,23 +482,14 @@ def test_workers_share_their_metrics_and_stop_on_sigterm(tier_models: dict) -> N
     """``--workers 2`` on the static folder: /health requests on fresh connections reach both worker processes (the
     pid each answer names), and every scrape of /metrics, whichever worker answers it, counts all of them (and the
     predictions of both); SIGTERM to the parent stops both and exits 0."""
-    import http.client
-
     folder = tier_models["folders"]["static"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
+    env = server_env()
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     server = subprocess.Popen([sys.executable, "-m", "setfit_lite.cli", "serve", str(folder), "--port", "0",
                                "--workers", "2", "--max-wait-ms", "0"], stderr=subprocess.PIPE, text=True, env=env)
 
     def call(method: str, path: str, body: dict | None = None) -> tuple[int, str]:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # a new connection each time
-        try:
-            connection.request(method, path, json.dumps(body) if body else None, {"content-type": "application/json"})
-            answer = connection.getresponse()
-            return answer.status, answer.read().decode()
-        finally:
-            connection.close()
+        return http_call(port, method, path, body)  # a new connection each time
 
     try:
         port = int(re.search(r"http://127\.0\.0\.1:(\d+) ", server.stderr.readline()).group(1))
@@ -663,3 +717,126 @@ def test_a_multi_output_model_is_served_as_it_predicts(tiny_body_path: str) -> N
         answer = client.post("/predict", json={"texts": texts[:4], "probabilities": True}).json()
     assert answer["labels"] == model.predict(texts[:4]).tolist()
     np.testing.assert_allclose(answer["probabilities"], model.class_proba(texts[:4]), rtol=0, atol=1e-6)
+
+
+def test_a_stalled_body_is_answered_408_and_its_connection_closed(tier_models: dict) -> None:
+    """A client that sends part of a body and then nothing holds neither the body's buffer nor a connection for
+    ever: after --read-timeout-s it gets 408 naming the option, the connection is closed, and the 408 is counted."""
+    server, port = start_server(tier_models["folders"]["static"], "--read-timeout-s", "1")
+    try:
+        with stalled_request(port) as client:
+            answer = read_until_closed(client)
+        page = http_call(port, "GET", "/metrics")[1]
+    finally:
+        rc = stop_server(server)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b"nothing came for 1 s (read_timeout_s)" in answer
+    assert metric(page, 'setfit_lite_requests_total{path="/predict",status="408"}') == 1
+    assert rc == 0
+
+
+def test_sigterm_ends_within_the_shutdown_timeout_while_a_body_stalls(tier_models: dict) -> None:
+    """A client stalls in the middle of its body (read timeout 120 s) when SIGTERM comes: the server does not wait
+    for it past --shutdown-timeout-s (1 s), and exits 0."""
+    server, port = start_server(tier_models["folders"]["static"], "--read-timeout-s", "120",
+                                "--shutdown-timeout-s", "1")
+    with stalled_request(port):
+        rc = stop_server(server, timeout=30.0)  # fails unless the process ends well before the read timeout
+    assert rc == 0
+
+
+def test_a_second_server_on_a_port_in_use_is_refused(tier_models: dict, capsys: pytest.CaptureFixture) -> None:
+    """The socket listens as soon as it is bound (before any worker starts): a second `listen` on its port fails
+    with "address already in use" (two bound sockets with SO_REUSEADDR, neither listening, would share it), and so
+    does `setfit-lite serve` there, with exit status 2."""
+    from setfit_lite.serving.server import listen
+
+    with listen("127.0.0.1", 0) as first:
+        port = first.getsockname()[1]
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use"):
+            listen("127.0.0.1", port).close()
+        assert main(["serve", str(tier_models["folders"]["static"]), "--port", str(port), "--workers", "2"]) == 2
+    assert "Address already in use" in capsys.readouterr().err
+
+
+def test_the_queue_depth_forgets_a_killed_worker(tier_models: dict, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Multiprocess mode: a worker killed with SIGKILL leaves its live gauge file (gauge_livesum_PID.db); a scrape
+    drops it, so the queue depth is the sum over the running workers, while the counters of the killed one still
+    count. A new worker drops the gauge file an earlier process of its pid left (pids are reused)."""
+    from setfit_lite.serving.metrics import ServingMetrics
+    from setfit_lite.serving.server import ENV_MODEL, ENV_SETTINGS, app_from_environment
+
+    script = ("import sys, time; from prometheus_client import Counter, Gauge; "
+              "Gauge('setfit_lite_queue_depth', 'waiting', multiprocess_mode='livesum').inc(int(sys.argv[1])); "
+              "Counter('setfit_lite_texts', 'texts').inc(5); print('written', flush=True); time.sleep(120)")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(depth)], stdout=subprocess.PIPE, text=True,
+                                env=env) for depth in (3, 2)]
+    try:
+        assert [w.stdout.readline() for w in workers] == ["written\n"] * 2
+        workers[0].kill()
+        workers[0].wait(timeout=30)  # ended and reaped: its pid runs nothing
+        monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+        scraped = ServingMetrics().exposition().decode()
+        # a file left under this process's pid by an earlier process (a copy of the running worker's)
+        (tmp_path / f"gauge_livesum_{os.getpid()}.db").write_bytes(
+            (tmp_path / f"gauge_livesum_{workers[1].pid}.db").read_bytes())
+        monkeypatch.setenv(ENV_MODEL, str(tier_models["folders"]["static"]))
+        monkeypatch.setenv(ENV_SETTINGS, ServeSettings().to_json())
+        app_from_environment()
+        after_start = ServingMetrics().exposition().decode()
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+            worker.stdout.close()
+    assert metric(scraped, "setfit_lite_queue_depth") == 2  # the running worker's only
+    assert metric(scraped, "setfit_lite_texts_total") == 10  # counters of the killed one still count
+    assert not (tmp_path / f"gauge_livesum_{workers[0].pid}.db").exists()
+    assert (tmp_path / f"counter_{workers[0].pid}.db").exists()
+    assert metric(after_start, "setfit_lite_queue_depth") == 2
+
+
+def test_a_client_that_hangs_up_while_its_request_waits_is_dropped_and_counted_499(tier_models: dict) -> None:
+    """A request waits in a batch being gathered (max_wait_ms 5000) when its client hangs up: it is counted 499 at
+    once, leaves the batch (its text is never predicted), and the server answers the next request."""
+    server, port = start_server(tier_models["folders"]["static"], "--max-wait-ms", "5000", "--max-batch-size", "100")
+
+    def predict_statuses() -> dict[str, float]:
+        page = http_call(port, "GET", "/metrics")[1]
+        return {m.group(1): float(m.group(2)) for m in
+                re.finditer(r'^setfit_lite_requests_total\{path="/predict",status="(\d+)"\} (\S+)$', page, re.M)}
+
+    try:
+        body = json.dumps({"texts": ["a good film"]}).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+            client.sendall(b"POST /predict HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            wait_for(lambda: metric(http_call(port, "GET", "/metrics")[1], "setfit_lite_queue_depth") == 1,
+                     "the request did not reach the batcher")
+        wait_for(lambda: bool(predict_statuses()), "the request that hung up was not counted")
+        hung_up = predict_statuses()
+        status, answer = http_call(port, "POST", "/predict", {"texts": ["dull"]})
+        page = http_call(port, "GET", "/metrics")[1]
+    finally:
+        rc = stop_server(server)
+    assert hung_up == {"499": 1.0}
+    assert status == 200 and json.loads(answer)["labels"] == tier_models["static"].predict(["dull"])
+    assert metric(page, "setfit_lite_texts_total") == 1  # "dull" only
+    assert metric(page, "setfit_lite_batch_requests_sum") == 1
+    assert metric(page, "setfit_lite_queue_depth") == 0
+    assert rc == 0
+
+
+def test_the_routes_are_the_pages_and_metrics_answer_head(tier_models: dict) -> None:
+    """The routes docs/serving.md lists, no others: FastAPI's /redoc is off; /metrics answers HEAD as /health and
+    /ready do (probes and scrapers send it)."""
+    with TestClient(create_app(tier_models["folders"]["static"])) as client:
+        wait_ready(client)
+        redoc, head = client.get("/redoc"), client.head("/metrics")
+        docs = client.get("/docs")
+    assert redoc.status_code == 404
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-type"].startswith("text/plain")
+    assert docs.status_code == 200

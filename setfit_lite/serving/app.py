@@ -1,10 +1,11 @@
 """The prediction server's ASGI app: `create_app` for a model folder of any tier or a loaded predictor.
 
 Routes: ``GET /health`` (the process is up), ``GET /ready`` (the model is loaded and warmed: 200, else 503),
-``POST /predict``, ``GET /metrics`` (Prometheus) and FastAPI's ``/docs`` and ``/openapi.json``. Requests are checked
-(body size, JSON, the request schema with the settings' limits, each text as ``predict`` checks it) before they
-reach the `MicroBatcher`; every error is a JSON ``{"error": ...}`` naming the
-problem, and the server keeps serving.
+``POST /predict``, ``GET /metrics`` (Prometheus; the three answer ``HEAD`` too) and FastAPI's ``/docs`` and
+``/openapi.json``. Requests are checked (body size and read timeout, JSON, the request schema with the settings'
+limits, each text as ``predict`` checks it) before they reach the `MicroBatcher`; every error is a JSON
+``{"error": ...}`` naming the problem, and the server keeps serving. A client that hangs up while its request waits
+for the model gets nothing: its request leaves the batcher (unless its batch is already running) and is counted 499.
 """
 
 # no `from __future__ import annotations` here: FastAPI reads /predict's request model, a class made per app, from
@@ -15,9 +16,9 @@ import copy
 import email.message
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 from fastapi import FastAPI, Request
@@ -30,7 +31,7 @@ from ..data.checks import validate_texts
 from ..version import __version__
 from .batcher import BatcherClosed, MicroBatcher
 from .limits import BodyLimitMiddleware, error_body
-from .metrics import CONTENT_TYPE_LATEST, MetricsMiddleware, ServingMetrics
+from .metrics import CLIENT_CLOSED, CONTENT_TYPE_LATEST, MetricsMiddleware, ServingMetrics
 from .settings import ServeSettings
 
 __all__ = ["ServingState", "create_app", "model_labels"]
@@ -39,6 +40,9 @@ logger = logging.getLogger(__name__)
 
 WARMUP_TEXT = "warm up the model"
 MAX_PROBLEMS = 5  # validation problems named in one error message
+NOT_JSON = "the body is not valid JSON"
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -109,10 +113,43 @@ def _validation_answer(request: Request, error: RequestValidationError) -> JSONR
     problems = [{"where": _where(e.get("loc", ())), "problem": e.get("msg", ""), "type": e.get("type", "")}
                 for e in error.errors()]
     if any(p["type"] == "json_invalid" for p in problems):
-        return JSONResponse(error_body("the body is not valid JSON"), status_code=400)
+        return JSONResponse(error_body(NOT_JSON), status_code=400)
     named = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:MAX_PROBLEMS])
     more = f" (and {len(problems) - MAX_PROBLEMS} more)" if len(problems) > MAX_PROBLEMS else ""
     return JSONResponse(error_body(named + more, problems=problems[:MAX_PROBLEMS]), status_code=422)
+
+
+def _http_error_answer(error: StarletteHTTPException) -> JSONResponse:
+    """The JSON answer of an HTTP error; FastAPI's "error parsing the body" of JSON that is not UTF-8 says so."""
+    if error.status_code == 400 and isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's parse of a JSON body
+        reason = error.__cause__.reason
+        return JSONResponse(error_body(f"{NOT_JSON}: it is not UTF-8 text ({reason} at byte "
+                                       f"{error.__cause__.start})"), status_code=400)
+    return JSONResponse(error_body(str(error.detail)), status_code=error.status_code, headers=error.headers)
+
+
+async def _until_hung_up(request: Request) -> None:
+    """Returns once the client has hung up: after a request's body, the next ASGI message is its disconnect (a
+    server that sends another message, or fails to receive, leaves nothing to watch: this then never returns)."""
+    try:
+        message = await request.receive()
+    except Exception:
+        message = {}
+    if message.get("type") != "http.disconnect":
+        await asyncio.get_running_loop().create_future()
+
+
+async def _unless_hung_up(request: Request, answer: Awaitable[T]) -> T | None:
+    """``answer``'s result, awaited while watching the client: None as soon as the client hangs up (``answer`` is
+    then cancelled: a request still queued in the batcher is dropped from it)."""
+    answering = asyncio.ensure_future(answer)
+    watching = asyncio.ensure_future(_until_hung_up(request))
+    try:
+        await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watching.cancel()
+        answering.cancel()  # nothing once answered
+    return answering.result() if answering.done() else None
 
 
 def _not_ready(state: ServingState) -> JSONResponse:
@@ -222,7 +259,7 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
                 await asyncio.to_thread(state.batcher.close)
             metrics.process_ended()
 
-    app = FastAPI(title="setfit_lite prediction server", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="setfit_lite prediction server", version=__version__, lifespan=lifespan, redoc_url=None,
                   description="Text classification with a setfit_lite model: POST /predict.")
     app.state.serving = state
     app.state.metrics = metrics
@@ -233,7 +270,7 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(error_body(str(error.detail)), status_code=error.status_code, headers=error.headers)
+        return _http_error_answer(error)
 
     @app.api_route("/health", methods=["GET", "HEAD"],  # HEAD: load balancers and uptime checks probe with it
                    summary="Whether the process is up (and which worker process answered)")
@@ -248,17 +285,18 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
         return JSONResponse({"status": "ready", "labels": model_labels(state.predictor),
                              "multi_label": bool(state.predictor.multi_label), "pid": os.getpid()})
 
-    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
+    @app.api_route("/metrics", methods=["GET", "HEAD"], summary="Prometheus metrics", response_class=Response)
     async def prometheus() -> Response:
         return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/predict", summary="Labels (and probabilities) of texts", response_model=predict_response,
-              responses={400: {"description": "the body is not JSON"},
+              responses={400: {"description": "the body is not JSON (UTF-8)"},
+                         408: {"description": "the body stopped arriving for read_timeout_s"},
                          413: {"description": "the body is larger than max_body_bytes"},
                          415: {"description": "the body is not sent as JSON"},
                          422: {"description": "the body does not follow the schema or a text is blank"},
                          503: {"description": "the model is loading, or the server is shutting down"}})
-    async def predict(body: predict_request) -> Response:  # type: ignore[valid-type]
+    async def predict(body: predict_request, request: Request) -> Response:  # type: ignore[valid-type]
         if state.status != "ready" or state.batcher is None:
             return _not_ready(state)
         try:
@@ -266,11 +304,13 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
         except (TypeError, ValueError) as error:
             return JSONResponse(error_body(f"texts: {error}"), status_code=422)
         try:
-            proba = await state.batcher.predict_proba(texts)
+            proba = await _unless_hung_up(request, state.batcher.predict_proba(texts))
         except BatcherClosed:
             return _not_ready(state)
         except Exception as error:
             return JSONResponse(error_body(f"prediction failed: {type(error).__name__}: {error}"), status_code=500)
+        if proba is None:  # the client hung up: nothing reaches it, the status is for the metrics
+            return Response(status_code=CLIENT_CLOSED)
         labels = state.predictor.labels_from_proba(proba, as_numpy=True)
         answer: dict[str, Any] = {"labels": labels.tolist() if hasattr(labels, "tolist") else list(labels)}
         if body.probabilities:
@@ -278,6 +318,6 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
             answer["classes"] = model_labels(state.predictor)
         return JSONResponse(answer)
 
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)  # the outermost: it counts the 413s too
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, read_timeout_s=settings.read_timeout_s)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # the outermost: it counts the 413s and 408s too
     return app

@@ -10,18 +10,22 @@ one process (tests, Ray Serve replicas sharing a worker) never mix their counts.
 
 With ``--workers N`` every worker process writes its metrics to files in ``PROMETHEUS_MULTIPROC_DIR``
 (prometheus_client's multiprocess mode, which ``serve`` turns on for its workers), and a scrape answered by any
-worker sums the counts of all of them (the queue depth over the live workers).
+worker sums the counts of all of them (the queue depth over the live workers: `drop_dead_live_gauges` forgets the
+gauges of a worker that ended without its shutdown).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import time
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-__all__ = ["CONTENT_TYPE_LATEST", "MULTIPROCESS_ENV", "ROUTES", "MetricsMiddleware", "ServingMetrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MULTIPROCESS_ENV", "ROUTES", "MetricsMiddleware", "ServingMetrics",
+           "drop_dead_live_gauges"]
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's multiprocess mode: where processes write
 
@@ -29,6 +33,42 @@ ROUTES = ("/predict", "/health", "/ready", "/metrics", "/docs", "/openapi.json")
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 CLIENT_CLOSED = 499  # the status counted for a request that got no response (the client disconnected first)
+LIVE_GAUGE_FILE = re.compile(r"gauge_live[a-z]+_(\d+)\.db")  # prometheus_client's file of a live-mode gauge, by pid
+
+
+def _running(pid: int) -> bool:
+    """Whether a process of this pid exists (one of another user's, which cannot be signalled, too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def drop_dead_live_gauges(path: str | os.PathLike, new_process: bool = False) -> None:
+    """Remove from a multiprocess folder the live-mode gauge files (the queue depth's ``gauge_livesum_<pid>.db``) of
+    processes no longer running, so that the live sums count running processes only.
+
+    A worker's own files are removed at its clean shutdown (`ServingMetrics.process_ended`); one killed (SIGKILL, out
+    of memory) leaves them. Only those files are touched: counters and histograms of ended processes still count, and
+    a folder of the user's keeps everything else.
+
+    Args:
+        path: The ``PROMETHEUS_MULTIPROC_DIR`` folder (of this machine: pids are looked up here).
+        new_process: Whether the calling process has not written any metric yet: then the files under its own pid
+            are an earlier process's that had the same pid, and are removed too.
+    """
+    from prometheus_client import multiprocess
+
+    own = os.getpid()
+    names = os.listdir(path) if os.path.isdir(path) else []
+    pids = {int(match.group(1)) for match in map(LIVE_GAUGE_FILE.fullmatch, names) if match}
+    for pid in sorted(pids):
+        if not _running(pid) or (new_process and pid == own):
+            with contextlib.suppress(OSError):  # another worker's scrape may have removed them first
+                multiprocess.mark_process_dead(pid, os.fspath(path))
 
 
 class ServingMetrics:
@@ -58,11 +98,13 @@ class ServingMetrics:
         self.texts.inc(texts)
 
     def exposition(self) -> bytes:
-        """The Prometheus text format of every metric (served with `CONTENT_TYPE_LATEST`)."""
+        """The Prometheus text format of every metric (served with `CONTENT_TYPE_LATEST`); in multiprocess mode the
+        live gauges of processes no longer running are dropped first (`drop_dead_live_gauges`)."""
         if self.multiprocess_dir is None:
             return generate_latest(self.registry)
         from prometheus_client import multiprocess
 
+        drop_dead_live_gauges(self.multiprocess_dir)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)
         return generate_latest(registry)

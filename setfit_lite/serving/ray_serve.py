@@ -24,7 +24,8 @@ class SetFitServeIngress:
 
     Args:
         model_dir: The model folder (every node must be able to read it at this path).
-        settings: Batching and limits (``host``, ``port`` and ``workers`` do not apply: Ray Serve's proxy listens).
+        settings: Batching and limits (``host``, ``port``, ``workers`` and ``shutdown_timeout_s`` do not apply: Ray
+            Serve's proxy listens and stops replicas).
     """
 
     def __init__(self, model_dir: str, settings: ServeSettings | None = None) -> None:

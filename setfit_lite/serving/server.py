@@ -2,7 +2,7 @@
 or in ``workers`` processes sharing one listening socket.
 
 SIGTERM or Ctrl-C: the listening socket closes, every request already taken is answered (the batcher drains its
-queue), and `serve` returns normally (the command exits 0).
+queue; those left after ``shutdown_timeout_s`` are cancelled), and `serve` returns normally (the command exits 0).
 
 With ``workers > 1`` the workers run prometheus_client's multiprocess mode in a folder made for the run (removed at
 the end) unless ``PROMETHEUS_MULTIPROC_DIR`` is already set (then that folder is used and left alone), so that
@@ -23,23 +23,34 @@ from collections.abc import Iterator
 from typing import Any
 
 from .app import create_app
-from .metrics import MULTIPROCESS_ENV
+from .metrics import MULTIPROCESS_ENV, drop_dead_live_gauges
 from .settings import ServeSettings
 
 __all__ = ["ENV_MODEL", "ENV_SETTINGS", "app_from_environment", "listen", "serve"]
 
 ENV_MODEL = "SETFIT_LITE_SERVE_MODEL"  # what worker processes of --workers N load
 ENV_SETTINGS = "SETFIT_LITE_SERVE_SETTINGS"
+BACKLOG = 2048  # connections waiting to be accepted (uvicorn's default)
 
 
 def app_from_environment() -> Any:
     """The app of a worker process (``--workers N``): the model folder and settings the parent put in the
-    environment (an app factory for uvicorn)."""
+    environment (an app factory for uvicorn, called once per worker process before it writes any metric).
+
+    First the live gauges that processes ended without their shutdown (SIGKILL, out of memory) left in the metrics
+    folder are dropped, this pid's too: a file under this pid is from an earlier process that had the same pid, and
+    would offset this one's gauges."""
+    multiprocess_dir = os.environ.get(MULTIPROCESS_ENV)
+    if multiprocess_dir:
+        drop_dead_live_gauges(multiprocess_dir, new_process=True)
     return create_app(os.environ[ENV_MODEL], ServeSettings.from_json(os.environ[ENV_SETTINGS]))
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A bound TCP socket on ``host:port`` (IPv4 or IPv6), inheritable by worker processes.
+    """A listening TCP socket on ``host:port`` (IPv4 or IPv6), inheritable by worker processes.
+
+    It listens from here on, before any worker starts: a second server on the same port fails at once (with
+    ``SO_REUSEADDR``, two sockets that are bound but not yet listening may share a port).
 
     Raises:
         OSError: The address cannot be listened on, naming it (in use, not this machine's, ...).
@@ -53,6 +64,7 @@ def listen(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        sock.listen(BACKLOG)
     except OSError as error:
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
@@ -77,13 +89,14 @@ def _signals_end_quietly() -> Iterator[None]:
 
 def serve(model: str | os.PathLike | Any, settings: ServeSettings | None = None, log_level: str = "warning",
           sock: socket.socket | None = None) -> None:
-    """Serve ``model`` over HTTP until SIGTERM or Ctrl-C, then answer what was accepted and return.
+    """Serve ``model`` over HTTP until SIGTERM or Ctrl-C, then answer what was accepted (within
+    ``settings.shutdown_timeout_s``) and return.
 
     Args:
         model: A model folder of any tier, or (one worker only) a fitted predictor.
         settings: Address, workers, batching and limits (default `ServeSettings`'s).
         log_level: uvicorn's log level (``"error"``, ``"warning"``, ``"info"``, ...).
-        sock: A socket bound by `listen` (default: one bound here on ``settings.host:settings.port``).
+        sock: A socket from `listen` (default: one listening here on ``settings.host:settings.port``).
 
     Raises:
         OSError: The address cannot be listened on.
@@ -99,8 +112,8 @@ def serve(model: str | os.PathLike | Any, settings: ServeSettings | None = None,
     if settings.workers > 1 and not isinstance(model, (str, os.PathLike)):
         raise ValueError("workers > 1 needs a model folder: each worker process loads it")
     sock = listen(settings.host, settings.port) if sock is None else sock
-    options: dict[str, Any] = {"log_level": log_level, "access_log": False, "lifespan": "on",
-                               "timeout_graceful_shutdown": None, "workers": settings.workers}
+    options: dict[str, Any] = {"log_level": log_level, "access_log": False, "lifespan": "on", "backlog": BACKLOG,
+                               "timeout_graceful_shutdown": settings.shutdown_timeout_s, "workers": settings.workers}
     with sock, _signals_end_quietly():
         if settings.workers == 1:
             uvicorn.Server(uvicorn.Config(create_app(model, settings), **options)).run(sockets=[sock])

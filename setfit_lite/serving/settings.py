@@ -26,6 +26,8 @@ SERVE_RULES: dict[str, Rule] = {
     "max_text_chars": integer(note="characters in one text"),
     "max_body_bytes": integer(low=64, note="bytes in one request body"),
     "runtime": option(("auto", "onnxruntime", "openvino")),
+    "read_timeout_s": number(low=0.0, low_open=True, high=3600.0, note="seconds"),
+    "shutdown_timeout_s": number(low=0.0, low_open=True, high=3600.0, note="seconds"),
 }
 
 
@@ -51,6 +53,12 @@ class ServeSettings:
         max_body_bytes: Largest request body, checked from ``Content-Length`` and while reading (more: 413).
         runtime: What runs an ONNX folder: ``"auto"`` (``OnnxSetFitModel.load``'s rule), ``"onnxruntime"`` or
             ``"openvino"``.
+        read_timeout_s: Longest pause while a request body is read: a body that stops arriving for this long is
+            answered 408 and its connection closed (as nginx's ``client_body_timeout``).
+        shutdown_timeout_s: After SIGTERM, how long the requests already taken have to be answered; those still
+            unanswered then are cancelled (500) and the server exits (``setfit-lite serve`` only). Keep it above
+            ``read_timeout_s`` plus the longest prediction, and below the time your process manager waits before
+            it kills the server (Kubernetes: 30 s).
 
     Raises:
         TypeError: A value of the wrong type, naming the setting.
@@ -71,6 +79,8 @@ class ServeSettings:
     max_text_chars: int = 10_000
     max_body_bytes: int = 1_048_576
     runtime: str = "auto"
+    read_timeout_s: float = 10.0
+    shutdown_timeout_s: float = 20.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

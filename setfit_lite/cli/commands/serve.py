@@ -1,6 +1,7 @@
 """``setfit-lite serve``: a model folder of any tier over HTTP (`setfit_lite.serving`): ``POST /predict``,
 ``/health``, ``/ready``, ``/metrics``, with micro-batching across requests; SIGTERM or Ctrl-C answers every accepted
-request and exits 0. Every option is checked, and the model loaded, before the server starts."""
+request (within ``--shutdown-timeout-s``) and exits 0. Every option is checked, and the model loaded, before the server
+starts."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ _OPTIONS = (  # (setting, help)
     ("max_texts", "most texts in one request (more: 422)"),
     ("max_text_chars", "most characters in one text (more: 422)"),
     ("max_body_bytes", "largest request body in bytes, from Content-Length and while reading (more: 413)"),
+    ("read_timeout_s", "seconds a request body may stop arriving before it is refused (408, connection closed)"),
+    ("shutdown_timeout_s", "after SIGTERM, seconds to answer the requests already taken; those left are "
+                           "cancelled (500)"),
 )
 LOG_LEVELS = {"quiet": "error", "default": "warning", "verbose": "info"}
 
