@@ -184,11 +184,16 @@ class DistillationTrainer(Trainer):
         else:  # plain Python labels (setfit's return types make integer labels a tensor, which training refuses)
             predicted = teacher.labels_from_proba(proba, as_numpy=True)
             predicted = predicted.tolist() if isinstance(predicted, np.ndarray) else list(predicted)
-        if self.model.labels is None:
+        given_labels = self.model.labels is not None
+        if not given_labels:  # all the teacher's labels, also one it predicted for no text
             self.model.labels = list(teacher.labels)
         self._train_data = LabeledData(texts, predicted, self._unlabelled.columns)
         try:
             super().train(args, None, **kwargs)
+        except BaseException:
+            if not given_labels and self.model.model_head is None:  # refused before training: the student as it was
+                self.model.labels = None
+            raise
         finally:
             self._train_data = None
         self.model.training_info["distilled_from"] = teacher.source or "a SetFitModel in memory"

@@ -4,9 +4,10 @@ to Hugging Face ``evaluate`` as setfit sends every name (a metric on the hub, or
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import numbers
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -114,8 +115,9 @@ def _evaluate_metric(name: str, y_pred: np.ndarray, y_true: np.ndarray, kwargs: 
 
 
 def _unknown(metric: Any) -> str:
-    return (f"unknown metric {metric!r}; use one of {sorted(_METRICS)}, a callable, or (with the `evaluate` package "
-            "installed: pip install 'setfit_lite[evaluate]') any name evaluate.load accepts")
+    return (f"unknown metric {metric!r}: setfit_lite computes {', '.join(sorted(_METRICS))}; any other name goes "
+            "to evaluate.load, which needs the `evaluate` extra (pip install 'setfit_lite[evaluate]') and the Hugging "
+            "Face Hub (or evaluate's cache of that metric, or a local metric script); or pass a callable")
 
 
 SINGLE_LABEL_METRICS = ("matthews_correlation", "balanced_accuracy")
@@ -131,15 +133,97 @@ def check_metric_for(metric: Any, multi_label: bool) -> None:
                          "unless metric_kwargs give an average), or a callable")
 
 
-def check_metric(metric: Any) -> None:
-    """Fail early, before training, on a metric that cannot work: not a callable nor a string, or a name computed
-    neither here nor (not installed) by ``evaluate``. Whether ``evaluate`` finds a name is known when it loads it."""
-    if callable(metric):
+def check_metric(metric: Any, metric_kwargs: Any = None) -> None:
+    """Fail early, before any data is read or any training, on a metric that cannot work.
+
+    A name computed here passes; any other name is loaded with ``evaluate.load`` now, as scoring would load it.
+    ``metric_kwargs`` must be a dict, and for a name computed here hold only arguments of its scikit-learn function.
+
+    Args:
+        metric: A name or a callable ``metric(y_pred, y_true, **metric_kwargs)``.
+        metric_kwargs: The metric's keyword arguments, or None.
+
+    Raises:
+        TypeError: A metric that is neither a name nor a callable, or ``metric_kwargs`` that is not a dict with
+            string keys.
+        ValueError: A name computed neither here nor by ``evaluate`` (not installed, or ``evaluate.load`` fails
+            on it), or a key of ``metric_kwargs`` the named metric does not take.
+    """
+    if not callable(metric):
+        if not isinstance(metric, str):
+            raise TypeError(f"metric must be a name or a callable, got {type(metric).__name__}")
+        if metric not in _METRICS:
+            _check_evaluate_loads(metric)
+    check_metric_kwargs(metric, metric_kwargs)
+
+
+@cache
+def _check_evaluate_loads(name: str) -> None:
+    """ValueError (`_unknown`, with evaluate's reason) unless ``evaluate.load(name)`` loads a metric; a name that
+    loaded once is not loaded again."""
+    if importlib.util.find_spec("evaluate") is None:
+        raise ValueError(_unknown(name))
+    import evaluate
+
+    try:
+        evaluate.load(name)
+    except Exception as error:  # evaluate raises FileNotFoundError, ConnectionError, ImportError, ... by cause
+        raise ValueError(f"{_unknown(name)}. evaluate.load({name!r}) failed: {type(error).__name__}: "
+                         f"{error}") from error
+
+
+def check_metric_kwargs(metric: Any, metric_kwargs: Any) -> None:
+    """TypeError unless ``metric_kwargs`` is None or a dict with string keys; ValueError naming the keys a metric
+    computed here does not take (the parameters of its scikit-learn function after ``y_true`` and ``y_pred``).
+    The keywords of a callable or of a metric of ``evaluate`` are checked when it is called."""
+    if metric_kwargs is None:
         return
-    if not isinstance(metric, str):
-        raise TypeError(f"metric must be a name or a callable, got {type(metric).__name__}")
-    if metric not in _METRICS and importlib.util.find_spec("evaluate") is None:
-        raise ValueError(_unknown(metric))
+    if not isinstance(metric_kwargs, Mapping) or not all(isinstance(key, str) for key in metric_kwargs):
+        raise TypeError(f"metric_kwargs must be a dict of the metric's keyword arguments by name (such as "
+                        f"{{'average': 'macro'}}), got {type(metric_kwargs).__name__} {metric_kwargs!r}")
+    if not isinstance(metric, str) or metric not in _METRICS:
+        return
+    accepted = _keyword_arguments(_METRICS[metric])
+    unknown = sorted(set(metric_kwargs) - accepted) if accepted is not None else []
+    if unknown:
+        raise ValueError(f"metric_kwargs {', '.join(map(repr, unknown))} not taken by metric {metric!r} "
+                         f"(scikit-learn's {_function_name(_METRICS[metric])}); its keyword arguments: "
+                         f"{', '.join(sorted(accepted or ()))}")
+
+
+def _keyword_arguments(function: Callable[..., Any]) -> set[str] | None:
+    """The names ``function`` takes after its first two (``y_true``, ``y_pred``); None when it takes any
+    (``**kwargs``)."""
+    parameters = list(inspect.signature(function).parameters.values())[2:]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+
+def _function_name(function: Callable[..., Any]) -> str:
+    return getattr(function, "__name__", None) or getattr(getattr(function, "func", None), "__name__", "function")
+
+
+def check_metric_for_best_model(name: str | None, metric: Any) -> None:
+    """ValueError, before any training, for a ``metric_for_best_model`` that evaluations with ``metric``, a name
+    computed here, never report: they report that metric and any other computed here that ``name`` asks for
+    (`add_reported_metrics`). The keys of a callable or of a metric of ``evaluate`` are known at the first
+    evaluation, where `check_best_key` checks them."""
+    if name is None or not (isinstance(metric, str) and metric in _METRICS) or name.removeprefix("eval_") in _METRICS:
+        return
+    raise ValueError(f"metric_for_best_model={name!r} is not a metric the evaluations report: with "
+                     f"metric={metric!r} they report {metric!r} and, when metric_for_best_model names it, any of "
+                     f"{', '.join(sorted(_METRICS))} (with or without the 'eval_' prefix)")
+
+
+def check_best_key(name: str, metrics: Mapping[str, Any]) -> str:
+    """The key of ``metrics`` (an evaluation's, ``eval_``-prefixed) that ``metric_for_best_model`` ``name`` names
+    (with or without the prefix); ValueError listing the keys when there is none."""
+    for key in (name, f"eval_{name}"):
+        if key in metrics:
+            return key
+    raise ValueError(f"metric_for_best_model={name!r} is not among the evaluation's metrics {sorted(metrics)}: name "
+                     "one of them (with or without the 'eval_' prefix)")
 
 
 # ------------------------------------------------------------------------------------------------- calibration

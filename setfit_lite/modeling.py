@@ -26,6 +26,7 @@ from .runtime.predictor import Predictor, length_sorted_batches, tokenize_texts
 from .serialization import (
     MANIFEST_NAME,
     atomic_update_directory,
+    check_can_update,
     check_output_path,
     load_json,
     recover_interrupted_save,
@@ -614,7 +615,7 @@ class SetFitModel(Predictor):
             path: The folder to write (a new one, or one setfit_lite exported to).
             quantize: None (fp32), `"int8"` (dynamic quantisation) or `"int8-static"` (calibrated on
                 `calibration_texts`).
-            opset: The ONNX opset.
+            opset: The ONNX opset, in the range the installed torch's exporter writes (7 to 20 with torch 2.13).
             calibration_texts: The texts `"int8-static"` calibrates on.
 
         Returns:
@@ -648,14 +649,14 @@ class SetFitModel(Predictor):
                                     inference_precision=inference_precision, openvino_streams=openvino_streams)
 
     # ---- static tier --------------------------------------------------------------------------
-    def export_static(self, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
-                      unlabeled_texts: Sequence[str] = (), **options: Any) -> Path:
+    def export_static(self, path: str | os.PathLike, texts: Iterable[str], labels: Iterable | None = None,
+                      unlabeled_texts: Iterable[str] = (), **options: Any) -> Path:
         """Distil the body into static token embeddings (model2vec's format) with a head refitted on them.
 
         Args:
             path: The folder to write.
-            texts: The texts the head is refitted on.
-            labels: Their labels; None for this model's predictions.
+            texts: The texts the head is refitted on (a list, or any iterable of texts in order).
+            labels: Their labels, in the same order; None for this model's predictions.
             unlabeled_texts: More texts, labelled by this model's predictions.
             **options: The options of [`export_static`][setfit_lite.exporting.static.export_static].
 
@@ -705,12 +706,13 @@ class SetFitModel(Predictor):
 
         Args:
             save_directory: The folder to write.
-            model_card: The model card's Markdown; None for one generated from the model and its training.
+            model_card: The model card's Markdown (a `str`); None for one generated from the model and its training.
 
         Raises:
-            FileExistsError: The path exists and is not a folder, or the folder holds a file the save would replace
-                that setfit_lite did not write or that changed since it wrote it (such as a `README.md` edited by
-                hand), checked before anything is written.
+            TypeError: `model_card` is neither a `str` nor None, checked before anything is written.
+            FileExistsError: The path, or the nearest existing path above it, is not a folder, or the folder holds
+                a file the save would replace that setfit_lite did not write or that changed since it wrote it (such
+                as a `README.md` edited by hand), checked before anything is written.
             ValueError: The folder is, contains or lies inside the one this model was loaded from
                 (`source_folder`), checked before anything is written; saving again into the folder of a model
                 setfit_lite saved is allowed (only that model's files are replaced). A body or a setfit folder is
@@ -724,11 +726,15 @@ class SetFitModel(Predictor):
         """
         from .model_card import render_model_card
 
+        if model_card is not None and not isinstance(model_card, str):
+            raise TypeError(f"model_card must be the card's Markdown as a str, or None for a generated card; got "
+                            f"{type(model_card).__name__}")
         source = self.source_folder
         check_output_path(save_directory, source, allow_same=source is not None and _is_saved_model(source),
                           suffix="saved")
         if self.model_head is not None:  # names the head's classes: a folder that would not load is not written
             self._check_fitted()
+        check_can_update(save_directory)  # a file where a folder goes, or a file of the user's: before the save
         with atomic_update_directory(save_directory) as tmp:
             with quiet_dependencies():
                 self.model_body.save(str(tmp))

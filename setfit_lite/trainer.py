@@ -22,13 +22,14 @@ import torch
 from trainers import Backend, get_backend
 from trainers.distributed import current_env
 
+from .config.rules import check_writable_folder
 from .data import LabeledData, check_trainable, encode_labels, to_labeled_data
 from .data.checks import is_dataframe, is_dataset, is_dataset_dict
 from .data.readers import column_renames
 from .evaluation import evaluate_model
 from .heads.calibration import CROSS_FIT_FOLDS, MAX_FOLDS, cross_fit_temperature, cv_temperature
 from .losses import PAIR_LOSSES, LabelAnchorLoss, build_loss
-from .metrics import MetricInputs, check_metric, check_metric_for
+from .metrics import MetricInputs, check_metric, check_metric_for, check_metric_for_best_model
 from .modeling import SetFitModel, capped_max_length
 from .reporting import reporting_callbacks
 from .runtime.chunking import window_width
@@ -48,7 +49,7 @@ from .training.checkpoints import (
 from .training.cross_fit import check_folds_in_one_process, fold_trainer
 from .training.head_fit import check_head_fits, fit_head, fit_prototypes, gather_embeddings, weigh_classes
 from .training.head_phase import HeadEpochs, log_estimator_fit
-from .training.interim_eval import HeadEvaluator, InterimEvaluator
+from .training.interim_eval import HeadEvaluator, InterimEvaluator, body_has_steps, idle_patience
 from .training.label_policy import fold_label_prior, label_anchor_texts, zero_shot_prototypes
 from .training.loop import Phase, run_phase
 from .training.modules import ClassifierModule, EmbeddingModule
@@ -83,10 +84,11 @@ class Trainer:
         model_init: A function returning a fresh model, called with no argument or with a trial's hyperparameters
             (needed by [`hyperparameter_search`][setfit_lite.trainer.Trainer.hyperparameter_search]).
         metric: A name (`"accuracy"`, `"f1"`, ... computed with scikit-learn; any other name through
-            `evaluate.load`, as setfit) or a callable `metric(y_pred, y_true, **metric_kwargs)`, which receives
-            what setfit gives it: the predictions as a CPU tensor and the true labels as a list (with string
-            labels, both as class ids).
-        metric_kwargs: Keyword arguments of the metric (such as `{"average": "macro"}` for `"f1"`).
+            `evaluate.load`, as setfit, loaded once when the trainer is built to check it) or a callable
+            `metric(y_pred, y_true, **metric_kwargs)`, which receives what setfit gives it: the predictions as a
+            CPU tensor and the true labels as a list (with string labels, both as class ids).
+        metric_kwargs: Keyword arguments of the metric (such as `{"average": "macro"}` for `"f1"`): a dict, whose
+            keys a metric computed with scikit-learn must take (checked when the trainer is built).
         callbacks: transformers `TrainerCallback`s (instances or classes), called during training.
         column_mapping: Renames columns to `text` and `label`, such as `{"sentence": "text", "sentiment": "label"}`.
         unlabeled_dataset: Unlabelled texts (a list of str, or a table with a `text` column) to self-train on after
@@ -100,7 +102,9 @@ class Trainer:
 
     Raises:
         ValueError: `args` that is not a `TrainingArguments`, a dataset without its columns, a bad
-            `column_mapping` or `metric`, or an unlabelled pool sharing texts with `eval_dataset`.
+            `column_mapping`, a `metric` name computed neither here nor by `evaluate.load`, a `metric_kwargs` key
+            the metric does not take, or an unlabelled pool sharing texts with `eval_dataset`.
+        TypeError: A `metric` that is neither a name nor a callable, or `metric_kwargs` that is not a dict.
         RuntimeError: Neither or both of `model` and `model_init`.
 
     Example:
@@ -128,7 +132,7 @@ class Trainer:
             raise RuntimeError("`Trainer` requires either a `model` or `model_init` argument.")
         if model is not None and model_init is not None:
             raise RuntimeError("`Trainer` requires either a `model` or `model_init` argument, but not both.")
-        check_metric(metric)
+        check_metric(metric, metric_kwargs)
         self.args = args or TrainingArguments()
         self.model_init = model_init
         self.metric, self.metric_kwargs = metric, metric_kwargs
@@ -291,12 +295,21 @@ class Trainer:
             **kwargs: setfit 0.x's `train(num_epochs=...)`: setfit's `DeprecationWarning`; those that are
                 `TrainingArguments` names apply to this call (setfit ignores them).
 
+        Every check, the backend's device included, comes before the model changes: a call that raises before
+        training leaves `model.labels`, `model.prompt` and the body's `max_seq_length` as they were.
+        `early_stopping_patience` that will not act on some phase (no `eval_dataset`; the body not evaluated with
+        `eval_strategy="no"`) is said in a `UserWarning`.
+
         Raises:
             ValueError: No `train_dataset`, labels the model cannot train on (a single class, labels absent from
-                `model.labels`), a checkpoint of other data, `args` and a `trial` that both set arguments, or
+                `model.labels`), head parameters scikit-learn refuses, a `metric_for_best_model` the evaluations
+                never report, a checkpoint of other data, `args` and a `trial` that both set arguments, or
                 checkpoints to save into an `args.output_dir` that holds those of an earlier run without resuming
                 it (a `CheckpointError`).
+            FileExistsError: Checkpoints to save under a file (`args.output_dir` cannot be created).
+            PermissionError: Checkpoints to save into a folder that cannot be written in.
             TypeError: A keyword argument that is not a `TrainingArguments` name.
+            RuntimeError: A backend whose device is not here.
             TrainingInterrupted: SIGTERM or SIGINT stopped training after a checkpoint.
         """
         if kwargs:
@@ -330,18 +343,21 @@ class Trainer:
                              "data was given (set self_training=False or drop unlabeled_dataset)")
         if self._uses_pool(args):
             pool_without(self._unlabeled, data.texts)  # a pool that nothing is left of: refused before training
-        seed_everything(args.seed)
-        model = self.model
-        model.labels = labels
-        if args.max_length is not None:
-            model.model_body.max_seq_length = capped_max_length(model.model_body, args.max_length)
-        if args.prompt is not None:
-            model.prompt = args.prompt
-        if model.chunking.enabled and model.model_body.max_seq_length is not None:  # windows with room for text
-            window_width(model.model_body.max_seq_length, *model.affixes())
+        if self._evaluates(args):
+            check_metric_for_best_model(args.metric_for_best_model, self.metric)
+        idle = idle_patience(args, self._eval_data is not None, self._head_epochs(args, len(labels), multi_label))
+        if idle is not None:
+            warnings.warn(idle, UserWarning, stacklevel=2)
+        # the device is checked (a backend that cannot run here raises) before anything of the model changes
         backend = get_backend(args.backend, precision=args.precision, compile=args.compile,
-                                             **(args.backend_options or {}))
-        backend.setup()
+                              **(args.backend_options or {}))
+        seed_everything(args.seed)
+        restore = self._configure_model(args, labels)
+        try:
+            backend.setup()
+        except BaseException:
+            restore()
+            raise
         try:
             self._train(args, backend, data, ids, multi_label, resume_from)
         finally:
@@ -350,8 +366,8 @@ class Trainer:
 
     def checked_labels(self, data: LabeledData) -> tuple[np.ndarray, list, bool]:
         """The training labels of ``data`` encoded against the model's labels, with every check `train` makes of
-        them before any work: at least two classes, a metric the data can have, a head that can fit them, and eval
-        labels the training knows.
+        them before any work: at least two classes, a metric the data can have, a head that can fit them (with
+        parameters scikit-learn accepts), and eval labels the training knows.
 
         Returns:
             ``(ids, labels, multi_label)``, as `encode_labels` gives them.
@@ -367,16 +383,54 @@ class Trainer:
             self.model_labels_check(self._eval_data, labels, multi_label)
         return ids, labels, multi_label
 
+    def _configure_model(self, args: TrainingArguments, labels: list) -> Callable[[], None]:
+        """Give the model this call's ``labels``, ``args.max_length`` and ``args.prompt``, and check that a chunking
+        model's windows keep room for text; returns what restores the model as it was (called here when the
+        check fails, by `train` when a later step before training fails)."""
+        model = self.model
+        before = (model.labels, model.model_body.max_seq_length, model.prompt)
+
+        def restore() -> None:
+            model.labels, model.model_body.max_seq_length, model.prompt = before
+
+        try:
+            model.labels = labels
+            if args.max_length is not None:
+                model.model_body.max_seq_length = capped_max_length(model.model_body, args.max_length)
+            if args.prompt is not None:
+                model.prompt = args.prompt
+            if model.chunking.enabled and model.model_body.max_seq_length is not None:  # windows with room for text
+                window_width(model.model_body.max_seq_length, *model.affixes())
+        except BaseException:
+            restore()
+            raise
+        return restore
+
+    def _evaluates(self, args: TrainingArguments) -> bool:
+        """Whether ``args`` evaluate during training: with an eval dataset, when ``eval_strategy`` or
+        ``early_stopping_patience`` asks for evaluations."""
+        return self._eval_data is not None and (args.eval_strategy != "no" or args.early_stopping_patience is not None)
+
+    def _head_epochs(self, args: TrainingArguments, num_classes: int, multi_label: bool) -> bool:
+        """Whether the head is a torch head fitted by epochs on fixed embeddings (each epoch evaluated when
+        `_evaluates`), not end to end with the body."""
+        return isinstance(self.model.new_head(num_classes, multi_label), torch.nn.Module) and not args.end_to_end
+
     def read_folders(self) -> list[Any]:
         """The folders training reads from (the model's), which checkpoints never go into, over or around."""
         return [getattr(self.model, "source_folder", None)]
 
     def check_output_dir(self, args: TrainingArguments, resume_from_checkpoint: Any = None) -> None:
-        """ValueError if checkpoints would be written into, over or around a folder training reads: the model's
-        (``read_folders``), or the checkpoint resumed from (which may lie inside ``output_dir``, its run's)."""
+        """With checkpoints on, ValueError if they would be written into, over or around a folder training reads:
+        the model's (``read_folders``), or the checkpoint resumed from (which may lie inside ``output_dir``, its
+        run's); FileExistsError or PermissionError when ``output_dir`` cannot be created or written in
+        (`check_writable_folder`, the command line's check of ``--output-dir``), checked by the process that
+        writes the checkpoints (rank 0: on several machines the others may not see that folder)."""
         if args.save_strategy == "no":
             return
         check_output_path(args.output_dir, *self.read_folders(), suffix="checkpoints")
+        if self.is_world_process_zero():
+            check_writable_folder("output_dir", args.output_dir)
         if isinstance(resume_from_checkpoint, (str, os.PathLike)):
             check_output_path(args.output_dir, resume_from_checkpoint, allow_contained=True, suffix="checkpoints")
 
@@ -472,8 +526,7 @@ class Trainer:
     def trains_body(self, args: TrainingArguments) -> bool:
         """Whether ``args`` train the body contrastively (not for zero-shot prototypes, a frozen body, no steps)."""
         prototypes = self.session is not None and self.session.prototypes
-        return not prototypes and args.embedding_num_epochs > 0 and args.max_steps != 0 \
-            and args.body_embedding_learning_rate > 0
+        return not prototypes and body_has_steps(args)
 
     def _final_logs(self) -> dict[str, float]:
         """What a reporting integration receives when training ends: ``train_runtime``, and the trained model's
@@ -623,8 +676,9 @@ class Trainer:
                         fixed_body: bool) -> HeadEvaluator | None:
         """The evaluation of the head phase: with an eval dataset, when ``eval_strategy`` or
         ``early_stopping_patience`` asks for evaluations (else None)."""
-        if self._eval_data is None or (args.eval_strategy == "no" and args.early_stopping_patience is None):
+        if not self._evaluates(args):
             return None
+        assert self._eval_data is not None
         return HeadEvaluator(self._eval_data, self.metric, self.metric_kwargs, ids, head, fixed_body,
                              metric_inputs=self._metric_inputs())
 
@@ -745,7 +799,7 @@ class Trainer:
 
         Raises:
             ValueError: No `model_init` or no `eval_dataset`, a bad `direction` or search space.
-            TypeError: An unknown keyword argument.
+            TypeError: An unknown keyword argument, or a `compute_objective` that is not callable.
             NoCompletedTrialError: No trial completed.
 
         Example:

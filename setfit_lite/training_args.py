@@ -71,8 +71,8 @@ class TrainingArguments:
         max_length: The most tokens of a training text; None for the body's own limit.
         samples_per_label: Accepted for setfit's sake and ignored (sentence batches are label-balanced).
         show_progress_bar: Whether training shows progress bars.
-        seed: The seed of sampling, initialisation and shuffling; the same seed on the same machine gives the same
-            model.
+        seed: The seed of sampling, initialisation and shuffling, an integer in [0, 2**32 - 1] (numpy's and
+            scikit-learn's generators take no larger seed); the same seed on the same machine gives the same model.
         report_to: The transformers reporting integrations training logs to (`"tensorboard"`, `"mlflow"`, ...).
             `"none"` (default; setfit's is `"all"`) for none, `"all"` for every installed one. An unknown name is a
             `ValueError` and one that is not installed an `ImportError`, here, as are a name given twice and
@@ -113,7 +113,8 @@ class TrainingArguments:
             (`1.75 * N(N-1) / (b(b-1))`), capped at `MAX_FLOOR_STEPS` (384); see
             [`steps_per_epoch_floor`][setfit_lite.training_args.TrainingArguments.steps_per_epoch_floor].
         early_stopping_patience: The evaluations without improvement after which training stops; None never stops
-            early. It applies to the body's and the head's evaluations.
+            early. It applies to the body's and the head's evaluations; `train()` warns when nothing is evaluated
+            (no eval dataset, or `eval_strategy="no"` with a head that has no epochs) or only a torch head's epochs.
         max_grad_norm: The norm gradients are clipped to; None or 0 for no clipping.
         backend: The device training runs on: a name of `trainers.names.NAMES` (any case) or a
             [`Backend`][trainers.base.Backend] (then `backend_options` must be None). `"auto"` (default) is hpu,

@@ -563,3 +563,70 @@ def test_cli_writes_the_text_under_the_text_column_train_reads(tmp_path: Path, t
     assert main(["suggest", tiny_body_path, str(pool), "--k", "2", "--text-column", "label",
                  "--output", str(tmp_path / "x.jsonl")]) == 2
     assert "--text-column 'label'" in capsys.readouterr().err and not (tmp_path / "x.jsonl").exists()
+
+
+def _unwritable_folder(tmp_path: Path) -> Path | None:
+    """A folder this process cannot create a file in: a read-only one (not for root, whom the mode does not stop),
+    else ``/sys`` (sysfs refuses new files even to root); None without either."""
+    folder = tmp_path / "read_only"
+    folder.mkdir()
+    folder.chmod(0o500)
+    for candidate in (folder, Path("/sys")):
+        try:
+            (candidate / ".probe").touch()
+        except OSError:
+            return candidate
+        (candidate / ".probe").unlink()
+    return None
+
+
+def test_cli_checks_that_the_output_can_be_written_before_the_pool_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """An --output under a file, or in a folder that cannot be written in, is refused before the pool is read or
+    the model loads, naming the output and the folder at fault."""
+    from setfit_lite.cli.commands import suggest
+
+    loaded = _no_model(monkeypatch)
+    read: list = []
+    monkeypatch.setattr(suggest, "read_texts", lambda *args: read.append(args) or iter(["a", "b", "c"]))
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    cases = [(afile / "x.jsonl", f"cannot write {afile / 'x.jsonl'}: {afile} above it exists and is not a folder"),
+             (afile / "sub" / "x.jsonl", f"{afile} above it exists and is not a folder")]
+    unwritable = _unwritable_folder(tmp_path)
+    if unwritable is not None:
+        cases.append((unwritable / "x.jsonl", f"the folder {unwritable} cannot be written in"))
+    for out, message in cases:
+        assert main(["suggest", "some/body", str(tmp_path / "pool.txt"), "--k", "2", "--output", str(out)]) == 2
+        assert message in capsys.readouterr().err, out
+        assert not out.exists()
+    assert read == [] and loaded == [] and afile.read_text() == "x\n"
+    (tmp_path / "read_only").chmod(0o700)
+    out = tmp_path / "new" / "round1.jsonl"  # a folder still to create is fine: the nearest one is writable
+    assert main(["suggest", "some/body", str(tmp_path / "pool.txt"), "--k", "2", "--output", str(out)]) == 2
+    assert "the model would load here" in capsys.readouterr().err and len(loaded) == 1
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []  # no probe left
+
+
+def test_cli_reads_back_the_rows_it_wrote_whatever_line_separators_the_texts_hold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """suggest writes U+2028, U+2029 and U+0085 unescaped (json.dumps(ensure_ascii=False)); --exclude split the
+    file at them too and refused its own output ("line 3 is not valid JSON")."""
+    from setfit_lite.cli.commands.suggest import read_excluded
+
+    loaded = _no_model(monkeypatch)
+    texts = ["a\u2028line separator", "a\u2029paragraph", "next\x85line", "plain"]
+    pool = tmp_path / "pool.txt"
+    pool.write_text("".join(f"{t}\n" for t in texts), encoding="utf-8")
+    earlier = tmp_path / "round1.jsonl"
+    earlier.write_text("".join(json.dumps({"index": i, "text": texts[i], "label": "a"}, ensure_ascii=False) + "\n"
+                               for i in (2, 0, 1)), encoding="utf-8")
+    assert [(row.index, row.where) for row in read_excluded(str(earlier))] == [(2, "line 1"), (0, "line 2"),
+                                                                                (1, "line 3")]
+    out = tmp_path / "to_label.jsonl"
+    assert main(["suggest", "some/body", str(pool), "--k", "1", "--exclude", str(earlier), "--output", str(out)]) == 2
+    assert "the model would load here" in capsys.readouterr().err and len(loaded) == 1  # every check passed
+    indices = tmp_path / "indices.txt"  # a text file's lines end at \n, \r\n or \r
+    indices.write_bytes(b"3\r1\r\n\r0\n")
+    assert [(row.index, row.where) for row in read_excluded(str(indices))] == [(3, "line 1"), (1, "line 2"),
+                                                                                (0, "line 4")]

@@ -418,3 +418,109 @@ def test_export_and_evaluate_check_their_inputs_before_the_model_loads(tmp_path:
     for argv, words in cases:
         assert main(argv) == 2, argv
         assert words in capsys.readouterr().err, argv
+
+
+def test_seed_beyond_numpy_is_an_argparse_error_naming_seed(capsys: pytest.CaptureFixture) -> None:
+    """--seed takes TrainingArguments' rule, numpy's range: a larger seed is refused while parsing, naming
+    --seed, before any data is sampled."""
+    with pytest.raises(SystemExit):
+        main(["train", "no.jsonl", "--model", "no/model", "--shots", "2", "--seed", str(2**40)])
+    assert "argument --seed: must be an integer in [0, 4294967295]" in capsys.readouterr().err
+
+
+def test_search_output_under_a_file_is_refused_before_anything_is_read(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    """search's --output shares suggest's check of a new file: the folder it goes in must be one."""
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    out = afile / "best.json"
+    argv = ["search", str(tmp_path / "no.jsonl"), "--model", "no/model", "--eval-data", str(tmp_path / "no.jsonl"),
+            "--output", str(out)]
+    assert main(argv) == 2
+    assert f"cannot write {out}: {afile} above it exists and is not a folder" in capsys.readouterr().err
+
+
+def test_evaluate_refuses_a_metric_evaluate_cannot_load_before_reading_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """evaluate --metric f2 predicted the whole file before evaluate.load failed on the name: the metric is loaded
+    first (the Trainer's check), before the data is read or the model loads."""
+    import setfit_lite.data
+    from setfit_lite import modeling
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read before the metric was checked")
+
+    monkeypatch.setattr(setfit_lite.data, "to_labeled_data", never)
+    monkeypatch.setattr(modeling, "load_model_folder", never)
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\ngood,1\nbad,0\n", encoding="utf-8")
+    assert main(["evaluate", str(tmp_path / "m"), str(data), "--metric", "f2"]) == 2
+    assert "unknown metric 'f2': setfit_lite computes accuracy" in capsys.readouterr().err
+
+
+def test_train_and_the_trainer_refuse_an_output_dir_under_a_file_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """--output-dir and TrainingArguments.output_dir (with checkpoints on) go through one check, before the model
+    loads: the same words for a folder that cannot be created."""
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    monkeypatch.setattr(SetFitModel, "from_pretrained", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    assert main(["train", str(tmp_path / "no.jsonl"), "--model", "no/model", "--output-dir", str(afile / "m")]) == 2
+    assert f"--output-dir {afile / 'm'}: cannot write there: {afile} above it exists and is not a folder" \
+        in capsys.readouterr().err
+    from setfit_lite.config.rules import check_writable_folder  # the Trainer's check of output_dir
+
+    with pytest.raises(FileExistsError, match="output_dir .*: cannot write there: .* above it exists and is not a "
+                                              "folder"):
+        check_writable_folder("output_dir", afile / "m")
+
+
+def _predicted(capsys: pytest.CaptureFixture) -> list[dict]:
+    """The rows `predict` printed: JSON lines, split at \\n only (a text may hold U+2028 unescaped)."""
+    return [json.loads(line) for line in capsys.readouterr().out.split("\n") if line]
+
+
+def test_predict_output_says_which_input_line_each_text_is_on(trained: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    """Blank lines of a text file or stdin hold no text: each output row names its input line, so the output lines
+    up with the input. Lines end at \\n, \\r\\n or a bare \\r (an old Mac file was one text) and nowhere else."""
+    import io
+
+    raw = "good film\n\n   \nbad film\r\nfine plot\rlast one\u2028still\x0cthe last\n".encode()
+    expected = [(1, "good film"), (4, "bad film"), (5, "fine plot"), (6, "last one\u2028still\x0cthe last")]
+    (tmp_path / "texts.txt").write_bytes(raw)
+    assert main(["predict", str(trained), str(tmp_path / "texts.txt")]) == 0
+    assert [(row["line"], row["text"]) for row in _predicted(capsys)] == expected
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
+    assert main(["predict", str(trained), "-"]) == 0
+    assert [(row["line"], row["text"]) for row in _predicted(capsys)] == expected
+    table = tmp_path / "texts.csv"  # a CSV row's line: the header, blank lines and line breaks in cells counted
+    table.write_text('text,label\ngood film,a\n\n"two\nlines",b\nbad film,\n', encoding="utf-8")
+    assert main(["predict", str(trained), str(table)]) == 0
+    assert [(row["line"], row["text"]) for row in _predicted(capsys)] == [(2, "good film"), (4, "two\nlines"),
+                                                                          (6, "bad film")]
+    array = tmp_path / "texts.json"  # rows that are not lines: no line, every row in order
+    array.write_text(json.dumps([{"text": "good film"}, {"text": "bad film"}], indent=2), encoding="utf-8")
+    assert main(["predict", str(trained), str(array)]) == 0
+    assert [set(row) for row in _predicted(capsys)] == [{"text", "label"}] * 2
+
+
+def test_predict_refuses_rows_it_would_misread_naming_the_input_and_line(trained: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    """A comma ending each CSV row predicted the labels ("1", "0") as the texts; a whitespace-only row of a
+    one-column CSV was skipped (the output no longer lined up); a blank JSON text on stdin was "row 3"."""
+    import io
+
+    cases = [("trail.csv", "text,label\ngood film,1,\nbad film,0,\n", "trail.csv' line 2 has 3 fields"),
+             ("one.csv", "text\ngood\n  \nbad\n", "one.csv': row 1 (line 3): text is empty or whitespace-only")]
+    for name, content, message in cases:
+        (tmp_path / name).write_text(content, encoding="utf-8")
+        assert main(["predict", str(trained), str(tmp_path / name)]) == 2, name
+        captured = capsys.readouterr()
+        assert message in captured.err and captured.out == "", captured
+    stdin = b'good film\n\n{"text": "   "}\n'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    assert main(["predict", str(trained), "-"]) == 2
+    assert "<stdin> line 3: 'text' is empty or whitespace-only" in capsys.readouterr().err

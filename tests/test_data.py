@@ -418,9 +418,13 @@ def test_encode_int_labels_with_int_known_labels():
         encode_labels([10, 40], known_labels=[10, 20])
 
 
-def test_encode_str_labels_with_int_known_labels_fail():
-    with pytest.raises(ValueError, match="not in the known labels"):
-        encode_labels(["0", "1"], known_labels=[0, 1])
+def test_encode_str_labels_with_int_known_labels_match_by_value():
+    """A JSON file's "1" is the class 1 of a model trained on a CSV file's ints; "01" or "x" is no class."""
+    ids, labels, _ = encode_labels(["1", "0", "1"], known_labels=[0, 1])
+    assert labels == [0, 1] and ids.tolist() == [1, 0, 1]
+    for bad in ("01", " 1", "x"):
+        with pytest.raises(ValueError, match=rf"not in the known labels: \[{bad!r}\]"):
+            encode_labels(["0", bad], known_labels=[0, 1])
 
 
 def test_known_labels_validation():
@@ -631,6 +635,24 @@ def test_sample_dataset_errors():
         sample_dataset(["a", "b"])
 
 
+@pytest.mark.parametrize(("seed", "error"), [(-1, ValueError), (2**32, ValueError), (2**40, ValueError),
+                                             (1.5, TypeError), ("1", TypeError), (True, TypeError),
+                                             (np.bool_(False), TypeError)])
+def test_sample_dataset_checks_the_seed_first(seed: object, error: type) -> None:
+    """The seed rule of TrainingArguments and --seed (an int in [0, 2**32 - 1], not a bool) or None, checked
+    before the data is looked at, with a message naming seed."""
+    with pytest.raises(error, match=r"^seed must be None \(unseeded.*\) or an integer in \[0, 4294967295\]"):
+        sample_dataset("not a dataset", seed=seed)
+
+
+def test_sample_dataset_seed_none_draws_unseeded_as_setfit_does() -> None:
+    ds = _imbalanced()
+    assert len(sample_dataset(ds, num_samples=2, seed=None)) == 6
+    top = 2**32 - 1  # the largest seed numpy's RandomState takes
+    assert sample_dataset(ds, num_samples=2, seed=np.uint32(top))["text"][:] == \
+        sample_dataset(ds, num_samples=2, seed=top)["text"][:]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Demo data
 
@@ -739,3 +761,125 @@ def test_sample_dataset_groups_bool_labels_as_setfit_does():
     ours = sample_dataset(ds, num_samples=2, seed=5)
     assert ours["text"][:] == _setfit_reference(ds, "label", 2, 5)["text"][:]
     assert sorted(ours["label"][:]) == [False, False, True, True]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading files: every row in its columns, every line where it is
+
+
+@pytest.mark.parametrize("content", [
+    "text,label\ngood film,1,\nbad film,0,\n",  # a comma ending each row
+    "text,label\ngood film,positive,2021\nbad film,negative,2020\n",  # a column the header does not name
+])
+def test_a_csv_row_with_more_fields_than_the_header_is_refused(tmp_path: Path, content: str) -> None:
+    """pandas took the extra first field of each row as an index: "text" held the labels, silently."""
+    path = tmp_path / "p.csv"
+    path.write_text(content, encoding="utf-8")
+    for read_labels in (True, False):
+        with pytest.raises(ValueError, match=r"p\.csv' line 2 has 3 fields but the header \(line 1\) has 2 "
+                                             r"\(\['text', 'label'\]\): field 3 .* has no column"):
+            to_labeled_data(path, require_labels=read_labels, read_labels=read_labels)
+    path.write_text("text,label,year\ngood film,1\nbad film,0,2020\n", encoding="utf-8")  # fewer: the last missing
+    ld = to_labeled_data(path)
+    assert ld.texts == ["good film", "bad film"] and ld.labels == [1, 0] and ld.columns == {"year": [None, 2020]}
+
+
+def test_int_and_str_labels_match_by_value_never_by_position() -> None:
+    """A model trained on the str labels "0".."10" keeps them in text order; a CSV file's int 2 is the class "2",
+    not the third name "10". Names that are no integers keep setfit's rule: an int is a class id."""
+    known = sorted(str(i) for i in range(11))  # ["0", "1", "10", "2", ...]
+    ids, labels, _ = encode_labels([2, 10, 0], known_labels=known)
+    assert labels == known and [labels[i] for i in ids] == ["2", "10", "0"]
+    with pytest.raises(ValueError, match=r"not in the known labels: \[11\]"):
+        encode_labels([2, 11], known_labels=known)
+    with pytest.raises(ValueError, match=r"not in the known labels: \[1\]"):  # one name an integer: no positions
+        encode_labels([0, 1], known_labels=["0", "other"])
+    ids, labels, _ = encode_labels([[2], [10, 0]], known_labels=known)  # multi-label lists alike
+    assert [[labels[j] for j in np.flatnonzero(row)] for row in ids] == [["2"], ["0", "10"]]
+    assert encode_labels([1, 0], known_labels=["negative", "positive"])[0].tolist() == [1, 0]  # setfit's ids
+    assert encode_labels(["2", "10"], known_labels=list(range(11)))[0].tolist() == [2, 10]  # the other way round
+
+
+def test_a_csv_and_a_jsonl_file_of_the_same_rows_name_the_same_classes(tmp_path: Path) -> None:
+    rows = [("good film", "2"), ("bad film", "10"), ("fine plot", "0")]
+    (tmp_path / "d.csv").write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows), encoding="utf-8")
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in rows),
+                                      encoding="utf-8")
+    for known in (sorted(str(i) for i in range(11)), list(range(11))):
+        csv_ids, jsonl_ids = (encode_labels(to_labeled_data(tmp_path / name).labels, known_labels=known)[0]
+                              for name in ("d.csv", "d.jsonl"))
+        assert csv_ids.tolist() == jsonl_ids.tolist() == [known.index(type(known[0])(y)) for _, y in rows]
+
+
+def test_json_lines_are_split_at_newlines_only(tmp_path: Path) -> None:
+    """json.dumps(ensure_ascii=False) writes U+2028, U+2029 and U+0085 unescaped; str.splitlines split there."""
+    texts = ["a\u2028line separator", "a\u2029paragraph", "next\x85line", "form\x0cfeed", "vertical\x0btab"]
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"text": t, "label": i % 2}, ensure_ascii=False) + "\r\n"
+                            for i, t in enumerate(texts)), encoding="utf-8")
+    ld = to_labeled_data(path)
+    assert ld.texts == texts and ld.lines == [1, 2, 3, 4, 5]
+    path.write_text(path.read_text(encoding="utf-8") + '{"text": "x\u2028y", "label": null}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"row 5 \(line 6\): label is missing"):
+        to_labeled_data(path)
+
+
+def test_a_csv_field_over_128_kib_is_read_and_errors_still_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "long.csv"
+    long_text = "word " * 40_000  # 200 KB: over the csv module's default field limit
+    path.write_text(f'text,label\n"{long_text}",1\nshort,\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"row 1 \(line 3\): label is missing"):
+        to_labeled_data(path)
+    path.write_text(f'text,label\n"{long_text}",1\nshort,0\n', encoding="utf-8")
+    assert to_labeled_data(path).texts == [long_text, "short"]
+
+
+def test_a_column_name_given_twice_is_refused(tmp_path: Path) -> None:
+    """A CSV file named the second "text.1" and trained on the first; a DataFrame failed with AttributeError."""
+    path = tmp_path / "dup.csv"
+    path.write_text("text,text,label\nignored,good film,1\nignored,bad film,0\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"dup\.csv' line 1 \(the header\): the column 'text' appears twice "
+                                         r"\(columns 1 and 2\)"):
+        to_labeled_data(path)
+    frame = pd.DataFrame([["a", "good film", 1], ["b", "bad film", 0]], columns=["text", "text", "label"])
+    with pytest.raises(ValueError, match=r"the column 'text' appears twice \(columns 1 and 2\)"):
+        to_labeled_data(frame)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["good film"]), pa.array([1])],
+                                        names=["text", "text", "label"]), tmp_path / "dup.parquet")
+    with pytest.raises(ValueError, match=r"dup\.parquet'.*: the column 'text' appears twice"):
+        to_labeled_data(tmp_path / "dup.parquet")
+    lines = tmp_path / "dup.jsonl"  # json.loads kept the last of the two values
+    lines.write_text('{"text": "a", "label": 1}\n{"text": "b", "text": "c", "label": 0}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"dup\.jsonl' line 2: the key 'text' appears twice"):
+        to_labeled_data(lines)
+
+
+def test_errors_name_the_right_line_or_none(tmp_path: Path) -> None:
+    """A pretty-printed JSON object of columns has no line per row (it said "row 1 (line 2)" for a null on line
+    9); a whitespace-only CSV line is a row (pandas skipped it, and the line named was the one before)."""
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps({"text": ["a", "b", "c"], "label": [1, None, 0]}, indent=2), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"row 1: label is missing") as caught:
+        to_labeled_data(pretty)
+    assert "line" not in str(caught.value)
+    spaces = tmp_path / "spaces.csv"
+    spaces.write_text("text,label\na,1\n   \nb,\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"row 1 \(line 3\): text is empty or whitespace-only"):
+        to_labeled_data(spaces)
+    one_column = tmp_path / "texts.csv"  # to predict: a blank text is an error as in any other CSV
+    one_column.write_text("text\ngood\n  \nbad\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"row 1 \(line 3\): text is empty or whitespace-only"):
+        to_labeled_data(one_column, require_labels=False)
+    one_column.write_text("text\ngood\n\nbad\n", encoding="utf-8")  # a blank line holds no CSV row
+    ld = to_labeled_data(one_column, require_labels=False)
+    assert ld.texts == ["good", "bad"] and ld.lines == [2, 4]
+
+
+def test_a_csv_with_malformed_quoting_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "q.csv"
+    path.write_text('text,label\ngood,1\n"never closed,0\nbad,0\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"q\.csv' line 3: the row starting on this line is not valid CSV"):
+        to_labeled_data(path)

@@ -139,6 +139,14 @@ def test_distillation_errors(teacher: SetFitModel, tiny_body_path: str) -> None:
         DistillationTrainer(teacher_model="teacher", student_model=student)
     with pytest.raises(ValueError, match="train_dataset"):
         DistillationTrainer(teacher_model=teacher, student_model=student).train()
+    from conftest import make_sentences
+
+    texts, _ = make_sentences(12, seed=5)
+    refused = DistillationTrainer(teacher_model=teacher, student_model=student, train_dataset={"text": texts},
+                                  args=TrainingArguments(**FAST, backend_options={"no_such_option": 1}))
+    with pytest.raises(TypeError, match="no_such_option"):  # the backend refuses it before training
+        refused.train()
+    assert student.labels is None and student.model_head is None  # the student as it was
 
 
 def test_labels_and_output_folder_are_checked_before_the_teacher_encodes(teacher: SetFitModel, tiny_body_path: str,

@@ -3,6 +3,7 @@ on the eval metric with the best epoch restored) and the scikit-learn head's fit
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -117,8 +118,9 @@ def test_head_early_stopping_on_patience_alone_and_not_without_eval_set(tiny_bod
                     num_epochs=(1, 5), early_stopping_patience=2)
     assert [m["eval_metric"] for m in rec.metrics] == scores[:3]
     assert same_weights(head_weights(stopped), head_weights(train(tiny_body_path, toy_data, num_epochs=(1, 3))))
-    rec = Recorder()  # no eval set: every epoch, no error
-    full = train(tiny_body_path, toy_data, callbacks=[rec], num_epochs=(1, 5), early_stopping_patience=1)
+    rec = Recorder()  # no eval set: every epoch, no error (a warning says the patience stops nothing)
+    with pytest.warns(UserWarning, match="early_stopping_patience=1 stops nothing: no eval_dataset"):
+        full = train(tiny_body_path, toy_data, callbacks=[rec], num_epochs=(1, 5), early_stopping_patience=1)
     assert rec.metrics == [] and len([e for e in rec.events if e[:2] == ("end", "head")]) == 5
     assert same_weights(head_weights(full), head_weights(train(tiny_body_path, toy_data, num_epochs=(1, 5))))
 
@@ -165,3 +167,34 @@ def test_end_to_end_head_phase_reports_stops_early_and_restores(tiny_body_path, 
         | {f"head.{k}": v for k, v in trainer.model.model_head.state_dict().items()}
     assert same_weights(final, snapshots[kept - 1])
     assert not same_weights(snapshots[kept - 1], snapshots[-1])  # restored: not the last epoch's weights
+
+
+
+@pytest.mark.parametrize("differentiable, settings, with_eval, words", [
+    (True, {"body_learning_rate": (1e-2, 1e-5)}, True,
+     "early_stopping_patience=2 applies to the torch head's epochs only: the body is not evaluated with "
+     "eval_strategy='no'; set eval_strategy='epoch' or 'steps'"),
+    (False, {"body_learning_rate": (1e-2, 1e-5)}, True,
+     "early_stopping_patience=2 stops nothing: the body is not evaluated with eval_strategy='no'"),
+    (True, {"body_learning_rate": (1e-2, 1e-5), "end_to_end": True}, True,
+     "early_stopping_patience=2 stops nothing: the body is not evaluated with eval_strategy='no'"),
+    (True, {}, False, "early_stopping_patience=2 stops nothing: no eval_dataset"),
+])
+def test_patience_that_will_not_act_says_so_at_train(tiny_body_path, toy_data, toy_eval, differentiable, settings,
+                                                     with_eval, words):
+    """early_stopping_patience where nothing, or only the torch head's epochs (the documented head-only
+    behaviour, kept), is evaluated: a UserWarning saying what it will not act on (it said nothing)."""
+    with pytest.warns(UserWarning, match=re.escape(words)):
+        train(tiny_body_path, toy_data, toy_eval if with_eval else None, differentiable=differentiable,
+              num_epochs=(1, 2), early_stopping_patience=2, **settings)
+
+
+@pytest.mark.parametrize("differentiable, settings", [
+    (True, {}),  # the body is not trained (HEAD_ONLY): the patience acts on all that trains, the head's epochs
+    (False, {"body_learning_rate": (1e-2, 1e-5), "eval_strategy": "epoch"}),
+])
+def test_patience_that_acts_on_what_trains_is_silent(tiny_body_path, toy_data, toy_eval, differentiable, settings):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="early_stopping_patience")
+        train(tiny_body_path, toy_data, toy_eval, differentiable=differentiable, num_epochs=(1, 2),
+              early_stopping_patience=2, **settings)

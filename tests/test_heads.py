@@ -136,6 +136,27 @@ def test_sklearn_head_errors(tmp_path: Path) -> None:
         SklearnHead(num_classes=4, multi_label=True).fit(X, Y_MULTI[:, :3])
 
 
+@pytest.mark.parametrize("estimator, strategy, name", [
+    (LogisticRegression(C=-1), None, "C"),
+    (LogisticRegression(solver="bogus"), None, "solver"),
+    (LogisticRegression(class_weight="bogus"), None, "class_weight"),
+    (LogisticRegression(C=-1), "one-vs-rest", "C"),  # the estimator a multi-label wrapper holds
+    (LogisticRegression(C=-1), "classifier-chain", "C"),
+])
+def test_sklearn_head_check_params_refuses_what_fit_would(estimator, strategy: str | None, name: str) -> None:
+    """check_params says, without fitting, what scikit-learn's fit would refuse (after the body trained)."""
+    head = SklearnHead(estimator, num_classes=4, multi_label=strategy is not None, multi_target_strategy=strategy)
+    with pytest.raises(ValueError, match=f"head_params .*scikit-learn refuses: The '{name}' parameter"):
+        head.check_params()
+    with pytest.raises(ValueError, match=f"The '{name}' parameter"):  # the error fit raises, checked alike
+        head.fit(X, Y_MULTI if strategy else _ids(4))
+
+
+def test_sklearn_head_check_params_passes_valid_and_unconstrained_estimators() -> None:
+    SklearnHead(LogisticRegression(C=0.5, class_weight="balanced"), num_classes=4).check_params()
+    SklearnHead(RandomForestClassifier(n_estimators=3), num_classes=4, multi_label=True).check_params()
+
+
 def test_sklearn_load_rejects_mismatched_files(tmp_path: Path) -> None:
     folder = tmp_path / "head"
     SklearnHead(num_classes=3).fit(X, _ids(3)).save(folder)

@@ -318,3 +318,27 @@ def test_single_class_error_names_the_label(tiny_body_path: str) -> None:
     trainer = Trainer(model=model, args=TrainingArguments(**FAST), train_dataset={"text": ["a film"], "label": [7]})
     with pytest.raises(ValueError, match=r"2 classes.*\[7\]"):
         trainer.train()
+
+
+_written_texts = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30).filter(str.strip)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(_written_texts, st.one_of(st.integers(-5, 20), st.sampled_from(["pos", "neg"]))),
+                min_size=1, max_size=6).filter(lambda rows: len({type(y) for _, y in rows}) == 1),
+       st.sampled_from([".csv", ".jsonl"]))
+@example([("a\u2028b", 1), ("c\u2029d\x85e", 0), ('"quoted",\r\ncell', 1)], ".jsonl")
+@example([("a\u2028b", 1), ("c\u2029d\x85e", 0), ('"quoted",\r\ncell', 1), ("x" * 140_000, 2)], ".csv")
+def test_rows_written_by_the_standard_writers_read_back_as_written(tmp_path: Path, rows: list, suffix: str) -> None:
+    """What csv.writer or json.dumps(ensure_ascii=False) writes reads back row for row, each row in its columns:
+    any text (line separators, quotes, line breaks, a field over the csv module's 128 KiB limit) and label."""
+    import csv
+
+    path = tmp_path / f"rows{suffix}"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        if suffix == ".csv":
+            csv.writer(handle).writerows([("text", "label"), *rows])
+        else:
+            handle.writelines(json.dumps({"text": t, "label": y}, ensure_ascii=False) + "\n" for t, y in rows)
+    result = to_labeled_data(path)
+    assert list(zip(result.texts, result.labels)) == rows

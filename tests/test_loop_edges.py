@@ -1,9 +1,15 @@
 """The training loop's contract with transformers' callbacks and setfit's arguments: callbacks see the best metric
 before an evaluation, `greater_is_better` follows the metric as transformers sets it, a misspelt
-`metric_for_best_model` is an error, and `update` derives `eval_steps` again."""
+`metric_for_best_model` is an error, checkpoints that cannot be written are refused before training, and `update`
+derives `eval_steps` again."""
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,12 +64,62 @@ def test_callbacks_see_the_best_metric_before_the_evaluation(tiny_body_path: str
         best = value if best is None else max(best, value)
 
 
-def test_a_misspelt_metric_for_best_model_is_an_error(tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+def _never(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("the body started training before the check")
+
+
+def test_a_misspelt_metric_for_best_model_is_an_error_before_training(tiny_body_path: str, toy_data: Any,
+                                                                      toy_eval: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a metric computed here, the names the evaluations report are known: a misspelt one is refused before
+    training (it was a KeyError after the first evaluation)."""
+    monkeypatch.setattr(Trainer, "train_embeddings", _never)
     trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path),
                       args=_args(metric_for_best_model="acurracy", load_best_model_at_end=True),
                       train_dataset=toy_data, eval_dataset=toy_eval)
-    with pytest.raises(KeyError, match=r"metric_for_best_model='acurracy' is not among the evaluation's metrics"):
+    with pytest.raises(ValueError, match=r"metric_for_best_model='acurracy' is not a metric the evaluations report: "
+                                         r"with metric='accuracy' they report 'accuracy' and.*balanced_accuracy"):
         trainer.train()
+
+
+def test_a_metric_for_best_model_a_callable_never_returns_is_named_at_its_first_evaluation(
+        tiny_body_path: str, toy_data: Any, toy_eval: Any) -> None:
+    """A callable's keys are known when it is called: a name it does not return is a ValueError listing them."""
+    trainer = Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=_args(metric_for_best_model="hit"),
+                      train_dataset=toy_data, eval_dataset=toy_eval,
+                      metric=lambda y_pred, y_true: {"hits": 1.0})
+    with pytest.raises(ValueError, match=r"metric_for_best_model='hit' is not among the evaluation's metrics "
+                                         r"\['eval_hits'\]"):
+        trainer.train()
+
+
+def test_checkpoints_that_cannot_be_written_are_refused_before_training(tiny_body_path: str, toy_data: Any,
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With saving on, output_dir under a file, or in a folder that cannot be written in, fails before training,
+    with the command line's check (it failed at the first checkpoint, after steps ran)."""
+    monkeypatch.setattr(Trainer, "train_embeddings", _never)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+
+    def trainer(output_dir: Path) -> Trainer:
+        args = TrainingArguments(output_dir=str(output_dir), save_strategy="steps", save_steps=2, backend="cpu",
+                                 show_progress_bar=False)
+        return Trainer(model=SetFitModel.from_pretrained(tiny_body_path), args=args, train_dataset=toy_data)
+
+    with pytest.raises(FileExistsError, match=re.escape(f"output_dir {afile / 'sub'}: cannot write there: {afile} "
+                                                        "above it exists and is not a folder")):
+        trainer(afile / "sub").train()
+
+    def read_only(*args: Any, **kwargs: Any) -> str:  # root writes through permissions: a read-only file system
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    unwritable = trainer(tmp_path / "out")
+    monkeypatch.setattr(tempfile, "mkdtemp", read_only)
+    with pytest.raises(PermissionError, match=re.escape(f"output_dir {tmp_path / 'out'}: cannot write there: the "
+                                                        f"folder {tmp_path} cannot be written in")):
+        unwritable.train()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing was written
 
 
 def test_logging_by_epoch_logs_each_epochs_mean_loss(tiny_body_path: str, toy_data: Any) -> None:

@@ -89,8 +89,10 @@ def test_other_metrics_and_callables(monkeypatch: pytest.MonkeyPatch) -> None:
     assert compute_metric("matthews_correlation", y_pred, y_true) == {
         "matthews_correlation": pytest.approx(skm.matthews_corrcoef(y_true, y_pred))}
     assert compute_metric(lambda p, t: {"hits": sum(np.equal(p, t))}, y_pred, y_true) == {"hits": 3.0}
-    # other names go to evaluate.load, as in setfit: offline it finds no "f2" metric script
-    check_metric("f2")
+    # other names go to evaluate.load, as in setfit: offline it finds no "f2" metric script (check_metric, which the
+    # Trainer and the command line call before any work, says so; compute_metric raises evaluate's own error)
+    with pytest.raises(ValueError, match="unknown metric 'f2'"):
+        check_metric("f2")
     with pytest.raises(FileNotFoundError, match="f2"):
         compute_metric("f2", y_pred, y_true)
     with pytest.raises(TypeError, match="metric must be a name or a callable, got int"):
@@ -102,3 +104,40 @@ def test_other_metrics_and_callables(monkeypatch: pytest.MonkeyPatch) -> None:
         check_metric("f2")  # without evaluate, an unknown name cannot work: refused before training
     with pytest.raises(ValueError, match="'f2'"):
         compute_metric("f2", y_pred, y_true)
+
+
+def test_a_name_not_computed_here_is_loaded_by_evaluate_when_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_metric tries evaluate.load on a name not computed here: one it cannot load is a ValueError naming the
+    metric, the names computed here and the evaluate extra; one it loads is accepted (as setfit accepts any name
+    evaluate knows)."""
+    evaluate = pytest.importorskip("evaluate")
+    with pytest.raises(ValueError, match=r"unknown metric 'f1_score': setfit_lite computes accuracy, .*f1, .*"
+                                         r"pip install 'setfit_lite\[evaluate\]'.*Hugging Face Hub.*"
+                                         r"evaluate.load\('f1_score'\) failed"):
+        check_metric("f1_score")  # offline, and not in evaluate's cache
+    loaded: list[str] = []
+    monkeypatch.setattr(evaluate, "load", lambda name, *args, **kwargs: loaded.append(name) or object())
+    check_metric("a_metric_evaluate_knows")
+    assert loaded == ["a_metric_evaluate_knows"]
+    check_metric("accuracy")  # computed here: evaluate is never asked
+    assert loaded == ["a_metric_evaluate_knows"]
+
+
+def test_metric_kwargs_are_checked_against_the_metric() -> None:
+    """metric_kwargs must be a dict; for a metric computed here, its keys are the scikit-learn function's
+    arguments (a misspelt one failed only at the first evaluation, with a TypeError naming neither)."""
+    check_metric("f1", {"average": "macro", "zero_division": 0})
+    check_metric("f1_macro", {"average": "weighted"})
+    check_metric("accuracy", {"normalize": False})
+    check_metric(lambda y_pred, y_true, **kwargs: 0.0, {"anything": 1})  # a callable's: checked when it is called
+    check_metric("accuracy", None)
+    with pytest.raises(ValueError, match=r"metric_kwargs 'averge' not taken by metric 'f1' \(scikit-learn's "
+                                         r"f1_score\); its keyword arguments: average, labels, pos_label"):
+        check_metric("f1", {"averge": "macro"})
+    with pytest.raises(ValueError, match=r"metric_kwargs 'average' not taken by metric 'accuracy'.*normalize, "
+                                         r"sample_weight"):
+        check_metric("accuracy", {"average": "macro"})
+    with pytest.raises(TypeError, match="metric_kwargs must be a dict.*got str 'macro'"):
+        check_metric("f1", "macro")
+    with pytest.raises(TypeError, match="metric_kwargs must be a dict"):
+        check_metric(lambda y_pred, y_true: 0.0, [("average", "macro")])

@@ -132,7 +132,7 @@ CLI_CASES = [
     (["train", "no.jsonl", "--model", "no/model", "--num-epochs", "0"], "--num-epochs", "positive integer"),
     (["train", "no.jsonl", "--model", "no/model", "--max-steps", "0"], "--max-steps", "-1"),
     (["train", "no.jsonl", "--model", "no/model", "--max-length", "1"], "--max-length", "integer >= 2"),
-    (["train", "no.jsonl", "--model", "no/model", "--seed", "-1"], "--seed", "[0, 2**63 - 1]"),
+    (["train", "no.jsonl", "--model", "no/model", "--seed", "-1"], "--seed", "[0, 4294967295]"),
     (["train", "no.jsonl", "--model", "no/model", "--shots", "0"], "--shots", "positive integer"),
     (["train", "no.jsonl", "--model", "no/model", "--save-steps", "0"], "--save-steps", "positive integer"),
     (["search", "no.jsonl", "--model", "no/model", "--n-trials", "0"], "--n-trials", "positive integer"),
@@ -145,7 +145,9 @@ CLI_CASES = [
     (["export", "no/model", "out", "--opset", "0"], "--opset", "integer >= 7"),
     (["export", "no/model", "out", "--static", "--pca-dims", "0"], "--pca-dims", "positive integer"),
     (["demo", "--shots", "0"], "--shots", "positive integer"),
-    (["demo", "--seed", "-5"], "--seed", "[0, 2**63 - 1]"),
+    (["demo", "--seed", "-5"], "--seed", "[0, 4294967295]"),
+    (["train", "no.jsonl", "--model", "no/model", "--seed", str(2**40)], "--seed", "[0, 4294967295]"),
+    (["demo", "--seed", str(2**32)], "--seed", "[0, 4294967295]"),
 ]
 
 

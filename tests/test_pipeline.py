@@ -214,10 +214,10 @@ def test_model_init_and_unknown_args(tiny_body_path, toy_data):
     assert trainer.model.predict(["great wonderful superb film"]) == ["positive"]
     with pytest.raises(TypeError, match="bogus"):
         SetFitModel.from_pretrained(tiny_body_path, bogus=1)
-    # a name not computed here goes to evaluate.load, when evaluating (as in setfit): offline, FileNotFoundError
-    unknown = Trainer(model=trainer.model, metric="nonsense", eval_dataset=toy_data)
-    with pytest.raises(FileNotFoundError, match="nonsense"):
-        unknown.evaluate()
+    # a name not computed here goes to evaluate.load (as in setfit), tried when the trainer is built: offline, it
+    # finds no such metric
+    with pytest.raises(ValueError, match="unknown metric 'nonsense'.*FileNotFoundError"):
+        Trainer(model=trainer.model, metric="nonsense", eval_dataset=toy_data)
     with pytest.raises(TypeError, match="metric must be a name or a callable"):
         Trainer(model=trainer.model, metric=3)
 
@@ -230,3 +230,56 @@ def test_bad_text_past_the_first_chunk_is_named_by_its_row(trained, monkeypatch,
     texts = ["good film", "bad film", "fine", "awful", "nice", bad, "dull"]
     with pytest.raises(error, match=r"^row 5: text"):
         trained[0].predict(iter(texts))
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("the body started training before the check")
+
+
+def test_metric_and_metric_kwargs_are_checked_when_the_trainer_is_built(tiny_body_path, toy_data, toy_eval):
+    """A metric evaluate cannot load and metric_kwargs the metric does not take fail when the trainer is built, not
+    at the first evaluation (after training, or mid-training with an eval_strategy)."""
+    model = SetFitModel.from_pretrained(tiny_body_path)
+    build = {"model": model, "args": TrainingArguments(**FAST, eval_strategy="epoch"), "train_dataset": toy_data,
+             "eval_dataset": toy_eval}
+    with pytest.raises(ValueError, match="unknown metric 'f1_score'"):
+        Trainer(**build, metric="f1_score")
+    with pytest.raises(ValueError, match="metric_kwargs 'averge' not taken by metric 'f1'"):
+        Trainer(**build, metric="f1", metric_kwargs={"averge": "macro"})
+    with pytest.raises(TypeError, match="metric_kwargs must be a dict"):
+        Trainer(**build, metric="f1", metric_kwargs="macro")
+    assert model.model_head is None
+
+
+@pytest.mark.parametrize("head_params, name", [({"C": -1}, "C"), ({"solver": "bogus"}, "solver"),
+                                               ({"class_weight": "bogus"}, "class_weight")])
+def test_head_params_scikit_learn_refuses_fail_before_the_body_trains(tiny_body_path, toy_data, monkeypatch,
+                                                                     head_params, name):
+    monkeypatch.setattr(Trainer, "train_embeddings", _never)
+    model = SetFitModel.from_pretrained(tiny_body_path, head_params=head_params)
+    trainer = Trainer(model=model, args=TrainingArguments(**FAST), train_dataset=toy_data)
+    with pytest.raises(ValueError, match=f"head_params .*scikit-learn refuses: The '{name}' parameter"):
+        trainer.train()
+    assert model.labels is None and model.model_head is None
+
+
+_LONG_PROMPT = "one two three four five six seven eight nine ten: "
+
+
+@pytest.mark.parametrize("settings, error, match", [
+    ({"backend_options": {"bogus": 1}}, TypeError, "no option"),
+    pytest.param({"backend": "cuda"}, RuntimeError, "needs a CUDA GPU",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is here")),
+    ({"prompt": _LONG_PROMPT}, ValueError, "room"),  # a chunking model's windows: checked once the prompt is set
+])
+def test_a_train_that_fails_its_checks_leaves_the_model_as_it_was(tiny_body_path, toy_data, monkeypatch, settings,
+                                                                  error, match):
+    """Every check of train(), the backend's device included, comes before the model changes (or the change is
+    undone): labels, prompt and the body's max length were set before the backend was built."""
+    monkeypatch.setattr(Trainer, "train_embeddings", _never)
+    model = SetFitModel.from_pretrained(tiny_body_path, long_text="chunk")
+    before = (model.labels, model.prompt, model.model_body.max_seq_length)
+    args = TrainingArguments(**{**FAST, "max_length": 8, "prompt": "query: ", **settings})
+    with pytest.raises(error, match=match):
+        Trainer(model=model, args=args, train_dataset=toy_data).train()
+    assert (model.labels, model.prompt, model.model_body.max_seq_length) == before

@@ -598,6 +598,25 @@ def test_save_pretrained_refuses_a_file(tmp_path: Path, old_and_new: tuple) -> N
     assert path.read_text() == "precious" and sorted(p.name for p in tmp_path.iterdir()) == ["somefile"]
 
 
+def test_save_pretrained_under_a_file_names_the_file(tmp_path: Path, old_and_new: tuple) -> None:
+    old, _, _ = old_and_new
+    path = tmp_path / "somefile"
+    path.write_text("precious")
+    with pytest.raises(FileExistsError, match=r"cannot save into .*somefile/x: .*somefile above it exists and is "
+                                              r"not a folder"):
+        old.save_pretrained(path / "x")
+    assert path.read_text() == "precious" and sorted(p.name for p in tmp_path.iterdir()) == ["somefile"]
+
+
+@pytest.mark.parametrize("card", [5, b"# card", ["# card"]])
+def test_save_pretrained_refuses_a_model_card_that_is_not_a_str(tmp_path: Path, old_and_new: tuple,
+                                                                card: object) -> None:
+    old, _, _ = old_and_new
+    with pytest.raises(TypeError, match=rf"model_card must be .* a str, or None .*; got {type(card).__name__}"):
+        old.save_pretrained(tmp_path / "model", model_card=card)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_save_pretrained_dot_and_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           old_and_new: tuple) -> None:
     from setfit_lite import SetFitModel

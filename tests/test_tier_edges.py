@@ -1,14 +1,17 @@
 """The exported tiers at their edges: a re-export killed after its commit point is finished by the next load, a
 chunking model's head graph is checked against its labels, `use_labels=False` gives class ids on every tier, the
 exported tiers predict the torch tier's types with `as_numpy`, the static `encode` refuses a bare string, and the
-exports refuse bad input before their long work."""
+exports refuse bad input before their long work (an opset the installed torch does not export, texts or labels that
+are a table or a set) and read texts and labels from any iterable."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import datasets
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import make_sentences
 
@@ -153,6 +156,12 @@ def test_static_encode_refuses_what_is_not_a_list_of_texts(tier_models: dict, te
     ("bad head_params", TypeError, "bogus"),
     ("labels of one class", ValueError, "one class"),
     ("a file of the user's", FileExistsError, "config.json"),
+    ("texts as a DataFrame", TypeError, r"^texts: got a pandas DataFrame, .*df\['text'\]\.tolist\(\)"),
+    ("texts as a Dataset", TypeError, r"^texts: got a datasets\.Dataset, .*ds\['text'\]"),
+    ("unlabeled texts as a set", TypeError, r"^unlabeled_texts: got a set, which has no order"),
+    ("unlabeled texts with None", TypeError, r"^unlabeled_texts: row 1: text must be a str"),
+    ("labels as a DataFrame", TypeError, r"^labels: got a pandas DataFrame, .*df\['label'\]\.tolist\(\)"),
+    ("labels as a str", TypeError, r"^labels must be a list of the texts' labels .*got str"),
 ])
 def test_export_static_refuses_bad_input_before_the_distillation(tier_models: dict, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch, case: str,
@@ -164,18 +173,31 @@ def test_export_static_refuses_bad_input_before_the_distillation(tier_models: di
 
     monkeypatch.setattr(static_export, "_token_embeddings", never)
     folder = tmp_path / "out"
-    labels, head_params = list(LABELS), None
+    texts, labels, unlabeled, head_params = list(TEXTS), list(LABELS), [], None
     if case == "a label the model never saw":
         labels[3] = "neutral"
     elif case == "bad head_params":
         head_params = {"bogus": 1}
     elif case == "labels of one class":
         labels = ["positive"] * len(TEXTS)
+    elif case == "texts as a DataFrame":
+        texts = pd.DataFrame({"text": TEXTS, "label": LABELS})
+    elif case == "texts as a Dataset":
+        texts = datasets.Dataset.from_dict({"text": TEXTS})
+    elif case == "unlabeled texts as a set":
+        unlabeled = {"a good film", "a bad plot"}
+    elif case == "unlabeled texts with None":
+        unlabeled = ["a good film", None]
+    elif case == "labels as a DataFrame":
+        labels = pd.DataFrame({"label": LABELS})
+    elif case == "labels as a str":
+        labels = "positive"
     else:
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps({"mine": True}))
     with pytest.raises(error, match=words):
-        tier_models["torch"].export_static(folder, TEXTS, labels, pca_dims=16, head_params=head_params)
+        tier_models["torch"].export_static(folder, texts, labels, unlabeled_texts=unlabeled, pca_dims=16,
+                                           head_params=head_params)
     if case == "a file of the user's":
         assert json.loads((folder / "config.json").read_text()) == {"mine": True}
         assert sorted(p.name for p in folder.iterdir()) == ["config.json"]
@@ -187,6 +209,7 @@ def test_export_static_refuses_bad_input_before_the_distillation(tier_models: di
     ("a file of the user's", FileExistsError, "tokenizer.json"),
     ("calibration texts without int8-static", ValueError, "only by quantize='int8-static'"),
     ("a blank calibration text", ValueError, "row 1: text is empty"),
+    ("an opset torch does not export", ValueError, r"opset=99 is not an ONNX opset this torch .* from 7 to \d+"),
 ])
 def test_export_onnx_refuses_bad_input_before_the_trace(tier_models: dict, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch, case: str, error: type,
@@ -204,9 +227,46 @@ def test_export_onnx_refuses_bad_input_before_the_trace(tier_models: dict, tmp_p
         (folder / "tokenizer.json").write_text("mine")
     elif case == "calibration texts without int8-static":
         options = {"quantize": "int8", "calibration_texts": TEXTS}
+    elif case == "an opset torch does not export":
+        options = {"opset": 99}
     else:
         options = {"quantize": "int8-static", "calibration_texts": ["good", " "]}
     with pytest.raises(error, match=words):
         tier_models["torch"].export_onnx(folder, **options)
     if case == "a file of the user's":
         assert (folder / "tokenizer.json").read_text() == "mine"
+    else:
+        assert not folder.exists()
+
+
+def test_export_onnx_takes_every_opset_torch_exports(tier_models: dict, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch.onnx import _constants
+
+    from setfit_lite.exporting import onnx as onnx_export
+
+    def traced(*args: object, **kwargs: object) -> None:
+        raise AssertionError("traced")
+
+    monkeypatch.setattr(onnx_export, "_build_graph", traced)
+    highest = _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET
+    for opset in (7, 17, highest):  # the check passes them on to the trace
+        with pytest.raises(AssertionError, match="traced"):
+            tier_models["torch"].export_onnx(tmp_path / "out", opset=opset)
+    with pytest.raises(ValueError, match=rf"opset={highest + 1} .* from 7 to {highest}"):
+        tier_models["torch"].export_onnx(tmp_path / "out", opset=highest + 1)
+
+
+def test_export_static_reads_texts_and_labels_from_iterators(tier_models: dict, tmp_path: Path) -> None:
+    model = tier_models["torch"]
+    options = {"pca_dims": 16, "dtype": "float32", "refine_epochs": 0}
+    unlabeled = ["a good film", "a dull plot"]
+    model.export_static(tmp_path / "lists", TEXTS, LABELS, unlabeled_texts=unlabeled, **options)
+    model.export_static(tmp_path / "iterators", iter(TEXTS), (label for label in LABELS),
+                        unlabeled_texts=(text for text in unlabeled), **options)
+    configs = [json.loads((tmp_path / name / "config_setfit_lite_static.json").read_text())
+               for name in ("lists", "iterators")]
+    assert configs[1]["refit_texts"] == len(TEXTS) and configs[1]["refit_unlabeled_texts"] == len(unlabeled)
+    assert configs[1]["refit_labels"] == "given" and configs[0] == configs[1]
+    lists, iterators = (SetFitModel.from_static(tmp_path / name) for name in ("lists", "iterators"))
+    np.testing.assert_array_equal(iterators.predict_proba(TEXTS), lists.predict_proba(TEXTS))

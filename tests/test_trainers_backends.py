@@ -242,13 +242,19 @@ def test_bf16_training_step_changes_params() -> None:
     backend.teardown()
 
 
-def test_num_threads_set_at_setup() -> None:
+def test_num_threads_set_at_setup_and_put_back_at_teardown() -> None:
+    """The thread count is the process's: a training that asked for one leaves the count it found (a later
+    training with the same arguments and seed would otherwise give another model)."""
     old = torch.get_num_threads()
+    other = 2 if old != 2 else 3
     try:
+        torch.set_num_threads(other)
         backend = CpuBackend(num_threads=1)
         assert "1 threads" in backend.describe()
         backend.setup()
         assert torch.get_num_threads() == 1
+        backend.teardown()
+        assert torch.get_num_threads() == other
     finally:
         torch.set_num_threads(old)
     with pytest.raises(ValueError, match="num_threads"):

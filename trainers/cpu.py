@@ -144,9 +144,15 @@ class CpuBackend(DistributedMixin, Backend):
         return "bf16" if self.features.native_bf16 else "fp32"
 
     def setup(self) -> None:
+        self._threads_before = torch.get_num_threads()  # put back by teardown: the count is the process's
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
         super().setup()
+
+    def teardown(self) -> None:
+        super().teardown()
+        if self.num_threads is not None and getattr(self, "_threads_before", None) is not None:
+            torch.set_num_threads(self._threads_before)
 
     def optimize_module(
         self, module: torch.nn.Module, optimizer: torch.optim.Optimizer

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..config.rules import Rule, check_rule, integer, is_integer, option
+from ..config.training_rules import SEED
 from ..data import check_label_names, validate_texts
 
 __all__ = ["RULES", "STRATEGIES", "check_exclude", "check_k_left", "check_label_names_arg", "check_pool",
@@ -27,7 +28,7 @@ STRATEGIES = ("auto", "random", "cold_start_kmeans", "uncertainty", "margin_dive
 RULES: dict[str, Rule] = {
     "k": integer(note="how many texts to suggest"),
     "strategy": option(STRATEGIES),
-    "seed": integer(low=0, high=2**32 - 1, note="scikit-learn's k-means takes seeds below 2**32"),
+    "seed": SEED,
 }
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_inputs_exist", "check_new_file", "check_output", "load_model", "read_texts"]
+__all__ = ["check_inputs_exist", "check_new_file", "check_output", "load_model", "read_numbered_texts", "read_texts"]
 
 TABLE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")  # read as columns; any other file: one text per line
 
@@ -24,9 +25,25 @@ def check_output(output: str, *inputs: str | None, suffix: str) -> None:
 
 
 def check_new_file(output: str, command: str) -> None:
-    """FileExistsError when ``output`` exists (a file, folder or link): the command writes only new files."""
-    if Path(output).exists() or Path(output).is_symlink():
+    """Before any work, what writing the new file ``output`` would meet: FileExistsError when it exists (a file,
+    folder or link: the command writes only new files) or when the nearest existing path above it is not a
+    folder; PermissionError when that folder cannot be written in (tried with a temporary file, which also
+    catches read-only file systems and root's writes that the kernel refuses)."""
+    path = Path(output)
+    if path.exists() or path.is_symlink():
         raise FileExistsError(f"{output} exists: {command} never writes over a file; pass a new --output")
+    folder = next((p for p in path.parents if p.exists() or p.is_symlink()), None)  # "." or "/" at the latest
+    if folder is None:  # the working folder was removed
+        return
+    if not folder.is_dir():  # a dangling link is not a folder either
+        raise FileExistsError(f"cannot write {output}: {folder} above it exists and is not a folder (nothing was "
+                              "written); pass another --output")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".setfit_lite-probe-"):
+            pass
+    except OSError as error:
+        raise PermissionError(f"cannot write {output}: the folder {folder} cannot be written in "
+                              f"({error.strerror or error}; nothing was written); pass another --output") from None
 
 
 def check_inputs_exist(paths: dict[str, str | None]) -> None:
@@ -50,32 +67,46 @@ def is_table(source: str) -> bool:
 
 
 def read_texts(source: str, text_column: str) -> Iterator[str]:
-    """The texts of ``source``: ``-`` (stdin: a text or a JSON object per line), a CSV/JSON/JSONL/Parquet file (its
-    ``text_column``) or a text file (one text per line)."""
-    if source == "-":
-        from ..runtime.predictor import decoded_lines
+    """The texts of ``source``, as `read_numbered_texts` reads them."""
+    return (text for _, text in read_numbered_texts(source, text_column))
 
+
+def read_numbered_texts(source: str, text_column: str) -> Iterator[tuple[int | None, str]]:
+    """Each text of ``source`` with the input line it starts on (None for a JSON document or a Parquet file, whose
+    rows are not lines), in order, read lazily from a text file or stdin.
+
+    ``source`` is ``-`` (stdin: a text per line, or a JSON object whose ``text_column`` is the text), a
+    CSV/JSON/JSONL/Parquet file (its ``text_column``; every row, `setfit_lite.data.to_labeled_data`) or a text file
+    (a text per line). Stdin and text files are split at ``\\n``, ``\\r\\n`` and ``\\r`` only; a blank line there
+    holds no text and is skipped (the line numbers say which lines the texts are).
+
+    Raises:
+        ValueError: A line that is not UTF-8, or a stdin JSON object without a text, naming the input and the
+            line; a table that is not valid (`to_labeled_data`).
+    """
+    from ..data.readers import numbered_lines
+
+    if source == "-":
         buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded line by line: an error names the line
-        lines = decoded_lines(buffer, "<stdin>") if buffer is not None else (t.rstrip("\n") for t in sys.stdin)
-        for number, line in enumerate(lines, start=1):
+        stream = buffer if buffer is not None else (line.encode("utf-8", "surrogatepass") for line in sys.stdin)
+        for number, line in numbered_lines(stream, "<stdin>"):
             if line.strip():
-                yield _maybe_json_text(line, text_column, number)
+                yield number, _maybe_json_text(line, text_column, number)
         return
     if is_table(source):
         from ..data import to_labeled_data
 
         # a label column (a partly labelled file) is not read: these texts are predicted
-        yield from to_labeled_data(Path(source), text_column=text_column, require_labels=False,
-                                   read_labels=False).texts
+        data = to_labeled_data(Path(source), text_column=text_column, require_labels=False, read_labels=False)
+        yield from zip(data.lines or [None] * len(data.texts), data.texts)
         return
-    from ..runtime.predictor import iter_text_file
-
-    yield from iter_text_file(Path(source))
+    with open(source, "rb") as handle:
+        yield from ((number, line) for number, line in numbered_lines(handle, str(Path(source))) if line.strip())
 
 
 def _maybe_json_text(line: str, text_column: str, number: int) -> str:
     """A stdin line's text: a JSON object's ``text_column`` (ValueError naming the line when it has none, or a
-    value that is not a text), any other line as it is."""
+    value that is not a text or is blank), any other line as it is."""
     if line.startswith("{"):
         try:
             obj = json.loads(line)
@@ -88,5 +119,11 @@ def _maybe_json_text(line: str, text_column: str, number: int) -> str:
             if not isinstance(obj[text_column], str):
                 raise ValueError(f"<stdin> line {number}: {text_column!r} is a {type(obj[text_column]).__name__}, "
                                  "not a text")
-            return obj[text_column]
+            from ..data import validate_texts
+
+            try:
+                return validate_texts([obj[text_column]])[0]
+            except ValueError as err:  # "row 0: text is empty ...": the row is this line
+                raise ValueError(f"<stdin> line {number}: {text_column!r}{str(err).removeprefix('row 0: text')}"
+                                 ) from None
     return line

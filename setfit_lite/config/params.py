@@ -77,8 +77,9 @@ PARAMS: dict[str, Rule] = {
     "heartbeat_interval": optional(integer(note="seconds"), "no heartbeat"),
     "grace_period": optional(integer(note="seconds"), "2 x heartbeat_interval"),
     "max_retry": optional(integer(low=0), "retry without limit"),
-    # data sampling, exports
+    # data sampling (sample_dataset, which also takes seed=None: unseeded), exports
     "num_samples": _POSITIVE,
+    "seed": TRAINING_RULES["seed"],
     "opset": integer(low=7, note="an ONNX opset version"),
     "pca_dims": optional(_POSITIVE, "the body's embedding size"),
     "student_layers": _POSITIVE,

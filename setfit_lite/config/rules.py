@@ -15,12 +15,14 @@ import math
 import numbers
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Rule", "check_rule", "flag", "folder", "integer", "is_bool", "is_integer", "number", "optional",
-           "option", "pair_of", "path", "rule_message", "text"]
+__all__ = ["Rule", "check_rule", "check_writable_folder", "flag", "folder", "integer", "is_bool", "is_integer",
+           "number", "optional", "option", "pair_of", "path", "rule_message", "text"]
 
 
 def is_bool(value: Any) -> bool:
@@ -193,6 +195,37 @@ def path() -> Rule:
 def folder() -> Rule:
     """A non-empty path that is a folder or does not exist yet."""
     return Rule("a non-empty path (str or os.PathLike) of a folder, existing or not", _folder)
+
+
+def check_writable_folder(name: str, value: Any) -> None:
+    """Before any work, what writing into the folder ``value`` (the argument ``name``) would meet: the `folder`
+    rule's TypeError or ValueError; FileExistsError when the nearest existing path above it is not a folder;
+    PermissionError when the folder, or the nearest existing one above it, cannot be written in (tried by creating
+    and removing a temporary folder there, which also catches read-only file systems and writes the kernel
+    refuses to root). Nothing is left behind.
+
+    Args:
+        name: The argument, as the caller shows it (``"output_dir"``, ``"--output-dir"``).
+        value: The folder's path, existing or not.
+
+    Raises:
+        TypeError: Not a path.
+        ValueError: An empty path, or an existing file.
+        FileExistsError: A path above it that exists and is not a folder.
+        PermissionError: A folder that cannot be written in.
+    """
+    check_rule(folder(), name, value)
+    shown = os.fspath(value)
+    target = Path(os.path.abspath(shown))
+    existing = next(p for p in (target, *target.parents) if os.path.lexists(p))  # the root exists
+    if not os.path.isdir(existing):  # a dangling link is not a folder either
+        raise FileExistsError(f"{name} {shown}: cannot write there: {existing} above it exists and is not a folder "
+                              "(nothing was written)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".setfit_lite-probe-", dir=existing))
+    except OSError as error:
+        raise PermissionError(f"{name} {shown}: cannot write there: the folder {existing} cannot be written in "
+                              f"({error.strerror or error}; nothing was written)") from None
 
 
 def rule_message(rule: Rule, shown: str, error: Exception) -> str:

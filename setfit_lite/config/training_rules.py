@@ -28,7 +28,7 @@ from .sampling_policy import (
     SAMPLING_STRATEGIES,
 )
 
-__all__ = ["TRAINING_RULES", "check_argument"]
+__all__ = ["SEED", "TRAINING_RULES", "check_argument"]
 
 LABEL_ANCHORS = ("auto", "off")
 ANCHOR_LOSSES = ("pairs", "softmax")
@@ -37,6 +37,10 @@ CALIBRATION_MODES = ("temperature", "none")
 HEAD_CLASS_WEIGHTS = ("auto", "balanced")
 PSEUDO_LABEL_METHODS = ("knn", "spread", "confidence")
 STRATEGIES = ("no", "steps", "epoch")
+#: the one seed rule: `TrainingArguments.seed`, ``sample_dataset``'s and the CLI's ``--seed``
+#: (`setfit_lite.config.params.PARAMS`); numpy's legacy seeding (``RandomState``, ``np.random.seed``) and
+#: scikit-learn take seeds below 2**32 only
+SEED = integer(low=0, high=2**32 - 1, note="numpy and scikit-learn take seeds below 2**32")
 
 
 # ------------------------------------------------------------------------------------------------ the fields' rules
@@ -139,7 +143,7 @@ TRAINING_RULES: dict[str, Rule] = {
     "max_length": optional(integer(low=2), "the body's limit"),
     "samples_per_label": _POSITIVE,
     "show_progress_bar": flag(),
-    "seed": integer(low=0, high=2**63 - 1),
+    "seed": SEED,
     "report_to": Rule("'none', 'all', or a name or list of names of transformers' reporting integrations",
                       _report_to),
     "run_name": optional(text()),

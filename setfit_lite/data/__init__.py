@@ -30,7 +30,7 @@ from .benchmark_splits import (
     create_samples,
     create_samples_multilabel,
 )
-from .checks import check_text_collection, validate_texts
+from .checks import check_ordered_rows, check_text_collection, validate_texts
 from .labels import check_label_names, check_trainable, encode_labels, relabelled
 from .readers import LabeledData, to_labeled_data
 from .samples import SAMPLES, demo_dataset, load_sample
@@ -45,6 +45,7 @@ __all__ = [
     "SetFitDataset",
     "add_templated_examples",
     "check_label_names",
+    "check_ordered_rows",
     "check_text_collection",
     "check_trainable",
     "create_fewshot_splits",

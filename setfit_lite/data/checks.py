@@ -15,6 +15,7 @@ import numpy as np
 
 __all__ = [
     "MAX_LISTED",
+    "check_ordered_rows",
     "check_text_collection",
     "is_dataframe",
     "is_dataset",
@@ -103,13 +104,39 @@ _BYTES = (bytes, bytearray, memoryview)
 _DECODE = ": decode it to str first, e.g. data.decode('utf-8')"
 
 
+def check_ordered_rows(values: Any, column: str = "text") -> None:
+    """TypeError, saying what to pass, when iterating ``values`` would not give its rows in order: a pandas
+    DataFrame gives its column names, a ``datasets.Dataset`` its rows as dicts, a ``DatasetDict`` its split names,
+    a set (or frozenset) its items in an order that changes from one Python process to the next (so results
+    would not line up with the values). The message names the table's ``column`` to pass instead."""
+    if is_dataframe(values):
+        raise TypeError(f"got a pandas DataFrame, whose iteration gives its column names, not its rows: pass its "
+                        f"{column!r} column, e.g. df[{column!r}].tolist()")
+    if is_dataset(values):
+        raise TypeError(f"got a datasets.Dataset, whose iteration gives its rows as dicts: pass its {column!r} "
+                        f"column, e.g. ds[{column!r}]")
+    if is_dataset_dict(values):
+        split = next(iter(values), "train")
+        raise TypeError(f"got a DatasetDict of the splits {list(values)}: pass one split's {column!r} column, e.g. "
+                        f"data[{split!r}][{column!r}]")
+    if isinstance(values, (set, frozenset)):
+        raise TypeError(f"got a {type(values).__name__}, which has no order (the results would not line up with "
+                        "its items, and would change from one run to the next): pass a list in a fixed order, e.g. "
+                        "sorted(...)")
+
+
 def check_text_collection(texts: Any, single: str = "pass a list of strings, e.g. [text]") -> None:
-    """TypeError, saying what to pass, unless ``texts`` is an iterable of texts: a bare ``str`` (``single`` says
-    what to pass instead), bytes, a mapping (iterating it would give its keys) or a non-iterable is refused."""
+    """TypeError, saying what to pass, unless ``texts`` is an iterable of texts in order: a bare ``str``
+    (``single`` says what to pass instead), bytes, a table or a set (`check_ordered_rows`), a mapping (iterating
+    it would give its keys), an array of other than one dimension or a non-iterable is refused. A list, tuple,
+    1-D array, pandas Series, Dataset column or other iterable (a generator) passes."""
     if isinstance(texts, str):
         raise TypeError(f"got a single string; {single}")
     if isinstance(texts, _BYTES):
         raise TypeError(f"got {type(texts).__name__}{_DECODE}, and pass a list of texts")
+    check_ordered_rows(texts)
+    if isinstance(texts, np.ndarray) and texts.ndim != 1:
+        raise TypeError(f"got a {texts.ndim}-D array of shape {texts.shape}: pass a 1-D array or a list of texts")
     if isinstance(texts, Mapping):
         raise TypeError(f"got a {type(texts).__name__}, whose iteration gives its keys: pass a list of texts, e.g. "
                         "list(d.values()) for its values")
@@ -121,7 +148,8 @@ def validate_texts(texts: Iterable[str], *, allow_empty: bool = False, first_row
                    allow_blank: bool = False) -> list[str]:
     """Check that ``texts`` is a list of non-empty strings and return it as a ``list[str]``.
 
-    A bare ``str`` is refused (TypeError): wrap a single text in a list. Raises ValueError for an empty
+    A bare ``str`` is refused (TypeError): wrap a single text in a list; so is what `check_text_collection` refuses
+    (a DataFrame, a Dataset, a set, a mapping, ...). Raises ValueError for an empty
     collection (unless ``allow_empty``), for empty or whitespace-only texts (unless ``allow_blank``) and for texts
     that are not valid Unicode (a lone surrogate such as ``"\\ud800"``, which no tokenizer can encode), TypeError
     for non-string texts; both name the row index (counted from ``first_row``, for a chunk of a longer stream).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -10,10 +11,23 @@ import numpy as np
 
 from .checks import is_listlike, is_missing, short_repr
 
-__all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", "is_multi_hot", "kind_name",
-           "normalize_labels", "relabelled"]
+__all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", "is_int_text", "is_multi_hot",
+           "kind_name", "normalize_labels", "relabelled"]
 
 logger = logging.getLogger(__name__)
+
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def is_int_text(value: Any) -> bool:
+    """Whether ``value`` is a str that is an integer as ``str(int)`` writes it ("2", "-3"; not "02", "+2", " 2")."""
+    return isinstance(value, str) and _INT_TEXT.fullmatch(value) is not None
+
+
+def _names_integers(known: Sequence) -> bool:
+    """Whether class names (str labels) include an integer written as text ("0", "10"): then an int label is the
+    class of that name, never a position among the names."""
+    return any(is_int_text(label) for label in known)
 
 
 def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
@@ -117,8 +131,15 @@ def _normalize_known(known_labels: Any) -> list | None:
 
 
 def index_in(values: Sequence, known: list) -> list[int]:
-    """The index of each value in ``known``; ValueError listing the values that are not in it."""
+    """The index of each value in ``known``: of the label equal to it or, between an int and a str, of the label
+    that is the other written as an integer (2 and "2" match; 2 and "02" do not), so that a CSV file's ints and
+    a JSON file's strings name the same classes. ValueError listing the values that are not in it."""
     index = {label: i for i, label in enumerate(known)}
+    for i, label in enumerate(known):  # the other spelling of each integer label
+        if is_int_text(label):
+            index.setdefault(int(label), i)
+        elif isinstance(label, int):
+            index.setdefault(str(label), i)
     unknown = sorted({v for v in values if v not in index}, key=lambda v: (str(type(v)), v))
     if unknown:
         raise ValueError(f"labels not in the known labels: {short_repr(unknown)}; known labels: {short_repr(known)}")
@@ -144,11 +165,18 @@ def encode_labels(
     user-facing labels (``labels[id]``). ``multi_label=None`` infers it from the data (lists/vectors mean
     multi-label).
 
-    Single-label: str labels index into ``known_labels`` (all must be known) or into their sorted unique
-    values. Int labels with str ``known_labels`` (names) are the ids themselves (``0 <= id < K``); with int
-    ``known_labels`` they index into them; without, they index into their sorted unique values. Multi-label:
-    equal-length 0/1 vectors (length >= 2) are multi-hot (K = length, which must equal ``len(known_labels)``);
-    otherwise lists of label ids (K = ``len(known_labels)`` or max id + 1) or of label names.
+    Without ``known_labels``, the labels are the sorted unique values. With them, a label value is matched by
+    value (`index_in`): equal values match, and an int matches the str that writes it ("2" for 2, not "02") and
+    the other way round, so a CSV file's int labels and a JSON file's "2" name the same class; a value matching
+    no known label is an error. One exception, setfit's: int labels with str ``known_labels`` none of which is an
+    integer written as text (names such as ``["negative", "positive"]``) are class ids, positions among the names
+    (``0 <= id < K``). Where a name is an integer written as text (``["0", "1", "10", "2"]``, as a model trained on
+    str labels "0".."10" keeps them), an int is never a position: 2 is the class "2", not the third name "10".
+
+    Multi-label: equal-length 0/1 vectors (length >= 2) are multi-hot (K = length, which must equal
+    ``len(known_labels)``); otherwise lists of label values, matched as single labels are (K = ``len(known_labels)``
+    or the number of distinct values), or, without ``known_labels`` or with names none of which is an integer
+    text, lists of class ids (K = ``len(known_labels)`` or max id + 1).
     """
     values, kind = normalize_labels(raw_labels)
     known = _normalize_known(known_labels)
@@ -172,7 +200,7 @@ def _encode_single(values: list, kind: str, known: list | None) -> tuple[np.ndar
     if known is None:
         labels = sorted(set(values))
         ids = index_in(values, labels)
-    elif kind == "int" and isinstance(known[0], str):
+    elif kind == "int" and isinstance(known[0], str) and not _names_integers(known):  # setfit's class ids
         for i, v in enumerate(values):
             if not 0 <= v < len(known):
                 raise ValueError(
@@ -199,11 +227,10 @@ def _encode_multi(rows: list[list], known: list | None) -> tuple[np.ndarray, lis
 
     items = [v for r in rows for v in r]
     is_str = bool(items) and isinstance(items[0], str)
-    if is_str or (known is not None and not isinstance(known[0], str)):
+    if is_str or (known is not None and (not isinstance(known[0], str) or _names_integers(known))):  # label values
         labels = known if known is not None else sorted(set(items))
-        for r in rows:  # MultiLabelBinarizer would only warn about (and drop) unknown labels: name them instead
-            index_in(r, labels)
-        classes = labels
+        # MultiLabelBinarizer would only warn about (and drop) unknown labels: name them instead
+        rows = [index_in(r, labels) for r in rows]
     else:  # integer label ids
         for i, r in enumerate(rows):
             for v in r:
@@ -219,8 +246,7 @@ def _encode_multi(rows: list[list], known: list | None) -> tuple[np.ndarray, lis
             if not items:
                 raise ValueError("no row has any label: cannot tell the number of classes; pass known_labels")
             labels = list(range(max(items) + 1))
-        classes = list(range(len(labels)))
-    ids = MultiLabelBinarizer(classes=classes).fit_transform(rows)
+    ids = MultiLabelBinarizer(classes=list(range(len(labels)))).fit_transform(rows)
     return np.asarray(ids, dtype=np.int64).reshape(n, len(labels)), list(labels)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,26 +18,32 @@ from .checks import (
     pick_split_error,
     validate_texts,
 )
-from .labels import normalize_labels
+from .labels import is_int_text, normalize_labels
 
-__all__ = ["LabeledData", "as_table", "column_renames", "to_labeled_data"]
+__all__ = ["LabeledData", "as_table", "check_unique_columns", "column_renames", "json_lines", "numbered_lines",
+           "read_utf8", "to_labeled_data"]
 
-_FILE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
+#: the table files `to_labeled_data` reads by path (a text column, and labels)
+TABLE_SUFFIXES = _FILE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
 
 
 @dataclass
 class LabeledData:
-    """Validated texts, their raw (user-facing) labels or None, and the remaining columns by name."""
+    """Validated texts, their raw (user-facing) labels or None, and the remaining columns by name; read from a file
+    whose rows are lines (CSV, JSON lines), the file line each row starts on (``lines``, else None)."""
 
     texts: list[str]
     labels: list | None
     columns: dict[str, list] = field(default_factory=dict)
+    lines: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
 
 
-def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | list:
+def _read_file(path: str | os.PathLike, text_source: str) -> tuple[dict[str, list] | list, list[int] | None]:
+    """The content of a data file, and the file line each of its rows starts on (None where rows are not lines: a
+    JSON document, a Parquet file)."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in _FILE_SUFFIXES:
@@ -52,86 +58,182 @@ def _read_file(path: str | os.PathLike, text_source: str) -> dict[str, list] | l
         raise FileNotFoundError(f"no such file: {str(p)!r}")
     if suffix == ".parquet":  # typed columns: read as they are
         import pandas as pd
+        import pyarrow.parquet as pq  # what pandas reads Parquet with
 
         try:
-            return pd.read_parquet(p).to_dict(orient="list")
+            check_unique_columns(pq.read_schema(p).names)  # pyarrow's own error would say "Multiple matches"
+            return pd.read_parquet(p).to_dict(orient="list"), None
         except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
             raise ValueError(f"{str(p)!r} is not a readable Parquet file: {err}") from None
     if suffix == ".csv":
-        import pandas as pd
-
-        # every cell as the file's text ("NA", "01", "True" stay strings; pandas' guess differed per chunk of a
-        # large file); only blank cells are missing
-        try:
-            df = pd.read_csv(p, keep_default_na=False, na_values=[""], dtype=str)
-        except ValueError as err:  # UnicodeDecodeError, pandas' ParserError and EmptyDataError
-            where = _non_utf8_line(p) if isinstance(err, UnicodeDecodeError) else ""
-            raise ValueError(f"{str(p)!r} is not a readable UTF-8 CSV file{where}: {err}") from None
-        table = df.to_dict(orient="list")
-        return {name: _integers(values) if name != text_source else values for name, values in table.items()}
-    try:
-        content = p.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first row
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{str(p)!r} is not UTF-8 text{_non_utf8_line(p)}: {err}") from None
+        table, lines = _read_csv(p)
+        return {name: _integers(values) if name != text_source else values for name, values in table.items()}, lines
+    content = read_utf8(p)
     if suffix == ".json":
         try:
-            return json.loads(content)
+            return _json_value(content), None
         except json.JSONDecodeError as err:
             if "Extra data" not in err.msg:  # otherwise: JSON lines in a .json file
                 raise ValueError(f"{str(p)!r} is not valid JSON: {err}") from None
-    rows = []
-    for n, line in enumerate(content.splitlines(), start=1):
+        except ValueError as err:  # a repeated key
+            raise ValueError(f"{str(p)!r}: {err}") from None
+    rows, lines = [], []
+    for number, line in enumerate(json_lines(content), start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                rows.append(_json_value(line))
             except json.JSONDecodeError as err:
-                raise ValueError(f"{str(p)!r} line {n} is not valid JSON: {err}") from None
-    return rows
+                raise ValueError(f"{str(p)!r} line {number} is not valid JSON: {err}") from None
+            except ValueError as err:  # a repeated key
+                raise ValueError(f"{str(p)!r} line {number}: {err}") from None
+            lines.append(number)
+    return rows, lines
 
 
-_CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+def _json_value(text: str) -> Any:
+    """``text`` parsed as JSON; ValueError (not a JSONDecodeError) for an object that names a key twice, of which
+    ``json.loads`` would keep the last value silently."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        check_unique_columns([key for key, _ in pairs], what="key")
+        return dict(pairs)
+
+    return json.loads(text, object_pairs_hook=unique)
+
+
+def check_unique_columns(names: Iterable, what: str = "column") -> None:
+    """ValueError naming the first column name that ``names`` (a table's columns, in order) holds more than once:
+    which column a reader would take is a guess (pandas renames the second ``text.1``, ``json.loads`` keeps the
+    last value)."""
+    first: dict[Any, int] = {}
+    for position, name in enumerate(names, start=1):
+        if name in first:
+            raise ValueError(f"the {what} {name!r} appears twice ({what}s {first[name]} and {position}); give each "
+                             f"{what} its own name")
+        first[name] = position
+
+
+def json_lines(content: str) -> list[str]:
+    """The lines of JSON lines text: split at ``\\n`` only (a ``\\r`` before it is JSON whitespace). A JSON
+    string may hold U+2028, U+2029 or U+0085 unescaped (``json.dumps(..., ensure_ascii=False)`` writes them so),
+    which ``str.splitlines`` would split at."""
+    return content.split("\n")
+
+
+_TEXT_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
+def numbered_lines(handle: Iterable[bytes], name: str) -> Iterator[tuple[int, str]]:
+    """Each line of a binary stream of UTF-8 text with its number (from 1), its line break removed, read lazily.
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (Python's universal newlines) and nowhere else: a form feed, U+2028
+    or U+0085 is part of a line's text. A byte-order mark opening the stream is dropped. ``handle`` yields the
+    stream in pieces that end at a ``\\n`` (a file opened in binary mode, ``sys.stdin.buffer``), so that no
+    ``\\r\\n`` is cut in two.
+
+    Raises:
+        ValueError: A line that is not UTF-8, naming ``name``, the line and the byte of the line where decoding
+            failed.
+    """
+    number = 0
+    for piece in handle:
+        parts = _TEXT_BREAK.split(piece)
+        if not parts[-1]:  # the piece ended with a line break: no line starts after it
+            parts.pop()
+        for raw in parts:
+            number += 1
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{name}: line {number} is not valid UTF-8 (byte {err.start} of the line is "
+                                 f"{raw[err.start:err.start + 1]!r}): convert it to UTF-8") from None
+            yield number, line[1:] if number == 1 and line.startswith("\ufeff") else line
+
+
+def read_utf8(path: Path) -> str:
+    """The text of a UTF-8 file, without a byte-order mark (not part of the first row); ValueError naming the file,
+    the line and the byte where it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{str(path)!r} is not UTF-8 text{_non_utf8_line(path)}: {err}") from None
+
+
+def _read_csv(path: Path) -> tuple[dict[str, list], list[int]]:
+    """The columns of a CSV file (every cell as the file's text, a blank cell None) and the file line each data row
+    starts on.
+
+    The first non-blank line is the header; a blank line holds no row, a quoted cell may span lines. A row with
+    more fields than the header is refused (pandas took its first field as an index, shifting every column by one);
+    a row with fewer leaves the last columns missing. Raises ValueError naming the file and the line for a file
+    that is not UTF-8, malformed quoting, a repeated column name or a row that is too long.
+    """
+    name = repr(str(path))
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            records = _csv_records(handle, name)
+            header_line, header = next(records, (0, []))
+            if not header:
+                raise ValueError(f"{name} is empty: a CSV file starts with a header line naming its columns")
+            header = [column or f"Unnamed: {i}" for i, column in enumerate(header)]  # pandas' name
+            try:
+                check_unique_columns(header)
+            except ValueError as err:
+                raise ValueError(f"{name} line {header_line} (the header): {err}") from None
+            rows, lines = [], []
+            for line, record in records:
+                if len(record) > len(header):
+                    raise ValueError(
+                        f"{name} line {line} has {len(record)} fields but the header (line {header_line}) has "
+                        f"{len(header)} ({header}): field {len(header) + 1} ({record[len(header)]!r:.40}) has no "
+                        "column. Remove the extra fields (a comma ending each line?) or name the column in the "
+                        "header")
+                rows.append(record)
+                lines.append(line)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{name} is not a readable UTF-8 CSV file{_non_utf8_line(path)}: {err.reason}; convert it "
+                         "to UTF-8") from None
+    columns = {column: [(row[i] or None) if i < len(row) else None for row in rows]
+               for i, column in enumerate(header)}
+    return columns, lines
+
+
+_CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's own limit, 128 KiB, is no limit on a text; a C long on every system
+
+
+def _csv_records(handle: Iterable[str], name: str) -> Iterator[tuple[int, list[str]]]:
+    """The line each record of a CSV stream (opened with ``newline=""``) starts on, and the record; a blank line
+    holds none. ValueError naming ``name`` and the line for malformed quoting."""
+    import csv
+
+    # raised for good, never lowered: restoring it after the read would race a CSV read on another thread
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    reader = csv.reader(handle, strict=True)
+    start = 1
+    try:
+        for record in reader:
+            if record:
+                yield start, record
+            start = reader.line_num + 1
+    except csv.Error as err:
+        raise ValueError(f"{name} line {start}: the row starting on this line is not valid CSV: {err} (a quote "
+                         "that is never closed, or text after a closing quote?)") from None
 
 
 def _integers(values: list) -> list:
     """A CSV column whose every non-blank cell is an integer as ``str(int)`` writes it, as ints (JSON files give
     such labels as ints); any other column as the strings it holds ("01" and "1" stay two values)."""
     cells = [v for v in values if isinstance(v, str)]
-    if not cells or not all(_CANONICAL_INT.fullmatch(v) for v in cells):
+    if not cells or not all(is_int_text(v) for v in cells):
         return values
     return [int(v) if isinstance(v, str) else v for v in values]
 
 
-def _row_lines(path: Path) -> list[int]:
-    """The file line each data row starts on (1-based), for a CSV or JSON lines file; [] for other files.
-
-    A CSV row may span lines (a quoted cell with line breaks); blank lines hold no row, as for pandas' reader.
-    """
-    suffix = path.suffix.lower()
-    try:
-        content = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if suffix == ".csv":
-        import csv
-        import io
-
-        reader = csv.reader(io.StringIO(content, newline=""))
-        starts, line = [], 1
-        for record in reader:
-            if record:
-                starts.append(line)
-            line = reader.line_num + 1
-        return starts[1:]  # the header is not a data row
-    if suffix == ".jsonl" or (suffix == ".json" and content.lstrip()[:1] != "["):
-        return [n for n, text in enumerate(content.splitlines(), start=1) if text.strip()]
-    return []
-
-
-def _with_file_lines(message: str, path: Path) -> str:
-    """``message`` with each "row N" it names followed by the file line that row starts on (rows count from 0)."""
-    if not re.search(r"\brow \d+", message):
+def _with_file_lines(message: str, lines: list[int] | None) -> str:
+    """``message`` with each "row N" it names followed by the file line that row starts on (rows count from 0;
+    ``lines`` is None where rows are not lines)."""
+    if not lines:
         return message
-    lines = _row_lines(path)
 
     def at_line(match: re.Match) -> str:
         row = int(match.group(1))
@@ -161,6 +263,7 @@ def as_table(data: Any) -> dict[str, list] | None:
     if is_dataset(data):
         return {name: list(data[name]) for name in data.column_names}
     if is_dataframe(data):
+        check_unique_columns(data.columns)  # data[name] of a repeated name is a DataFrame
         return {name: data[name].tolist() for name in data.columns}
     if isinstance(data, Mapping):
         table = {}
@@ -239,20 +342,29 @@ def to_labeled_data(
     dicts, a dict of lists, a ``(texts, labels)`` tuple, a list of texts (with ``labels=`` or unlabelled), or a
     path to a .csv/.json/.jsonl/.parquet file. ``column_mapping`` (setfit's) renames source columns, e.g.
     ``{"sentence": "text", "sentiment": "label"}``. Columns other than text and label are kept in ``columns``.
-    Raises ValueError/TypeError naming the problem (row index, column, type; for a file, the file) for invalid
-    data. With ``read_labels=False`` (texts to predict) a label column is kept unread among ``columns``.
+    Raises ValueError/TypeError naming the problem (row index, column, type; for a file, the file and the line of
+    the row) for invalid data, a column name given twice among them. With ``read_labels=False`` (texts to predict)
+    a label column is kept unread among ``columns``.
+
+    Files: a CSV file's first non-blank line names its columns; a blank line holds no row, and a row with more
+    fields than the header is an error (never a shift of the columns). Every cell is read as its text, a blank one
+    as missing; a column other than the text column whose every cell is an integer as ``str(int)`` writes it gives
+    ints. A JSON lines file (.jsonl, or a .json file of one object per line) holds a row per non-blank line, split
+    at ``\\n`` only. Every row of a file is kept, in order: ``lines`` holds the line each starts on.
     """
     if isinstance(data, (str, os.PathLike)):
         text_source = text_column
         if column_mapping:
             text_source = next((src for src, dst in column_mapping.items() if dst == text_column), text_column)
-        content = _read_file(data, text_source)
+        content, lines = _read_file(data, text_source)
         try:
-            return _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels,
+            read = _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels,
                                  read_labels)
         except (ValueError, TypeError) as err:  # name the file, and the line of each row the message names
-            message = _with_file_lines(str(err), Path(data))
+            message = _with_file_lines(str(err), lines)
             raise (TypeError if isinstance(err, TypeError) else ValueError)(f"{str(data)!r}: {message}") from None
+        read.lines = lines  # every row is kept: row i starts on lines[i]
+        return read
     return _labeled_from(data, labels, text_column, label_column, column_mapping, require_labels, read_labels)
 
 

@@ -7,15 +7,19 @@ from typing import Any
 
 import numpy as np
 
-from ..config.params import check_param
+from ..config.params import PARAMS, check_param
+from ..config.rules import check_rule, optional
 from .checks import is_dataframe, is_dataset, is_dataset_dict, pick_split_error
 from .labels import normalize_labels
 from .readers import as_table
 
 __all__ = ["sample_dataset"]
 
+#: ``sample_dataset``'s seed: the shared seed rule, or None as in setfit (``Dataset.shuffle(seed=None)``)
+_SEED = optional(PARAMS["seed"], "unseeded: a different sample each call")
 
-def _sample_indices(labels: list, num_samples: int | Mapping[Any, int], seed: int) -> list[int]:
+
+def _sample_indices(labels: list, num_samples: int | Mapping[Any, int], seed: int | None) -> list[int]:
     """setfit's ``sample_dataset`` selection, as indices into the original rows.
 
     setfit shuffles (``Dataset.shuffle(seed)``: ``default_rng(seed).permutation``), groups by label in sorted
@@ -57,7 +61,7 @@ def _counts_per_label(num_samples: int | Mapping[Any, int], labels: list) -> dic
 
 
 def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int | Mapping[Any, int] = 8,
-                   seed: int = 42) -> Any:
+                   seed: int | None = 42) -> Any:
     """Take up to `num_samples` random rows per label, like `setfit.sample_dataset`.
 
     Args:
@@ -67,15 +71,16 @@ def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int |
         num_samples: The rows per label (a class with fewer keeps all of them), or a mapping `{label: count}` for
             every label of the data, to draw a skewed few-shot set such as `{0: 32, 1: 8, 2: 2}` (each label's rows
             are those a uniform `num_samples` of that count draws for it).
-        seed: The random seed; the same seed gives the same rows.
+        seed: The random seed, an integer in [0, 2**32 - 1]; the same seed gives the same rows. None, as in
+            setfit, draws unseeded: a different sample each call.
 
     Returns:
         The rows, of the input's type.
 
     Raises:
-        ValueError: No `label_column`, a `DatasetDict` (pick a split), or a mapping that does not cover the
-            labels.
-        TypeError: An input of another type.
+        ValueError: No `label_column`, a `DatasetDict` (pick a split), a mapping that does not cover the
+            labels, or a `seed` out of range.
+        TypeError: An input of another type, or a `seed` that is not an integer (a bool included) or None.
 
     Example:
         ```python
@@ -87,6 +92,7 @@ def sample_dataset(dataset: Any, label_column: str = "label", num_samples: int |
     """
     if not isinstance(num_samples, Mapping):
         num_samples = check_param("num_samples", num_samples)
+    seed = check_rule(_SEED, "seed", seed)
     if is_dataset_dict(dataset):
         raise pick_split_error(list(dataset.keys()))
 

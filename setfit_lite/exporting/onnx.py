@@ -139,16 +139,16 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
             CPU, slightly less accurate); `"int8-static"` also quantises the inputs of the body's weight matmuls
             with scales calibrated on `calibration_texts` (QDQ format, which OpenVINO runs with int8 kernels too).
             The head stays fp32 either way (its probabilities sum to 1 as fp32 ones do).
-        opset: The ONNX opset.
+        opset: The ONNX opset, in the range the installed torch's exporter writes (7 to 20 with torch 2.13).
         calibration_texts: The texts `"int8-static"` calibrates on (such as the training texts).
 
     Returns:
         The folder written.
 
     Raises:
-        ValueError: A head with no graph form, an unknown `quantize`, `"int8-static"` without texts (or texts
-            without it), or a `path` that is, contains or lies inside the folder `model` was loaded from (checked
-            before anything is read or written).
+        ValueError: A head with no graph form, an unknown `quantize`, an `opset` outside the range the installed
+            torch exports, `"int8-static"` without texts (or texts without it), or a `path` that is, contains or
+            lies inside the folder `model` was loaded from (checked before anything is read or written).
         FileExistsError: `path` holds a file of a name the export writes that setfit_lite did not write (checked
             before the trace).
 
@@ -162,7 +162,7 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
     check_output_path(path, getattr(model, "source_folder", None), suffix="onnx")
     if quantize not in QUANTIZE_OPTIONS:
         raise ValueError(f"quantize must be one of {QUANTIZE_OPTIONS}, got {quantize!r}")
-    check_param("opset", opset)
+    _check_opset(opset)
     if quantize == "int8-static" and not calibration_texts:
         raise ValueError("quantize='int8-static' needs calibration_texts (e.g. the training texts) to calibrate "
                          "the activation scales")
@@ -245,6 +245,29 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
         if hasattr(model.model_head, "train"):
             model.model_head.train(head_was_training)
     return Path(path)
+
+
+def _opset_range() -> tuple[int, int | None]:
+    """The lowest and highest ONNX opset the installed torch's TorchScript exporter (the one `export_onnx` runs,
+    ``dynamo=False``) writes; the highest is None where this torch does not say (then torch's export decides)."""
+    try:
+        from torch.onnx import _constants
+    except ImportError:  # a private module: a torch without it is left to refuse an opset itself
+        return 7, None
+    low = getattr(_constants, "ONNX_MIN_OPSET", 7)
+    high = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", getattr(_constants, "ONNX_MAX_OPSET", None))
+    return int(low), None if high is None else int(high)
+
+
+def _check_opset(opset: Any) -> None:
+    """TypeError unless ``opset`` is an integer; ValueError naming it and the range of `_opset_range` unless it lies
+    there (torch would otherwise trace the model first, then fail)."""
+    check_param("opset", opset)
+    low, high = _opset_range()
+    if opset < low or (high is not None and opset > high):
+        span = f"{low} to {high}" if high is not None else f"{low} or more"
+        raise ValueError(f"opset={opset} is not an ONNX opset this torch ({torch.__version__}) exports: give one "
+                         f"from {span} (the default is 17)")
 
 
 def _quantize_static(model: Any, fp32_path: Path, out_path: Path, texts: Sequence[str], batch_size: int = 16) -> None:

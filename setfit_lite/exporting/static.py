@@ -6,7 +6,7 @@ on them. Needs torch and scikit-learn; the folder it writes is read by
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,8 @@ import torch
 from sklearn.decomposition import PCA
 
 from ..config.params import check_params
-from ..data import validate_texts
+from ..data import check_ordered_rows, validate_texts
+from ..data.checks import is_listlike
 from ..heads import build_head
 from ..heads.calibration import cv_temperature
 from ..heads.linear import linear_head_spec
@@ -87,8 +88,8 @@ def _refine_table(table: np.ndarray, token_ids: list[list[int]], targets: np.nda
     return bag.weight.detach().numpy()
 
 
-def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], labels: Sequence | None = None,
-                  unlabeled_texts: Sequence[str] = (), pca_dims: int | None = 256, sif_coefficient: float = 1e-4,
+def export_static(model: Any, path: str | os.PathLike, texts: Iterable[str], labels: Iterable | None = None,
+                  unlabeled_texts: Iterable[str] = (), pca_dims: int | None = 256, sif_coefficient: float = 1e-4,
                   refine_epochs: int = 4, dtype: str = "float16", batch_size: int = 256,
                   head_params: dict[str, Any] | None = None) -> Path:
     """Distil a fitted model's body into static token embeddings and write a static model folder.
@@ -100,9 +101,10 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     Args:
         model: A fitted [`SetFitModel`][setfit_lite.modeling.SetFitModel].
         path: The folder to write.
-        texts: The texts the head is refitted on.
-        labels: Their labels; None for the labels `model` predicts.
-        unlabeled_texts: More texts, with the labels `model` predicts.
+        texts: The texts the head is refitted on: a list, or any iterable of texts in order (a generator is read
+            once); a DataFrame, a `datasets.Dataset` or a set is refused (pass the text column as a list).
+        labels: Their labels, in the same order (any iterable, as `texts`); None for the labels `model` predicts.
+        unlabeled_texts: More texts (any iterable, as `texts`), with the labels `model` predicts.
         pca_dims: The embedding size after PCA; None for the body's.
         sif_coefficient: The SIF weight coefficient of the Zipf token weights, in (0, 1).
         refine_epochs: The epochs of training the table on the texts; 0 for model2vec's table alone.
@@ -114,6 +116,8 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
         The folder written.
 
     Raises:
+        TypeError: `texts`, `unlabeled_texts` or `labels` is a str, a table, a set or not iterable (the message
+            names the argument), or a text is not a str (naming its row), checked before the distillation.
         ValueError: An unfitted model, a value out of range, a label the model does not know, bad `head_params`,
             labels of one class, or a `path` that is, contains or lies inside the folder `model` was loaded from
             (checked before the distillation).
@@ -127,10 +131,12 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
     if not 0 < sif_coefficient < 1:
         raise ValueError(f"sif_coefficient must be in (0, 1), got {sif_coefficient}")
     check_params({"pca_dims": pca_dims, "refine_epochs": refine_epochs, "batch_size": batch_size})
-    texts = validate_texts(texts)
-    unlabeled = validate_texts(unlabeled_texts) if len(unlabeled_texts) else []
-    if labels is not None and len(labels) != len(texts):
-        raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
+    texts = _texts_argument("texts", texts)
+    unlabeled = _texts_argument("unlabeled_texts", unlabeled_texts, allow_empty=True)
+    if labels is not None:
+        labels = _labels_argument(labels)
+        if len(labels) != len(texts):
+            raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
     given_ids = model.label_ids(labels) if labels is not None else None  # a label the model never saw: now
     def new_head() -> Any:
         # multi-label: one-vs-rest whatever the model's strategy (the same per-label logistic regressions as
@@ -189,6 +195,29 @@ def export_static(model: Any, path: str | os.PathLike, texts: Sequence[str], lab
             **temperature_field(temperature or 1.0)}))
         write_manifest(tmp)
     return Path(path)
+
+
+def _texts_argument(name: str, values: Any, allow_empty: bool = False) -> list[str]:
+    """The texts of the argument ``name`` as a list (any iterable of texts, a generator included, is read once);
+    the TypeError or ValueError of `validate_texts` naming the argument otherwise."""
+    try:
+        return validate_texts(values, allow_empty=allow_empty)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{name}: {error}") from None
+
+
+def _labels_argument(labels: Any) -> Sequence:
+    """``labels`` as a sequence, one label a text in the texts' order (an iterator, a generator included, is read
+    into a list); TypeError naming ``labels`` for a str, bytes, a mapping, a table, a set (`check_ordered_rows`)
+    or a non-iterable."""
+    try:
+        check_ordered_rows(labels, column="label")
+    except TypeError as error:
+        raise TypeError(f"labels: {error}") from None
+    if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, Iterable):
+        raise TypeError(f"labels must be a list of the texts' labels (one a text, in order), got "
+                        f"{type(labels).__name__}")
+    return labels if is_listlike(labels) else list(labels)
 
 
 def _static_config(model: Any, extra: dict[str, Any]) -> dict[str, Any]:

@@ -119,6 +119,26 @@ class SklearnHead:
         if not self.fitted:
             raise NotFittedError("this SklearnHead is not fitted yet: call fit(X, y) (or train the model) first")
 
+    def check_params(self) -> None:
+        """Check the estimator's parameters (and those of the estimators it wraps) as scikit-learn's ``fit`` would,
+        without fitting: a value scikit-learn refuses fails before any training, not at the head's fit after the
+        body trained. An estimator that declares no parameter constraints is not checked.
+
+        Raises:
+            ValueError: A parameter scikit-learn refuses, named with `head_params` (scikit-learn's
+                `InvalidParameterError`, also a `TypeError`).
+        """
+        nested = [v for v in self.estimator.get_params(deep=True).values() if hasattr(v, "get_params")]
+        for estimator in (self.estimator, *nested):
+            validate = getattr(estimator, "_validate_params", None)  # what fit() calls first
+            if validate is None:
+                continue
+            try:
+                validate()
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"head_params (or the head estimator given) has a value scikit-learn refuses: "
+                                  f"{error}") from None
+
     def fit(self, X: Any, y: Any) -> SklearnHead:
         """Fit the estimator on embeddings.
 

@@ -194,7 +194,7 @@ class OpenVinoSession:
         with kept_signal_stack():  # OpenVINO swaps the thread's signal stack (setfit_lite.runtime.signal_stack)
             compiled = ov.Core().compile_model(model_file, "CPU", config)
         # the compiled model and an infer request per calling thread (a request is not thread-safe)
-        self._parts: dict[str, Any] = {"compiled": compiled, "local": threading.local()}
+        self._parts: dict[str, Any] = {"compiled": compiled, "local": threading.local(), "first": threading.Lock()}
         # freed inside kept_signal_stack (freeing puts back the stack OpenVINO found, maybe freed since) when the
         # session is collected, or at interpreter exit while modules still work: a __del__ run during module
         # teardown found kept_signal_stack set to None ("Exception ignored in OpenVinoSession.__del__")
@@ -209,8 +209,14 @@ class OpenVinoSession:
         local = self._parts["local"]
         request = getattr(local, "request", None)
         if request is None:
-            request = local.request = self.compiled.create_infer_request()
-        result = request.infer(feeds)
+            # a request's first inference, one at a time: two threads' first inferences at once (the load's probe
+            # runs its batches on the pool) hung about one process in fifteen inside OpenVINO's input copy
+            with self._parts["first"]:
+                request = self.compiled.create_infer_request()
+                result = request.infer(feeds)
+            local.request = request
+        else:
+            result = request.infer(feeds)
         return [np.array(result[self.compiled.output(name)]) for name in output_names]
 
 

@@ -1,9 +1,9 @@
 """Prediction without torch: what ``SetFitModel`` and the exported ``OnnxSetFitModel`` share.
 
-Texts are streamed in chunks of `STREAM_CHUNK`, validated, prompted and tokenised, batched by length; a
-model turns a chunk into class probabilities (``_proba_chunk``) and `predict_ids` turns probabilities into
-classes by the one rule every caller uses: a multi-label row is multi-hot at `MULTI_LABEL_THRESHOLD`, any
-other row is its argmax.
+Texts are validated (`validated_chunks`: a list whole before any text is encoded, an iterator or a file as it is
+read), streamed in chunks of `STREAM_CHUNK`, prompted and tokenised, batched by length; a model turns a chunk into
+class probabilities (``_proba_chunk``) and `predict_ids` turns probabilities into classes by the one rule every
+caller uses: a multi-label row is multi-hot at `MULTI_LABEL_THRESHOLD`, any other row is its argmax.
 
 This module imports only the standard library, numpy and ``setfit_lite.data`` (torch-free), and ``tokenizers`` when a
 `TokenizerFile` is made, so that ONNX, OpenVINO and static inference never load torch or transformers.
@@ -23,6 +23,8 @@ import numpy as np
 
 from ..config.params import check_param, is_integer
 from ..data import check_text_collection, encode_labels, validate_texts
+from ..data.checks import is_listlike
+from ..data.readers import TABLE_SUFFIXES, numbered_lines, to_labeled_data
 from .word_cache import WordCachedTokenizer, word_cache_applies
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "temper",
     "text_stream",
     "tokenize_texts",
+    "validated_chunks",
     "with_prompt",
 ]
 
@@ -193,17 +196,10 @@ def _fixed_affixes(backend: Any) -> tuple[list[int], list[int]] | None:
 
 
 def decoded_lines(handle: Iterable[bytes], name: str) -> Iterator[str]:
-    """The lines of a binary stream as UTF-8 text, line end removed. A line that is not UTF-8 raises ValueError
-    naming ``name``, the line (counted from 1) and the byte of the line where decoding failed."""
-    for number, raw in enumerate(handle, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{name}: line {number} is not valid UTF-8 (byte {err.start} of the line is "
-                             f"{raw[err.start:err.start + 1]!r}): convert it to UTF-8") from None
-        if number == 1 and line.startswith("\ufeff"):  # a byte-order mark is not part of the first text
-            line = line[1:]
-        yield line.rstrip("\n").rstrip("\r")
+    """The lines of a binary stream as UTF-8 text, line end removed (`setfit_lite.data.readers.numbered_lines`:
+    lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only). A line that is not UTF-8 raises ValueError naming ``name``,
+    the line (counted from 1) and the byte of the line where decoding failed."""
+    return (line for _, line in numbered_lines(handle, name))
 
 
 def text_lines(handle: Iterable[bytes], name: str) -> Iterator[str]:
@@ -219,9 +215,12 @@ def iter_text_file(path: str | os.PathLike) -> Iterator[str]:
 
 def text_stream(inputs: Iterable[str] | os.PathLike) -> Iterable[str]:
     """The texts of ``inputs`` where texts are streamed: an ``os.PathLike`` is a UTF-8 file of one text per
-    non-blank line (read lazily), an iterable gives the texts. TypeError, saying what to pass, for a bare ``str``
+    non-blank line (read lazily), or a .csv/.json/.jsonl/.parquet table whose ``text`` column is read (whole), an
+    iterable gives the texts. TypeError, saying what to pass, for a bare ``str``
     (one text or a file's name?), bytes, a mapping (its keys are not texts to predict) or a non-iterable."""
     if isinstance(inputs, os.PathLike):
+        if Path(inputs).suffix.lower() in TABLE_SUFFIXES:  # a table's text column, as `setfit-lite predict` reads it
+            return to_labeled_data(inputs, require_labels=False, read_labels=False).texts
         return iter_text_file(inputs)
     check_text_collection(inputs, single=STREAM_STR_HINT)
     return inputs
@@ -243,6 +242,25 @@ def chunks(inputs: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
     while chunk := list(islice(iterator, STREAM_CHUNK)):
         yield start, chunk
         start += len(chunk)
+
+
+def validated_chunks(inputs: Iterable[str] | os.PathLike) -> Iterator[tuple[int, list[str]]]:
+    """`chunks` of the validated texts of ``inputs`` (`text_stream`), each a ``list[str]``.
+
+    A list, tuple, array, pandas Series or Dataset column is validated whole here, at the call, so that a bad text
+    raises, naming its row, before any text is encoded. A file or an iterator (a generator) is validated chunk by
+    chunk as it is read, so that a stream of any size stays bounded in memory: a bad text there raises when its
+    chunk is read, after the chunks before it were yielded.
+
+    Raises:
+        TypeError: ``inputs`` are not texts (`text_stream`), or a text is not a ``str`` (naming its row).
+        ValueError: A text is empty or not valid Unicode (naming its row).
+    """
+    texts = text_stream(inputs)
+    if not is_listlike(texts):
+        return ((start, validate_texts(chunk, first_row=start)) for start, chunk in chunks(texts))
+    whole = validate_texts(texts, allow_empty=True)
+    return ((start, whole[start:start + STREAM_CHUNK]) for start in range(0, len(whole), STREAM_CHUNK))
 
 
 def predict_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
@@ -304,8 +322,11 @@ class Predictor:
     Inputs, one rule for every method and tier: a `str` is one text (`predict` and `predict_proba` give one label or
     row; the streaming `predict_iter` and `iter_proba` refuse a bare `str`: pass `[text]`); a file is passed as an
     `os.PathLike` such as `pathlib.Path("corpus.txt")` (one text per non-blank line, UTF-8); any other iterable of
-    `str` (list, tuple, array, generator) gives the texts. A dict, bytes, a non-iterable or a text that is not a
-    `str` raises `TypeError` saying what to pass.
+    `str` (list, tuple, 1-D array, pandas Series, generator) gives the texts. A dict, bytes, a pandas DataFrame or
+    `datasets.Dataset` (pass its text column, e.g. `df["text"].tolist()`), a set (it has no order), a non-iterable
+    or a text that is not a `str` raises `TypeError` saying what to pass. A list, tuple, array or Series is checked
+    whole before any text is encoded; an iterator or a file is checked chunk by chunk as it is read (a bad text
+    there raises after the chunks before it were scored).
 
     A subclass sets `labels` (the classes, in `predict_proba`'s column order) and `multi_label`, and implements
     `_proba_chunk`; it may override `_check_fitted` and `_array_output`.
@@ -390,18 +411,19 @@ class Predictor:
 
         Raises:
             TypeError: A bare `str` (pass `[text]` or `pathlib.Path(...)`) or other inputs that are not texts: at
-                the call, before anything is read.
+                the call, before anything is read; a text that is not a `str`, naming its row: at the call for a
+                list, tuple, array or Series, when its chunk is read for an iterator or a file.
+            ValueError: An empty text or one that is not valid Unicode, naming its row (when, as for TypeError).
         """
         self._check_fitted()
         batch_size = check_param("batch_size", self.default_batch_size() if batch_size is None else batch_size)
-        return self._iter_proba(text_stream(inputs), batch_size, show_progress_bar)
+        return self._iter_proba(validated_chunks(inputs), batch_size, show_progress_bar)
 
-    def _iter_proba(self, texts: Iterable[str], batch_size: int, show_progress_bar: bool | None
+    def _iter_proba(self, parts: Iterator[tuple[int, list[str]]], batch_size: int, show_progress_bar: bool | None
                     ) -> Iterator[tuple[list[str], np.ndarray]]:
         temperature = 1.0 if self.multi_label else self.calibration_temperature
-        for start, chunk in chunks(texts):
-            proba = self._proba_chunk(validate_texts(chunk, first_row=start), batch_size, show_progress_bar)
-            yield chunk, temper(proba, temperature)
+        for _, chunk in parts:
+            yield chunk, temper(self._proba_chunk(chunk, batch_size, show_progress_bar), temperature)
 
     def predict_iter(self, inputs: Iterable[str] | os.PathLike, batch_size: int | None = None,
                      use_labels: bool = True, abstain_below: float | None = None,

@@ -55,7 +55,7 @@ from ..serialization.validate import (
     check_type,
     check_version,
 )
-from .predictor import Predictor, TokenizerFile, chunks, temper, text_stream, with_prompt
+from .predictor import Predictor, TokenizerFile, temper, validated_chunks, with_prompt
 from .threads import default_workers, run_pieces
 from .word_cache import WordCachedTokenizer
 
@@ -306,11 +306,11 @@ class StaticSetFitModel(Predictor):
             ```
         """
         batch_size = check_param("batch_size", batch_size)
-        texts = text_stream(inputs)
+        parts = validated_chunks(inputs)
         temperature = 1.0 if self.multi_label else self.calibration_temperature
         embeddings, probas = [], []
-        for start, chunk in chunks(texts):
-            emb, proba = self._embed_proba_chunk(validate_texts(chunk, first_row=start), batch_size)
+        for _, chunk in parts:
+            emb, proba = self._embed_proba_chunk(chunk, batch_size)
             embeddings.append(emb)
             probas.append(temper(proba, temperature))
         if not embeddings:

@@ -305,7 +305,7 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
 
     Raises:
         ValueError: No `model_init` or no `eval_dataset`, a bad `direction`, `backend` or search space.
-        TypeError: An unknown keyword argument.
+        TypeError: An unknown keyword argument, or a `compute_objective` that is not callable.
         NoCompletedTrialError: No trial completed.
     """
     backend = "optuna" if backend is None else getattr(backend, "value", backend)  # None: setfit's default
@@ -329,6 +329,10 @@ def run_hyperparameter_search(trainer: Any, hp_space: Any = None,
         raise ValueError("hyperparameter search needs the Trainer's eval_dataset: each trial is scored on it")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
+    if compute_objective is not None and not callable(compute_objective):
+        raise TypeError(f"compute_objective must be a function of the evaluation's metrics (a dict) returning the "
+                        f"number to {direction}, or None for default_compute_objective; got "
+                        f"{type(compute_objective).__name__} {compute_objective!r}")
     sample, experiment = _resolve_space(hp_space, backend)
     if experiment is not None:
         direction, n_trials = experiment_settings(experiment, direction, n_trials, trials_given)

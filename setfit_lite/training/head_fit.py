@@ -16,6 +16,7 @@ import torch
 from trainers import Backend
 
 from ..heads.linear import is_lr
+from ..heads.sklearn_head import SklearnHead
 from ..heads.torch_head import EpochHook
 from ..training_args import TrainingArguments
 
@@ -133,10 +134,11 @@ def fit_prototypes(head: Any, embeddings: np.ndarray, ids: np.ndarray, temperatu
 
 
 def check_head_fits(head: Any, ids: np.ndarray, labels: Sequence[Any]) -> None:
-    """ValueError, before any training, for labels the head cannot fit: a scikit-learn head that fits one classifier
-    per label (`multi_target_strategy` "multi-output" or "classifier-chain") needs each label present in some texts
-    and absent from others (scikit-learn's own error came after the body had trained); one-vs-rest predicts a
-    constant label as it is.
+    """ValueError, before any training, for a head that cannot fit: a scikit-learn head's parameters that
+    scikit-learn refuses (`SklearnHead.check_params`), or labels it cannot fit: a scikit-learn head that fits one
+    classifier per label (`multi_target_strategy` "multi-output" or "classifier-chain") needs each label present in
+    some texts and absent from others (scikit-learn's own error came after the body had trained); one-vs-rest
+    predicts a constant label as it is.
 
     Args:
         head: The head training will fit (unfitted).
@@ -144,8 +146,11 @@ def check_head_fits(head: Any, ids: np.ndarray, labels: Sequence[Any]) -> None:
         labels: The label names, in the columns' order.
 
     Raises:
-        ValueError: A label that every text has, or none has, with such a head.
+        ValueError: A parameter scikit-learn refuses (its `InvalidParameterError`, also a `TypeError`), or a label
+            that every text has, or none has, with such a head.
     """
+    if isinstance(head, SklearnHead):
+        head.check_params()
     strategy = getattr(head, "multi_target_strategy", None)
     if ids.ndim != 2 or strategy not in ("multi-output", "classifier-chain"):
         return

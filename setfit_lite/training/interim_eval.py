@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..data import LabeledData, encode_labels
-from ..metrics import MetricInputs, add_reported_metrics, compute_metric
+from ..metrics import MetricInputs, add_reported_metrics, check_best_key, compute_metric
 from ..runtime.predictor import predict_ids
 from ..training_args import TrainingArguments
 from .callbacks import EarlyStopping
@@ -106,13 +106,8 @@ def evaluate(session: Session, evaluator: Callable[[Session], dict[str, float]],
     evaluations without improvement."""
     args = session.args
     metrics = evaluator(session)
-    key = args.metric_for_best_model or next(iter(metrics))
-    if key not in metrics and f"eval_{key}" not in metrics:
-        if args.metric_for_best_model:  # transformers' KeyError: a misspelt name never ranks by another metric
-            raise KeyError(f"metric_for_best_model={args.metric_for_best_model!r} is not among the evaluation's "
-                           f"metrics {sorted(metrics)}")
-        key = next(iter(metrics))
-    key = key if key in metrics else f"eval_{key}"
+    # a misspelt name never ranks by another metric (a name computed here was checked before training)
+    key = check_best_key(args.metric_for_best_model, metrics) if args.metric_for_best_model else next(iter(metrics))
     is_best, stop = progress.stopper.step(metrics[key])
     session.log({f"{log_prefix}{k}": v for k, v in metrics.items()})
     # callbacks see the best metric before this evaluation, as transformers' do (its EarlyStoppingCallback
@@ -133,3 +128,34 @@ def end_phase(session: Session, progress: Progress, keep: torch.nn.Module | None
     session.control.should_training_stop = False
     if progress.best_state is not None and session.args.load_best_model_at_end:
         (keep if keep is not None else session.model.model_body).load_state_dict(progress.best_state)
+
+
+def body_has_steps(args: TrainingArguments) -> bool:
+    """Whether ``args`` give the body contrastive training steps (epochs, steps and a learning rate)."""
+    return args.embedding_num_epochs > 0 and args.max_steps != 0 and args.body_embedding_learning_rate > 0
+
+
+def idle_patience(args: TrainingArguments, has_eval_data: bool, head_epochs: bool) -> str | None:
+    """What ``early_stopping_patience`` will not act on, as a warning's text, or None when it applies to every phase
+    that trains.
+
+    The body is evaluated with an ``eval_strategy`` other than ``"no"``; a torch head fitted on fixed embeddings
+    (``head_epochs``) is evaluated after its epochs with ``eval_strategy`` or the patience alone; nothing is
+    evaluated without an eval dataset.
+    """
+    patience = args.early_stopping_patience
+    if patience is None:
+        return None
+    setting = f"early_stopping_patience={patience}"
+    if not has_eval_data:
+        return f"{setting} stops nothing: no eval_dataset was given, so nothing is evaluated"
+    if args.eval_strategy != "no":
+        return None
+    if head_epochs:
+        if not body_has_steps(args):
+            return None
+        return (f"{setting} applies to the torch head's epochs only: the body is not evaluated with "
+                "eval_strategy='no'; set eval_strategy='epoch' or 'steps' to stop the body's training early too")
+    return (f"{setting} stops nothing: the body is not evaluated with eval_strategy='no', and this head (a "
+            "scikit-learn estimator, or a torch head trained end to end) is evaluated only with an eval_strategy; "
+            "set eval_strategy='epoch' or 'steps'")

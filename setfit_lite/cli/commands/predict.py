@@ -1,18 +1,21 @@
 """``setfit-lite predict``: labels (and with ``--proba`` probabilities) for a file or stdin, one JSON line per
-text, from a saved or exported model; texts are read and predicted in chunks, so the input may be any size."""
+text, in input order, from a saved or exported model; texts are read and predicted in chunks, so the input may be
+any size. Each line carries the input ``line`` its text starts on (a text file or stdin skips blank lines; a JSON
+document or Parquet file, whose rows are not lines, gives none)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from itertools import tee
 from typing import Any
 
 from ... import logging as sl_logging
 from ...config.params import argument_type
-from ..inputs import load_model, read_texts
+from ..inputs import load_model, read_numbered_texts
 from ..options import add_data_args, add_runtime_arg
 
-HELP = "predict labels for a file or stdin, one JSON line per text"
+HELP = "predict labels for a file or stdin, one JSON line per text, with the input line it is on"
 
 
 def add_arguments(predict: argparse.ArgumentParser) -> None:
@@ -63,10 +66,14 @@ def run(ns: argparse.Namespace) -> None:
     if ns.output:
         raise ValueError("--output applies with --ray (without it, predictions go to stdout)")
     model = load_model(ns.model_dir, ns.runtime)
-    for chunk, proba in model.iter_proba(read_texts(ns.data, ns.text_column), batch_size=ns.batch_size):
+    for_texts, for_lines = tee(read_numbered_texts(ns.data, ns.text_column))  # holds one chunk's line numbers
+    lines = (number for number, _ in for_lines)
+    for chunk, proba in model.iter_proba((text for _, text in for_texts), batch_size=ns.batch_size):
         labels = model.labels_from_proba(proba)
         for text, label, p in zip(chunk, labels, proba):
-            row: dict[str, Any] = {"text": text, "label": label.tolist() if hasattr(label, "tolist") else label}
+            line = next(lines)
+            row: dict[str, Any] = {} if line is None else {"line": line}
+            row |= {"text": text, "label": label.tolist() if hasattr(label, "tolist") else label}
             if ns.proba:
                 row["proba"] = {str(k): round(float(v), 6) for k, v in zip(model.labels, p)}
             print(json.dumps(row, ensure_ascii=False, default=str))

@@ -59,14 +59,23 @@ class Excluded(NamedTuple):
 
 def read_excluded(path: str, text_column: str = "text") -> list[Excluded]:
     """The rows of ``path``: the ``index`` (and ``text_column``, the text, if any) of each row of a JSONL/JSON
-    file, or one integer per non-blank line of any other file; ValueError naming the line otherwise."""
-    text = Path(path).read_text(encoding="utf-8")
-    if Path(path).suffix.lower() == ".json":
-        rows = _json(text, f"{path}: not valid JSON")
+    file, or one integer (or JSON row) per non-blank line of any other file; ValueError naming the line otherwise.
+    Lines are split as the readers split them: a JSONL file at ``\\n`` only (its strings may hold U+2028 or U+0085
+    unescaped, as this command writes them), any other file at ``\\n``, ``\\r\\n`` and ``\\r``."""
+    from ...data.readers import json_lines, numbered_lines, read_utf8
+
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        rows = _json(read_utf8(Path(path)), f"{path}: not valid JSON")
         return [_row(row, path, f"row {i + 1}", text_column)
                 for i, row in enumerate(rows if isinstance(rows, list) else [rows])]
+    if suffix == ".jsonl":
+        lines = list(enumerate(json_lines(read_utf8(Path(path))), start=1))
+    else:
+        with open(path, "rb") as handle:
+            lines = list(numbered_lines(handle, path))
     out = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in lines:
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):

@@ -25,14 +25,15 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
-    from ...config.rules import check_rule, folder
+    from ...config.rules import check_writable_folder
     from ...modeling import SetFitModel
     from ...serialization import check_can_update
     from ...trainer import Trainer
     from ...training.checkpoints import latest_checkpoint
 
     check_output(ns.output_dir, ns.model, ns.data, ns.eval_data, suffix="trained")
-    check_rule(folder(), "--output-dir", ns.output_dir)  # a file there is refused before training, not after
+    # a file there or above it, or a folder that cannot be written in, is refused before training, not after
+    check_writable_folder("--output-dir", ns.output_dir)
     check_can_update(ns.output_dir)  # so is a file of the user's that the save would have to replace
     args = train_args(ns)
     if ns.save_steps and not ns.resume and (earlier := latest_checkpoint(args.output_dir)) is not None:
