@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -784,31 +785,35 @@ def test_a_csv_row_with_more_fields_than_the_header_is_refused(tmp_path: Path, c
     assert ld.texts == ["good film", "bad film"] and ld.labels == [1, 0] and ld.columns == {"year": [None, 2020]}
 
 
-def test_int_and_str_labels_match_by_value_never_by_position() -> None:
-    """A model trained on the str labels "0".."10" keeps them in text order; a CSV file's int 2 is the class "2",
-    not the third name "10". Names that are no integers keep setfit's rule: an int is a class id."""
+def test_int_labels_with_names_are_setfits_positions_and_a_numeric_mismatch_is_said(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """setfit's rule: int labels with str names are class positions (star ratings "1".."5" with ids 0..4). Where
+    the names are integers written as text and a position names another class than the name that writes it (a
+    CSV file's 2 against a model trained on the str labels "0".."10", kept in text order), a warning says so."""
+    assert encode_labels([0, 4], known_labels=["1", "2", "3", "4", "5"])[0].tolist() == [0, 4]
+    assert encode_labels([[0, 1], [2]], known_labels=["1", "2", "3"])[0].tolist() == [[1, 1, 0], [0, 0, 1]]
+    assert encode_labels([1, 0], known_labels=["negative", "positive"])[0].tolist() == [1, 0]
     known = sorted(str(i) for i in range(11))  # ["0", "1", "10", "2", ...]
-    ids, labels, _ = encode_labels([2, 10, 0], known_labels=known)
-    assert labels == known and [labels[i] for i in ids] == ["2", "10", "0"]
-    with pytest.raises(ValueError, match=r"not in the known labels: \[11\]"):
-        encode_labels([2, 11], known_labels=known)
-    with pytest.raises(ValueError, match=r"not in the known labels: \[1\]"):  # one name an integer: no positions
-        encode_labels([0, 1], known_labels=["0", "other"])
-    ids, labels, _ = encode_labels([[2], [10, 0]], known_labels=known)  # multi-label lists alike
-    assert [[labels[j] for j in np.flatnonzero(row)] for row in ids] == [["2"], ["0", "10"]]
-    assert encode_labels([1, 0], known_labels=["negative", "positive"])[0].tolist() == [1, 0]  # setfit's ids
-    assert encode_labels(["2", "10"], known_labels=list(range(11)))[0].tolist() == [2, 10]  # the other way round
+    with caplog.at_level(logging.WARNING):
+        ids, labels, _ = encode_labels([2, 0], known_labels=known)
+    assert [labels[i] for i in ids] == ["10", "0"]
+    assert any("2 is '10', not '2'" in m and "give them as strings" in m for m in caplog.messages)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        encode_labels([0, 1], known_labels=["0", "1", "2"])  # positions and names agree: nothing to say
+    assert not caplog.messages
+    assert encode_labels(["2", "10"], known_labels=list(range(11)))[0].tolist() == [2, 10]  # a str names an int
 
 
-def test_a_csv_and_a_jsonl_file_of_the_same_rows_name_the_same_classes(tmp_path: Path) -> None:
+def test_a_csv_and_a_jsonl_file_of_the_same_rows_name_the_same_int_classes(tmp_path: Path) -> None:
     rows = [("good film", "2"), ("bad film", "10"), ("fine plot", "0")]
     (tmp_path / "d.csv").write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows), encoding="utf-8")
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in rows),
                                       encoding="utf-8")
-    for known in (sorted(str(i) for i in range(11)), list(range(11))):
-        csv_ids, jsonl_ids = (encode_labels(to_labeled_data(tmp_path / name).labels, known_labels=known)[0]
-                              for name in ("d.csv", "d.jsonl"))
-        assert csv_ids.tolist() == jsonl_ids.tolist() == [known.index(type(known[0])(y)) for _, y in rows]
+    known = list(range(11))
+    csv_ids, jsonl_ids = (encode_labels(to_labeled_data(tmp_path / name).labels, known_labels=known)[0]
+                          for name in ("d.csv", "d.jsonl"))
+    assert csv_ids.tolist() == jsonl_ids.tolist() == [2, 10, 0]
 
 
 def test_json_lines_are_split_at_newlines_only(tmp_path: Path) -> None:
@@ -859,7 +864,8 @@ def test_a_column_name_given_twice_is_refused(tmp_path: Path) -> None:
 
 def test_errors_name_the_right_line_or_none(tmp_path: Path) -> None:
     """A pretty-printed JSON object of columns has no line per row (it said "row 1 (line 2)" for a null on line
-    9); a whitespace-only CSV line is a row (pandas skipped it, and the line named was the one before)."""
+    9); a whitespace-only CSV line holds no row, as in a JSON lines file, and lines after it are named right
+    (the line named was the one before)."""
     pretty = tmp_path / "pretty.json"
     pretty.write_text(json.dumps({"text": ["a", "b", "c"], "label": [1, None, 0]}, indent=2), encoding="utf-8")
     with pytest.raises(ValueError, match=r"row 1: label is missing") as caught:
@@ -867,15 +873,13 @@ def test_errors_name_the_right_line_or_none(tmp_path: Path) -> None:
     assert "line" not in str(caught.value)
     spaces = tmp_path / "spaces.csv"
     spaces.write_text("text,label\na,1\n   \nb,\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"row 1 \(line 3\): text is empty or whitespace-only"):
+    with pytest.raises(ValueError, match=r"row 1 \(line 4\): label is missing"):
         to_labeled_data(spaces)
-    one_column = tmp_path / "texts.csv"  # to predict: a blank text is an error as in any other CSV
-    one_column.write_text("text\ngood\n  \nbad\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"row 1 \(line 3\): text is empty or whitespace-only"):
-        to_labeled_data(one_column, require_labels=False)
-    one_column.write_text("text\ngood\n\nbad\n", encoding="utf-8")  # a blank line holds no CSV row
-    ld = to_labeled_data(one_column, require_labels=False)
-    assert ld.texts == ["good", "bad"] and ld.lines == [2, 4]
+    one_column = tmp_path / "texts.csv"  # to predict: blank and whitespace-only lines hold no row
+    for content in ("text\ngood\n  \nbad\n", "text\ngood\n\nbad\n"):
+        one_column.write_text(content, encoding="utf-8")
+        ld = to_labeled_data(one_column, require_labels=False)
+        assert ld.texts == ["good", "bad"] and ld.lines == [2, 4]
 
 
 def test_a_csv_with_malformed_quoting_names_the_line(tmp_path: Path) -> None:

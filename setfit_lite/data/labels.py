@@ -24,10 +24,16 @@ def is_int_text(value: Any) -> bool:
     return isinstance(value, str) and _INT_TEXT.fullmatch(value) is not None
 
 
-def _names_integers(known: Sequence) -> bool:
-    """Whether class names (str labels) include an integer written as text ("0", "10"): then an int label is the
-    class of that name, never a position among the names."""
-    return any(is_int_text(label) for label in known)
+def _warn_if_positions_differ(values: Iterable[int], known: Sequence[str]) -> None:
+    """A warning where int labels, taken as positions among str names (setfit's rule), name another class than the
+    name that writes them ("2" is the fourth of ``["0", "1", "10", "2"]``, position 2 is "10"): a file read as
+    numbers (a CSV's 2) against a model trained on the same labels as text."""
+    differ = sorted({v for v in values if str(v) in known and known[v] != str(v)})
+    if differ:
+        logger.warning("int labels are class positions among the label names %s (setfit's rule): %s; the names "
+                       "are integers written as text, so if the labels mean those names, give them as strings "
+                       "(a CSV file's numbers are read as ints)", short_repr(list(known)),
+                       ", ".join(f"{v} is {known[v]!r}, not {str(v)!r}" for v in differ[:5]))
 
 
 def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
@@ -166,17 +172,15 @@ def encode_labels(
     multi-label).
 
     Without ``known_labels``, the labels are the sorted unique values. With them, a label value is matched by
-    value (`index_in`): equal values match, and an int matches the str that writes it ("2" for 2, not "02") and
-    the other way round, so a CSV file's int labels and a JSON file's "2" name the same class; a value matching
-    no known label is an error. One exception, setfit's: int labels with str ``known_labels`` none of which is an
-    integer written as text (names such as ``["negative", "positive"]``) are class ids, positions among the names
-    (``0 <= id < K``). Where a name is an integer written as text (``["0", "1", "10", "2"]``, as a model trained on
-    str labels "0".."10" keeps them), an int is never a position: 2 is the class "2", not the third name "10".
+    value (`index_in`): equal values match, and a str matches the int label it writes ("1" for 1, not "01"), so a
+    JSON file's "1" names the class 1 of a model trained on a CSV file's ints; a value matching no known label is an
+    error. setfit's rule for int labels with str ``known_labels`` (names): they are class ids, positions among the
+    names (``0 <= id < K``); where the names are integers written as text and a position names another class than
+    the name that writes it (position 2 of ``["0", "1", "10", "2"]`` is "10"), a warning says so.
 
     Multi-label: equal-length 0/1 vectors (length >= 2) are multi-hot (K = length, which must equal
     ``len(known_labels)``); otherwise lists of label values, matched as single labels are (K = ``len(known_labels)``
-    or the number of distinct values), or, without ``known_labels`` or with names none of which is an integer
-    text, lists of class ids (K = ``len(known_labels)`` or max id + 1).
+    or the number of distinct values), or lists of class ids (K = ``len(known_labels)`` or max id + 1).
     """
     values, kind = normalize_labels(raw_labels)
     known = _normalize_known(known_labels)
@@ -200,13 +204,14 @@ def _encode_single(values: list, kind: str, known: list | None) -> tuple[np.ndar
     if known is None:
         labels = sorted(set(values))
         ids = index_in(values, labels)
-    elif kind == "int" and isinstance(known[0], str) and not _names_integers(known):  # setfit's class ids
+    elif kind == "int" and isinstance(known[0], str):  # setfit's class ids: positions among the names
         for i, v in enumerate(values):
             if not 0 <= v < len(known):
                 raise ValueError(
                     f"row {i}: label id {v} is out of range for {len(known)} label names {short_repr(known)}"
                     f" (ids must be 0..{len(known) - 1})"
                 )
+        _warn_if_positions_differ(values, known)
         labels, ids = known, values
     else:
         labels, ids = known, index_in(values, known)
@@ -227,7 +232,7 @@ def _encode_multi(rows: list[list], known: list | None) -> tuple[np.ndarray, lis
 
     items = [v for r in rows for v in r]
     is_str = bool(items) and isinstance(items[0], str)
-    if is_str or (known is not None and (not isinstance(known[0], str) or _names_integers(known))):  # label values
+    if is_str or (known is not None and not isinstance(known[0], str)):  # label values
         labels = known if known is not None else sorted(set(items))
         # MultiLabelBinarizer would only warn about (and drop) unknown labels: name them instead
         rows = [index_in(r, labels) for r in rows]

@@ -202,8 +202,9 @@ _CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's own limit, 128 KiB, is no limit
 
 
 def _csv_records(handle: Iterable[str], name: str) -> Iterator[tuple[int, list[str]]]:
-    """The line each record of a CSV stream (opened with ``newline=""``) starts on, and the record; a blank line
-    holds none. ValueError naming ``name`` and the line for malformed quoting."""
+    """The line each record of a CSV stream (opened with ``newline=""``) starts on, and the record; a blank or
+    whitespace-only line holds none (as in a JSON lines file). ValueError naming ``name`` and the line for malformed
+    quoting."""
     import csv
 
     # raised for good, never lowered: restoring it after the read would race a CSV read on another thread
@@ -212,7 +213,7 @@ def _csv_records(handle: Iterable[str], name: str) -> Iterator[tuple[int, list[s
     start = 1
     try:
         for record in reader:
-            if record:
+            if record and (len(record) > 1 or record[0].strip()):  # a line of spaces alone is a blank line
                 yield start, record
             start = reader.line_num + 1
     except csv.Error as err:
