@@ -137,15 +137,12 @@ def _normalize_known(known_labels: Any) -> list | None:
 
 
 def index_in(values: Sequence, known: list) -> list[int]:
-    """The index of each value in ``known``: of the label equal to it or, between an int and a str, of the label
-    that is the other written as an integer (2 and "2" match; 2 and "02" do not), so that a CSV file's ints and
-    a JSON file's strings name the same classes. ValueError listing the values that are not in it."""
-    index = {label: i for i, label in enumerate(known)}
-    for i, label in enumerate(known):  # the other spelling of each integer label
-        if is_int_text(label):
-            index.setdefault(int(label), i)
-        elif isinstance(label, int):
-            index.setdefault(str(label), i)
+    """The index of each value in ``known``: of the label equal to it or, for a str value and int labels, of the
+    int the str writes ("2" is 2; "02" is nothing), so that a JSON file's "2" names the class 2 of a model trained
+    on a CSV file's ints (an int value against str labels is setfit's class position, `encode_labels`, and never
+    comes here). ValueError listing the values that are not in it."""
+    index: dict[Any, int] = {label: i for i, label in enumerate(known)}
+    index.update({str(label): i for i, label in enumerate(known) if isinstance(label, int)})
     unknown = sorted({v for v in values if v not in index}, key=lambda v: (str(type(v)), v))
     if unknown:
         raise ValueError(f"labels not in the known labels: {short_repr(unknown)}; known labels: {short_repr(known)}")

@@ -24,7 +24,7 @@ __all__ = ["LabeledData", "as_table", "check_unique_columns", "column_renames", 
            "read_utf8", "to_labeled_data"]
 
 #: the table files `to_labeled_data` reads by path (a text column, and labels)
-TABLE_SUFFIXES = _FILE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
+TABLE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
 
 
 @dataclass
@@ -46,10 +46,10 @@ def _read_file(path: str | os.PathLike, text_source: str) -> tuple[dict[str, lis
     JSON document, a Parquet file)."""
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix not in _FILE_SUFFIXES:
+    if suffix not in TABLE_SUFFIXES:
         if isinstance(path, str) and not p.exists():
             raise ValueError(
-                f"got a str that is not a path to a {'/'.join(_FILE_SUFFIXES)} file: {path[:60]!r}; "
+                f"got a str that is not a path to a {'/'.join(TABLE_SUFFIXES)} file: {path[:60]!r}; "
                 "to pass texts, pass a list of strings"
             )
         raise ValueError(f"unsupported file type {suffix or '(none)'!r} for {str(p)!r}; use .csv, .json, .jsonl "
