@@ -162,6 +162,11 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
     (out / f"{kind}_{name}.json").write_text(json.dumps(result))
     print(f"{kind} {name}: {len(texts)} rows, {cpu:.0f} CPU s"
           + (f", gold-span accuracy {result['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
+    # "blends": [ALPHA, ...]: the trained body's weights mixed with the untrained body's (ALPHA * trained +
+    # (1 - ALPHA) * untrained, Wortsman et al. 2022, "WiSE-FT"), the head fitted again on the mixed body's
+    # embeddings of the same training texts, saved as variant NAME_blendALPHA (e.g. NAME_blend0.5)
+    for alpha in spec.get("blends", []):
+        _blended_variant(model, model_path, float(alpha), texts, labels, args, averaged, data, result, kind, name, out)
     # "head_variants": {SUFFIX: head_params}: the head fitted again on the trained body's embeddings of the same
     # training texts, as the trainer fits it (class weights, label prior), saved as variant NAME_SUFFIX
     variants = spec.get("head_variants", {})
@@ -187,6 +192,44 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
         model.model_head, model.head_params = trained_head, trained_params
         (out / f"{kind}_{name}_{suffix}.json").write_text(json.dumps(variant))
         print(f"{kind} {name}_{suffix}: head {params}", flush=True)
+
+
+def _blended_variant(model, model_path: str, alpha: float, texts: list, labels: list, args, averaged, data: dict,
+                     result: dict, kind: str, name: str, out: Path) -> None:
+    """One "blends" variant of `train_variant`: the body mixed with the untrained body, the head fitted again,
+    the dev probabilities saved; the model put back as trained."""
+    import torch
+
+    from setfit_lite import SetFitModel
+    from setfit_lite.training.head_fit import fit_head
+    from setfit_lite.training.label_policy import fold_label_prior
+
+    cpu = time.process_time()
+    trained = {k: v.detach().clone() for k, v in model.model_body.state_dict().items()}
+    untrained = SetFitModel.from_pretrained(model_path).model_body.state_dict()
+    with torch.no_grad():
+        model.model_body.load_state_dict({k: (alpha * v + (1 - alpha) * untrained[k]) if v.is_floating_point()
+                                          else v for k, v in trained.items()})
+    trained_head = model.model_head
+    head = model.new_head(len(model.labels), False)
+    embeddings = model.embed_tokens(model.tokenize(texts))
+    fit_head(head, embeddings, np.asarray(model.label_ids(labels)), args)
+    fold_label_prior(args, model, head, embeddings)
+    model.model_head = head
+    variant = {**result, "name": f"{name}_blend{alpha:g}", "spec": {**result["spec"], "blend": alpha},
+               "train_cpu_seconds": result["train_cpu_seconds"] + time.process_time() - cpu,
+               "candidate_proba": averaged([(doc, s) for doc, spans in zip(data["dev_docs"], data["dev_candidates"])
+                                            for s in spans]).tolist()}
+    if kind == "polarity":
+        gold = averaged([(doc, s) for doc, s, _ in data["dev_gold"]])
+        pred = [model.labels[i] for i in gold.argmax(axis=1)]
+        variant["gold_accuracy"] = float(np.mean([str(p) == g for p, (_, _, g) in zip(pred, data["dev_gold"])]))
+    (out / f"{kind}_{variant['name']}.json").write_text(json.dumps(variant))
+    print(f"{kind} {variant['name']}: body blend {alpha:g}"
+          + (f", gold-span accuracy {variant['gold_accuracy']:.3f}" if kind == "polarity" else ""), flush=True)
+    with torch.no_grad():
+        model.model_body.load_state_dict(trained)
+    model.model_head = trained_head
 
 
 def ensemble(runs: dict, name: str) -> dict:
