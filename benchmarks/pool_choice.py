@@ -8,7 +8,9 @@ by default: the task's validation split is scored, or where it has none training
 labelled by ``suggest_labels``'s loop (rounds of ``--round`` x classes) up to ``--per-class`` x classes. On those
 labelled texts, a fresh model is trained once without the pool (``none``) and once per variant with the rest of the
 pool as ``unlabeled_dataset``: each variant is a set of ``TrainingArguments`` (``--variants NAME=JSON``, default
-`VARIANTS`), so every variant sees the same labels, pool and seed and differs only in its settings.
+`VARIANTS`), so every variant sees the same labels, pool and seed and differs only in its settings. One key is
+the benchmark's, not a ``TrainingArguments`` name: ``"round_body"`` (`ROUND_BODY`) changes the body the
+self-training round trains, to compare ways of training it before any becomes a setting.
 
 Writes ``--out`` (.json, .md): accuracy per task and variant (mean over the seeds), each variant's mean gain over
 ``none``, its worst single run against ``none`` (what "the pool never costs the user" bounds), whether the pool
@@ -18,9 +20,11 @@ was used, and the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.labelling_curves import ROOT, TASKS, Lite, _decision, load_pool, machine, rest_of_pool, suggest_rounds
@@ -52,6 +56,56 @@ def parse_variant(text: str) -> tuple[str, dict]:
     return name, value
 
 
+#: the benchmark's own variant key: how the self-training round's body starts and ends. ``"fresh"``: the round
+#: trains the untrained body (the model loaded again) on the labelled plus pseudo-labelled texts, a fresh student
+#: (Xie et al. 2020, "Self-training with Noisy Student"), instead of training the labelled run's body further; a
+#: number ``a`` in (0, 1): the round's body mixed with the body before the round, ``a * after + (1 - a) * before``
+#: (Wortsman et al. 2022, "WiSE-FT"), before the head is fitted
+ROUND_BODY = "round_body"
+
+
+def check_round_body(value: object) -> None:
+    """ValueError unless ``value`` is a `ROUND_BODY` setting: ``"fresh"`` or a number in (0, 1)."""
+    if value == "fresh" or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1):
+        return
+    raise ValueError(f"{ROUND_BODY} must be 'fresh' or a number in (0, 1), got {value!r}")
+
+
+@contextlib.contextmanager
+def round_body(value: object, model_path: str) -> Iterator[None]:
+    """While open, the self-training round's body training (`Trainer.train_embeddings` called without checkpoints,
+    as only the round calls it) follows `ROUND_BODY` ``value``; None changes nothing."""
+    if value is None:
+        yield
+        return
+    import torch
+
+    from setfit_lite import SetFitModel, Trainer
+
+    untrained = SetFitModel.from_pretrained(model_path).model_body.state_dict() if value == "fresh" else None
+    original = Trainer.train_embeddings
+
+    def train_embeddings(self, args, tokens, ids, checkpoints=True):
+        if checkpoints:
+            return original(self, args, tokens, ids, checkpoints)
+        body = self.model.model_body
+        before = {k: v.detach().clone() for k, v in body.state_dict().items()}
+        if untrained is not None:
+            with torch.no_grad():
+                body.load_state_dict(untrained)
+        original(self, args, tokens, ids, checkpoints)
+        if untrained is None:
+            with torch.no_grad():
+                body.load_state_dict({k: value * v + (1 - value) * before[k] if v.is_floating_point() else v
+                                      for k, v in body.state_dict().items()})
+
+    Trainer.train_embeddings = train_embeddings
+    try:
+        yield
+    finally:
+        Trainer.train_embeddings = original
+
+
 def check_settings(lite_args: dict, variants: dict[str, dict]) -> None:
     """Every variant's TrainingArguments (on top of ``lite_args``) checked before any training: TypeError or
     ValueError naming the variant and the problem."""
@@ -59,7 +113,9 @@ def check_settings(lite_args: dict, variants: dict[str, dict]) -> None:
 
     for name, settings in {"--lite-args": {}, **variants}.items():
         try:
-            TrainingArguments(**(lite_args | settings))
+            if ROUND_BODY in settings:
+                check_round_body(settings[ROUND_BODY])
+            TrainingArguments(**(lite_args | {k: v for k, v in settings.items() if k != ROUND_BODY}))
         except (TypeError, ValueError) as error:
             raise type(error)(f"{'' if name == '--lite-args' else '--variants '}{name}: {error}") from None
 
@@ -73,8 +129,10 @@ def run(lite: Lite, per_class: int, step: int, variants: dict[str, dict], strate
     model, seconds, _ = lite.train(labelled)
     rows = [{"variant": "none", "train_seconds": seconds} | lite.score(model)]
     for name, settings in variants.items():
-        variant = Lite(lite.data, lite.model, lite.seed, lite.lite_args | settings)
-        model, seconds, info = variant.train(labelled, unlabeled=rest_of_pool(lite.data, labelled))
+        args = {k: v for k, v in settings.items() if k != ROUND_BODY}
+        variant = Lite(lite.data, lite.model, lite.seed, lite.lite_args | args)
+        with round_body(settings.get(ROUND_BODY), lite.model):
+            model, seconds, info = variant.train(labelled, unlabeled=rest_of_pool(lite.data, labelled))
         rows.append({"variant": name, "settings": settings, "train_seconds": seconds,
                      "self_training": _decision(info)} | lite.score(model))
     return rows
