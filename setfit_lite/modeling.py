@@ -29,6 +29,7 @@ from .serialization import (
     check_can_update,
     check_output_path,
     load_json,
+    read_consistently,
     recover_interrupted_save,
     refuse_pickles,
     refuse_remote_code,
@@ -174,7 +175,8 @@ class SetFitModel(Predictor):
         the Hub without pickled weights ([models without the Hub](../offline-models.md)). No code from the folder
         runs unless `trust_remote_code=True`: a `modules.json` naming a module class outside sentence-transformers,
         or a `config.json` with an `auto_map`, is refused before the body is loaded, whichever sentence-transformers
-        is installed.
+        is installed. A local folder is read whole while no save changes it (`read_consistently`): a load that
+        overlaps a save into the folder gives the previous model or the new one, never a mix.
 
         Args:
             pretrained_model_name_or_path: A Sentence Transformers hub name or a local folder: a body, a saved
@@ -239,49 +241,57 @@ class SetFitModel(Predictor):
         labels = check_label_names(labels) if labels is not None else None
         path = resolve_model_path(str(pretrained_model_name_or_path))
         folder = Path(path)
-        recover_interrupted_save(folder)
-        refuse_pickles(path, allow_pickle=allow_pickle)
-        _check_model_folder(folder)
-        refuse_remote_code(folder, trust_remote_code=trust_remote_code)  # whatever sentence-transformers would do
-        given = {"multi_target_strategy": multi_target_strategy, "use_differentiable_head": use_differentiable_head,
-                 "head_params": head_params, "normalize_embeddings": normalize_embeddings}
-        config_path = folder / CONFIG_NAME
-        from_setfit, saved_card = False, None
-        if config_path.exists():
-            saved = _read_config(folder)
-            head = load_head(folder / HEAD_DIR) if (folder / HEAD_DIR).exists() else None
-            _check_head_against_config(folder, saved, head)
-            saved_card = card_data_from_config(saved.get("model_card_data"), config_path)
-            saved["labels"] = relabelled(labels, saved.get("labels"), config_path)
-            where = folder
-        elif from_setfit := is_setfit_folder(folder):
-            saved = load_setfit_folder(folder, labels, allow_pickle=allow_pickle)
-            head, where = saved.pop("head"), folder
-            saved["source"] = _body_source(pretrained_model_name_or_path)
-        else:
-            saved, head, where = {"labels": labels, "source": _body_source(pretrained_model_name_or_path),
-                                  **DEFAULT_CHUNKING.to_config()}, None, None
-        settings = _settings(saved, given, head, where)
-        chunking = Chunking.from_config(saved, {"long_text": long_text, "chunk_overlap": chunk_overlap,
-                                                "chunk_pooling": chunk_pooling})
-        with quiet_dependencies():
-            body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
-                                       local_files_only=True)
-        if max_length is not None:
-            body.max_seq_length = capped_max_length(body, int(max_length))
-        if prompt is None and from_setfit:
-            prompt = setfit_prompt(body)  # the prompt setfit encoded with (none unless the body names a default)
-        model = cls(body, model_head=head, labels=saved["labels"], **settings,
-                    prompt=prompt if prompt is not None else saved.get("prompt"),
-                    source=saved.get("source"), **chunking.to_config(),
-                    inference_precision=inference_precision or _saved_precision(saved, folder))
-        if head is not None and _head_in_features(head) is not None:
-            check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
-                        _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
-        model.training_info = saved.get("training_info", {})
-        model.model_card_data = model_card_data if model_card_data is not None else saved_card
-        model.source_folder = Path(os.path.realpath(folder))
-        return model
+
+        def load() -> SetFitModel:
+            """The model, read from ``folder`` (run again where a save changed it meanwhile)."""
+            refuse_pickles(path, allow_pickle=allow_pickle)
+            _check_model_folder(folder)
+            refuse_remote_code(folder, trust_remote_code=trust_remote_code)  # whatever sentence-transformers does
+            given = {"multi_target_strategy": multi_target_strategy,
+                     "use_differentiable_head": use_differentiable_head, "head_params": head_params,
+                     "normalize_embeddings": normalize_embeddings}
+            config_path = folder / CONFIG_NAME
+            from_setfit, saved_card = False, None
+            if config_path.exists():
+                saved = _read_config(folder)
+                head = load_head(folder / HEAD_DIR) if (folder / HEAD_DIR).exists() else None
+                _check_head_against_config(folder, saved, head)
+                saved_card = card_data_from_config(saved.get("model_card_data"), config_path)
+                saved["labels"] = relabelled(labels, saved.get("labels"), config_path)
+                where = folder
+            elif from_setfit := is_setfit_folder(folder):
+                saved = load_setfit_folder(folder, labels, allow_pickle=allow_pickle)
+                head, where = saved.pop("head"), folder
+                saved["source"] = _body_source(pretrained_model_name_or_path)
+            else:
+                saved, head, where = {"labels": labels, "source": _body_source(pretrained_model_name_or_path),
+                                      **DEFAULT_CHUNKING.to_config()}, None, None
+            settings = _settings(saved, given, head, where)
+            chunking = Chunking.from_config(saved, {"long_text": long_text, "chunk_overlap": chunk_overlap,
+                                                    "chunk_pooling": chunk_pooling})
+            with quiet_dependencies():
+                body = SentenceTransformer(path, device=device or "cpu", trust_remote_code=trust_remote_code,
+                                           local_files_only=True)
+            if max_length is not None:
+                body.max_seq_length = capped_max_length(body, int(max_length))
+            # setfit's folder: the prompt setfit encoded with (none unless the body names a default)
+            given_prompt = setfit_prompt(body) if prompt is None and from_setfit else prompt
+            model = cls(body, model_head=head, labels=saved["labels"], **settings,
+                        prompt=given_prompt if given_prompt is not None else saved.get("prompt"),
+                        source=saved.get("source"), **chunking.to_config(),
+                        inference_precision=inference_precision or _saved_precision(saved, folder))
+            if head is not None and _head_in_features(head) is not None:
+                check_count(_head_file(folder), "in_features" if model.has_differentiable_head else "n_features_in",
+                            _head_in_features(head), model.embedding_dim, "the body's embedding dimension")
+            model.training_info = saved.get("training_info", {})
+            model.model_card_data = model_card_data if model_card_data is not None else saved_card
+            model.source_folder = Path(os.path.realpath(folder))
+            return model
+
+        if Path(os.fspath(pretrained_model_name_or_path)).expanduser().is_dir():  # a folder a save may change
+            return read_consistently(folder, load)
+        recover_interrupted_save(folder)  # a cache folder of the Hub or of an offline package: no save's
+        return load()
 
     @property
     def inference_precision(self) -> str:

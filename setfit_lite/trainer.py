@@ -301,11 +301,11 @@ class Trainer:
         `eval_strategy="no"`) is said in a `UserWarning`.
 
         Raises:
-            ValueError: No `train_dataset`, labels the model cannot train on (a single class, labels absent from
-                `model.labels`), head parameters scikit-learn refuses, a `metric_for_best_model` the evaluations
-                never report, a checkpoint of other data, `args` and a `trial` that both set arguments, or
-                checkpoints to save into an `args.output_dir` that holds those of an earlier run without resuming
-                it (a `CheckpointError`).
+            ValueError: No `train_dataset`, an `eval_strategy` other than `"no"` without an `eval_dataset`, labels
+                the model cannot train on (a single class, labels absent from `model.labels`), head parameters
+                scikit-learn refuses, a `metric_for_best_model` the evaluations never report, a checkpoint of other
+                data, `args` and a `trial` that both set arguments, or checkpoints to save into an `args.output_dir`
+                that holds those of an earlier run without resuming it (a `CheckpointError`).
             FileExistsError: Checkpoints to save under a file (`args.output_dir` cannot be created).
             PermissionError: Checkpoints to save into a folder that cannot be written in.
             TypeError: A keyword argument that is not a `TrainingArguments` name.
@@ -321,6 +321,7 @@ class Trainer:
             args = (args or self.args).update(kwargs)
         self.apply_trial(args, trial)
         args = args or self.args
+        self.check_eval_strategy(args)
         self.check_output_dir(args, resume_from_checkpoint)
         if args.save_strategy != "no":  # its checkpoints never mix with those of a run it does not continue
             check_new_run(args.output_dir, resume_from_checkpoint)
@@ -405,6 +406,15 @@ class Trainer:
             restore()
             raise
         return restore
+
+    def check_eval_strategy(self, args: TrainingArguments) -> None:
+        """ValueError when ``args`` ask for evaluations during training (``eval_strategy`` ``"steps"`` or
+        ``"epoch"``) and the trainer has no eval dataset: checked when `train` starts, before any work, not when the
+        Trainer is built (``train(args=...)`` may give other arguments, and `evaluate` takes a dataset of its own).
+        """
+        if args.eval_strategy != "no" and self._eval_data is None:
+            raise ValueError(f"eval_strategy={args.eval_strategy!r} needs an eval_dataset: give the "
+                             f"{type(self).__name__} an eval_dataset, or set eval_strategy='no'")
 
     def _evaluates(self, args: TrainingArguments) -> bool:
         """Whether ``args`` evaluate during training: with an eval dataset, when ``eval_strategy`` or
@@ -606,8 +616,8 @@ class Trainer:
         """The evaluation of the embedding phase (``eval_strategy``), or None."""
         if args.eval_strategy == "no":
             return None
-        if self._eval_data is None:
-            raise ValueError(f"eval_strategy={args.eval_strategy!r} needs an eval_dataset")
+        self.check_eval_strategy(args)  # train() checked it before any work; a direct call is checked here
+        assert self._eval_data is not None
         return InterimEvaluator(self._eval_data, self.metric, self.metric_kwargs, tokens, ids,
                                 metric_inputs=self._metric_inputs())
 

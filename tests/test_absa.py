@@ -287,6 +287,20 @@ def test_a_table_that_cannot_train_a_model_fails_before_either_trains(absa_body:
     assert re.search(message, str(raised.value))
 
 
+def test_evaluations_without_an_eval_table_are_refused_before_either_model_trains(absa_body: str) -> None:
+    """The polarity model's arguments asking for evaluations during training, with no eval_dataset: refused when
+    train() starts, naming the model, not after the aspect model has trained."""
+    model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
+    trainer = AbsaTrainer(model, args=TrainingArguments(**FAST), train_dataset=ABSA,
+                          polarity_args=TrainingArguments(**FAST, eval_strategy="epoch"))
+    before = {name: value.clone() for name, value in model.aspect_model.model_body.state_dict().items()}
+    with pytest.raises(ValueError, match=r"the polarity model: eval_strategy='epoch' needs an eval_dataset"):
+        trainer.train()
+    assert model.aspect_model.model_head is None
+    after = model.aspect_model.model_body.state_dict()
+    assert all(bool((after[name] == value).all()) for name, value in before.items())
+
+
 def test_too_high_ordinal_is_skipped_as_setfit_does(absa_body: str) -> None:
     model = AbsaModel.from_pretrained(absa_body, spacy_model="en_core_web_sm")
     trainer = AbsaTrainer(model, train_dataset={"text": [TEXTS[0]], "span": ["food"], "label": ["negative"],

@@ -145,7 +145,8 @@ def test_one_manifest_format(reference) -> None:
     assert set(listed) == {p.name for p in folder.iterdir()} - {"manifest.json"}
     info = verify_checkpoint(folder)
     assert info == {"format_version": 2, "step": 10, "world_size": 1,
-                    "states": ["backend", "optimizer", "scheduler", "trainer_state"]}
+                    "states": ["backend", "optimizer", "scheduler", "trainer_state"],
+                    "write_order": 2}  # written second, after checkpoint-5
 
 
 class RecordingRngBackend(CpuBackend):

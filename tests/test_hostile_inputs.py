@@ -65,12 +65,22 @@ def text_problem(texts: list) -> tuple | None:
     return None
 
 
+def too_big(value) -> bool:
+    """Whether ``value`` is an int label (an int, or an integral float) outside 64 bits (refused, naming it)."""
+    integral = (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+    return integral and not -2**63 <= int(value) <= 2**63 - 1
+
+
 def label_kind(value) -> str | None:
-    """'int', 'str' or 'list' for a valid label of the strategies above, None for an invalid one."""
+    """'int', 'str' or 'list' for a valid label of the strategies above, 'big' for an int label outside 64 bits,
+    None for another invalid one."""
     if isinstance(value, list):
-        return "list"
+        return "big" if any(too_big(item) for item in value) else "list"
     if isinstance(value, str):
         return "str"
+    if too_big(value):
+        return "big"
     if isinstance(value, int) and not isinstance(value, bool):
         return "int"
     if isinstance(value, float) and value.is_integer():
@@ -85,6 +95,8 @@ def label_problem(labels: list) -> tuple | None:
     for i, (value, kind) in enumerate(zip(labels, kinds)):
         if kind is None:
             return row(i), "label", repr(value)
+        if kind == "big":
+            return row(i), "label", "64 bits"
     for i, kind in enumerate(kinds):
         if kind != kinds[0]:
             return row(i), "label", kind

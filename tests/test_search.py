@@ -341,8 +341,8 @@ def test_one_argument_model_init_receives_every_param(tiny_body_path: str, toy_d
         trainer.hyperparameter_search(hp_space=lambda t: {"body_learning_rat": 1e-3}, n_trials=1)
     apply_hyperparameters(trainer, {"norm": False})  # unmarked: model_init reads it
     assert received[-1] == {"norm": False} and not trainer.model.normalize_embeddings
-    with pytest.raises(TypeError, match=r"model_init parameter\(s\) 'seed' given twice"):
-        apply_hyperparameters(trainer, {"seed": 1, "model_init__seed": 2})
+    with pytest.raises(TypeError, match=r"model_init parameter\(s\) 'norm' given twice"):
+        apply_hyperparameters(trainer, {"norm": True, "model_init__norm": False})  # both only model_init's
 
 
 def test_keyword_model_init_receives_the_names_it_declares(tiny_body_path: str, toy_data: Any,

@@ -283,11 +283,16 @@ def _check_trainable(trainer: Trainer, which: str, args: TrainingArguments | Non
     """What `Trainer.train` checks before it trains the ``which`` model, named by the model: ValueError when its
     table has no rows (none of the aspects of train_dataset on spaCy's token boundaries), when its labels cannot
     train it (`Trainer.checked_labels`), or when ``args`` (None: the trainer's) would write checkpoints into a
-    folder the model is read from."""
+    folder the model is read from, or ask for evaluations during training without an eval table
+    (`Trainer.check_eval_strategy`)."""
     if trainer.train_dataset is not None and not len(trainer.train_dataset):
         raise ValueError(f"the {which} model has no training rows: no aspect of train_dataset was found at its "
                          "ordinal on spaCy's token boundaries (see the log lines)")
     trainer.check_output_dir(args or trainer.args)
+    try:
+        trainer.check_eval_strategy(args or trainer.args)
+    except ValueError as error:
+        raise ValueError(f"the {which} model: {error}") from error
     data = trainer._train_data
     if data is None:  # no train_dataset: Trainer.train says so
         return

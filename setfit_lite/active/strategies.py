@@ -21,10 +21,12 @@
 With a fitted head, the strategies that use the model (not ``"random"``) first search by name for the classes the
 head has never seen labelled (a column of zeros over the whole pool), so that a class with no label yet is found.
 
-A pool may hold the same text more than once: `select` keeps the picks' texts distinct while the candidates hold
-enough distinct texts (a pick whose text was already picked is dropped, and the strategy runs again on the
-candidates whose text is new for the picks still to make); only once every distinct text is picked do copies
-make up the rest. A pool without duplicates gets the strategy's picks as they are.
+A pool may hold the same text more than once ("the same text" as `text_key` says: ignoring case, Unicode form,
+spacing and invisible characters, as the model reads it): `select` keeps the picks' texts distinct, and apart from
+the texts of the rows not to pick (``exclude``: those already labelled), while the candidates hold enough such
+texts (a candidate whose text is excluded is left out, a pick whose text was already picked is dropped, and the
+strategy runs again on the candidates whose text is new for the picks still to make); only once every such text is
+picked do copies make up the rest. A pool without duplicates gets the strategy's picks as they are.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.checks import text_key
 from .diversity import (
     best_per_cluster,
     nearest_to_names,
@@ -165,28 +168,28 @@ def resolve(strategy: str, fitted: bool) -> str:
 
 def select(strategy: str, req: Request) -> list[int]:
     """``req.k`` distinct rows of ``req.candidates`` chosen by ``strategy`` (a name of `SELECTORS`), their texts
-    distinct while the candidates hold ``req.k`` distinct texts (the module's docstring)."""
-    texts = req.view.texts
-    picks = SELECTORS[strategy](req)
+    distinct and none the text of a row outside the candidates while the candidates hold ``req.k`` such texts
+    (the module's docstring)."""
+    keys = [text_key(text) for text in req.view.texts]
+    inside = np.zeros(len(keys), dtype=bool)
+    inside[req.candidates] = True
+    seen = {key for key, candidate in zip(keys, inside) if not candidate}  # the excluded rows' texts
+    picks: list[int] = []
+    first = True
     while True:
-        kept, seen = _first_of_each_text(picks, texts)
-        if len(kept) == req.k:  # no text twice (always, in a pool without duplicates): the picks as they are
-            return kept
-        fresh = np.array([i for i in req.candidates.tolist() if texts[i] not in seen], dtype=np.int64)
-        n = req.k - len(kept)
-        if not len(fresh):  # every distinct text of the candidates is picked: copies make up the rest
-            spare = req.candidates[~np.isin(req.candidates, kept)]
-            return kept + [int(i) for i in spare[:n]]
-        # the strategy again, on the candidates whose text is new (each round keeps at least one more text)
-        picks = kept + SELECTORS[strategy](Request(req.view, fresh, min(n, len(fresh)), req.seed))
-
-
-def _first_of_each_text(picks: list[int], texts: list[str]) -> tuple[list[int], set[str]]:
-    """The picks whose text no earlier pick has (in order), and the set of their texts."""
-    kept: list[int] = []
-    seen: set[str] = set()
-    for i in picks:
-        if texts[i] not in seen:
-            seen.add(texts[i])
-            kept.append(i)
-    return kept, seen
+        fresh = np.array([i for i in req.candidates.tolist() if keys[i] not in seen], dtype=np.int64)
+        n = req.k - len(picks)
+        if not len(fresh):  # every text of the candidates is picked or excluded: copies make up the rest
+            spare = req.candidates[~np.isin(req.candidates, picks)]
+            return picks + [int(i) for i in spare[:n]]
+        if first and len(fresh) == len(req.candidates) and n <= len(fresh):
+            sub = req  # the strategy on the request as it is (always, in a pool without duplicates)
+        else:  # the strategy on the candidates whose text is new (each round keeps at least one more text)
+            sub = Request(req.view, fresh, min(n, len(fresh)), req.seed, *((req.names, req.search) if first else ()))
+        first = False
+        for i in SELECTORS[strategy](sub):
+            if keys[i] not in seen:
+                seen.add(keys[i])
+                picks.append(i)
+        if len(picks) == req.k:
+            return picks

@@ -22,8 +22,10 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
                    label_names: Sequence[str] | None = None, seed: int = 0, batch_size: int = 64) -> list[int]:
     """The indices of ``k`` texts of ``texts`` to label next: distinct, none in ``exclude``, the same for a seed.
 
-    A text the pool holds more than once is suggested once (its first copy the strategy reaches) while the texts
-    not excluded hold ``k`` distinct ones; copies make up the rest only when fewer are left.
+    A text the pool holds more than once is suggested once (its first copy the strategy reaches), and not at all
+    when a copy of it is in ``exclude``, while the texts not excluded hold ``k`` distinct texts that are not
+    excluded; copies make up the rest only when fewer are left. Texts are compared as the model reads them
+    (`setfit_lite.data.checks.text_key`: ignoring case, Unicode form, spacing and invisible characters).
 
     A model without a fitted head (a fresh ``SetFitModel.from_pretrained(body)``) gets a cold start: for each label
     name, the text its name claims most surely (names encoded as training encodes them), then texts diverse and
@@ -50,8 +52,8 @@ def suggest_labels(model: Any, texts: Sequence[str], k: int, exclude: Iterable[i
         batch_size: texts per forward pass.
 
     Returns:
-        ``k`` distinct indices of ``texts``, none in ``exclude``, of distinct texts while enough are left, the
-        first ones found by name (if any).
+        ``k`` distinct indices of ``texts``, none in ``exclude``, of distinct texts not excluded while enough are
+        left, the first ones found by name (if any).
 
     Raises:
         TypeError: a parameter of the wrong type (texts that are not strings, a non-integer ``k`` or index), or a

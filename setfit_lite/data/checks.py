@@ -5,6 +5,7 @@ Error messages name the offending row, column or value; helpers here keep them s
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import unicodedata
@@ -31,11 +32,31 @@ __all__ = [
 MAX_LISTED = 20  # how many offending values an error message lists
 
 
+@functools.cache
+def _invisible() -> dict[int, None]:
+    """A `str.translate` table deleting the characters a BERT-style tokenizer deletes and NFKC keeps: Unicode format
+    (Cf: BOM, zero-width space, soft hyphen, word joiner, direction marks) and control (Cc: NUL) characters that
+    are not whitespace. Built on first use (a scan of every code point, a fraction of a second)."""
+    return dict.fromkeys(code for code in range(sys.maxunicode + 1)
+                         if unicodedata.category(chr(code)) in ("Cf", "Cc") and not chr(code).isspace())
+
+
 def text_key(text: str) -> str:
     """What two texts must share to count as the same text wherever texts are compared (the unlabeled pool against
-    the labelled and the evaluated texts): NFKC-normalised, case-folded, runs of whitespace as one space, no
-    leading or trailing whitespace. A model reads ``"Good  film"``, ``" good film"`` and ``"ＧＯＯＤ film"`` as
-    (nearly) the same text, so none of them may be pseudo-labelled and then scored on."""
+    the labelled and the evaluated texts, the texts `suggest_labels` picks): without Unicode format and control
+    characters (a zero-width space, a BOM, a soft hyphen, NUL: a BERT-style tokenizer deletes them), then
+    NFKC-normalised, case-folded, runs of whitespace as one space, no leading or trailing whitespace. A model reads
+    ``"Good  film"``, ``" good film"``, ``"ＧＯＯＤ film"`` and ``"good\u200b film"`` as (nearly) the same text, so
+    none of them may be pseudo-labelled and then scored on.
+
+    Args:
+        text: A text.
+
+    Returns:
+        Its key: two texts are the same text when their keys are equal.
+    """
+    if not text.isprintable():  # every format and control character is non-printable: most texts skip the table
+        text = text.translate(_invisible())
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 

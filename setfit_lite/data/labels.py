@@ -16,11 +16,13 @@ __all__ = ["check_label_names", "check_trainable", "encode_labels", "index_in", 
 
 logger = logging.getLogger(__name__)
 
-_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+_INT_TEXT = re.compile(r"0|-?[1-9][0-9]*")
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # int labels are int64 wherever they are arrays
 
 
 def is_int_text(value: Any) -> bool:
-    """Whether ``value`` is a str that is an integer as ``str(int)`` writes it ("2", "-3"; not "02", "+2", " 2")."""
+    """Whether ``value`` is a str that is an integer as ``str(int)`` writes it ("2", "-3"; not "02", "+2", " 2",
+    "-0")."""
     return isinstance(value, str) and _INT_TEXT.fullmatch(value) is not None
 
 
@@ -46,20 +48,30 @@ def _scalar(value: Any, row: int, *, in_list: bool = False) -> tuple[Any, str]:
             return int(value), "int"
         raise TypeError(f"{where} {value!r} is a bool; bool labels are not ints, use 0/1 or strings")
     if isinstance(value, (int, np.integer)):
-        return int(value), "int"
+        return _int64(int(value), where), "int"
     if isinstance(value, str):
         return str(value), "str"
     if isinstance(value, (float, np.floating)):
         if float(value).is_integer():
-            return int(value), "int"
+            return _int64(int(value), where), "int"
         raise TypeError(f"{where} {value!r} is a non-integer float; labels must be int or str")
     if isinstance(value, np.ndarray) and value.ndim == 0:
         return _scalar(value.item(), row, in_list=in_list)
     raise TypeError(f"{where} has unsupported type {type(value).__name__}; labels must be int or str")
 
 
+def _int64(value: int, where: str) -> int:
+    """``value``, or ValueError (naming ``where``) when it does not fit in 64 bits: predictions give int labels
+    as int64 arrays, so a larger one would train and then fail every prediction."""
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise ValueError(f"{where} {value} does not fit in 64 bits: int labels must be in [-2**63, 2**63 - 1]; "
+                         "give larger ids as strings")
+    return value
+
+
 def normalize_labels(raw_labels: Any) -> tuple[list, str]:
-    """Validate labels; return them as Python values and their kind: "int", "str" or "multi" (lists)."""
+    """Validate labels; return them as Python values and their kind: "int", "str" or "multi" (lists). Ints must
+    fit in 64 bits (ValueError naming the row otherwise)."""
     if isinstance(raw_labels, (str, bytes, Mapping)):
         raise TypeError(f"labels must be a list, got {type(raw_labels).__name__}")
     if isinstance(raw_labels, np.ndarray) and raw_labels.ndim == 0:

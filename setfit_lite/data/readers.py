@@ -230,6 +230,47 @@ def _integers(values: list) -> list:
     return [int(v) if isinstance(v, str) else v for v in values]
 
 
+def _is_json_list(cell: Any) -> bool:
+    """Whether a CSV cell is a JSON list of ints or strs, as multi-label labels are written (``"[1, 0, 1]"``,
+    ``'["acting", "plot"]'``, ``"[]"``)."""
+    if not isinstance(cell, str):
+        return False
+    cell = cell.strip()
+    if not (cell.startswith("[") and cell.endswith("]")):
+        return False
+    try:
+        value = json.loads(cell)
+    except ValueError:
+        return False
+    return isinstance(value, list) and all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in value)
+
+
+def _check_csv_label_lists(path: str | os.PathLike, column: str, cells: list | None, lines: list[int] | None
+                           ) -> None:
+    """Refuse a CSV file whose every non-blank label cell is a JSON list (`_is_json_list`): a CSV cell is read as
+    text, so each distinct list would silently become one class of a single-label model.
+
+    Args:
+        path: The file, for the message.
+        column: The label column's name in the file.
+        cells: The column's cells (None: the file has no such column, nothing to check).
+        lines: The file line each row starts on.
+
+    Raises:
+        ValueError: Naming the file, the first such row and its line, and the formats that hold multi-label labels.
+    """
+    given = [(row, cell) for row, cell in enumerate(cells or []) if cell is not None]
+    if not given or not all(_is_json_list(cell) for _, cell in given):
+        return
+    row, cell = given[0]
+    where = f"row {row}" + (f" (line {lines[row]})" if lines and row < len(lines) else "")
+    raise ValueError(
+        f"{str(path)!r} {where}: the label {cell!r} is a list, as is every label in column {column!r}, but a CSV "
+        "cell is read as text: each distinct list would train as one class of a single-label model. Give "
+        "multi-label data in a JSON lines (.jsonl), JSON or Parquet file, each label a list of label ids or names "
+        '(a JSON lines row: {"text": "...", "label": [1, 0, 1]})')
+
+
 def _with_file_lines(message: str, lines: list[int] | None) -> str:
     """``message`` with each "row N" it names followed by the file line that row starts on (rows count from 0;
     ``lines`` is None where rows are not lines)."""
@@ -358,6 +399,10 @@ def to_labeled_data(
         if column_mapping:
             text_source = next((src for src, dst in column_mapping.items() if dst == text_column), text_column)
         content, lines = _read_file(data, text_source)
+        if read_labels and isinstance(content, dict) and Path(data).suffix.lower() == ".csv":
+            label_source = next((src for src, dst in (column_mapping or {}).items() if dst == label_column),
+                                label_column)
+            _check_csv_label_lists(data, label_source, content.get(label_source), lines)
         try:
             read = _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels,
                                  read_labels)

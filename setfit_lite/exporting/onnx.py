@@ -29,7 +29,7 @@ from ..runtime.onnx import (
     QUANTIZE_OPTIONS,
     require,
 )
-from ..runtime.predictor import length_sorted_batches
+from ..runtime.predictor import length_sorted_batches, threshold_rule_field
 from ..serialization import (
     atomic_update_directory,
     check_can_update,
@@ -238,6 +238,7 @@ def export_onnx(model: Any, path: str | os.PathLike, quantize: str | None = None
                 "normalize_embeddings": model.normalize_embeddings,
                 "head_file": HEAD_MODEL_NAME if chunked else None,
                 **temperature_field(model.calibration_temperature),  # applied to the graph's output
+                **threshold_rule_field(model),  # a multi-label probability of 0.5 decided as the model does
             })
             write_manifest(tmp)
     finally:

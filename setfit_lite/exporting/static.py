@@ -20,7 +20,7 @@ from ..data.checks import is_listlike
 from ..heads import build_head
 from ..heads.calibration import cv_temperature
 from ..heads.linear import linear_head_spec
-from ..runtime.predictor import predict_ids
+from ..runtime.predictor import predict_ids, threshold_rule_field
 from ..runtime.static import (
     EMBEDDINGS_KEY,
     EMBEDDINGS_NAME,
@@ -150,7 +150,8 @@ def export_static(model: Any, path: str | os.PathLike, texts: Iterable[str], lab
     # the fine-tuned model's view of every text: embeddings (refinement targets) and predicted labels
     all_texts = texts + unlabeled
     embeddings = model.encode(all_texts)
-    teacher_ids = predict_ids(np.asarray(model.model_head.predict_proba(embeddings)), model.multi_label)
+    rule = model.multi_label_threshold_rule if model.multi_label else ">="  # a 0.5 decided as the model does
+    teacher_ids = predict_ids(np.asarray(model.model_head.predict_proba(embeddings)), model.multi_label, rule)
     y = np.concatenate([given_ids, teacher_ids[len(texts):]]) if given_ids is not None else teacher_ids
     if not model.multi_label and len(np.unique(y)) < 2:
         source = "labels given" if given_ids is not None else "labels the model predicts for the texts"
@@ -222,4 +223,4 @@ def _labels_argument(labels: Any) -> Sequence:
 
 def _static_config(model: Any, extra: dict[str, Any]) -> dict[str, Any]:
     return {"format_version": STATIC_FORMAT_VERSION, "setfit_lite_version": __version__, "labels": model.labels,
-            "multi_label": model.multi_label, "prompt": model.prompt, **extra}
+            "multi_label": model.multi_label, "prompt": model.prompt, **threshold_rule_field(model), **extra}

@@ -206,14 +206,14 @@ class SklearnHead:
             X: Embeddings `(n, d)`.
 
         Returns:
-            Class ids `(n,)`, or multi-hot rows `(n, K)` (threshold 0.5), int64.
+            Class ids `(n,)`, or multi-hot rows `(n, K)` (a label present above 0.5, as the estimator decides), int64.
 
         Raises:
             NotFittedError: The head is not fitted.
         """
         self._check_fitted()
         if hasattr(self.estimator, "predict_proba"):
-            return predict_ids(self.predict_proba(X), self.multi_label)
+            return predict_ids(self.predict_proba(X), self.multi_label, rule=">")  # as the estimator decides
         return np.asarray(self.estimator.predict(as_features(X))).astype(np.int64)
 
     def save(self, folder: str | Path) -> None:

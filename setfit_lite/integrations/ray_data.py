@@ -197,7 +197,8 @@ class BatchScorer:
 
         texts = batch.column(self.text_column).to_pylist()
         proba = np.asarray(self.model.class_proba(texts, batch_size=self.model_batch_size), dtype=np.float32)
-        labels = labels_from_proba(proba, self.model.labels, self.model.multi_label, as_numpy=True)
+        labels = labels_from_proba(proba, self.model.labels, self.model.multi_label, as_numpy=True,
+                                    rule=self.model.multi_label_threshold_rule)
         if self.model.multi_label:  # multi-hot rows, as predict gives them
             label_column: Any = pa.FixedSizeListArray.from_arrays(pa.array(labels.ravel()), labels.shape[1])
         else:

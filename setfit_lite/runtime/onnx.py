@@ -38,7 +38,7 @@ from trainers.cpu_flags import NATIVE_BF16_FLAGS, read_cpu_flags
 from ..config.params import PRECISION_ENV, check_param
 from ..serialization import (
     load_json,
-    recover_interrupted_save,
+    read_consistently,
     refuse_pickles,
     verify_manifest,
 )
@@ -510,26 +510,31 @@ class OnnxSetFitModel(Predictor):
         if runtime != "auto":  # a precision the runtime asked for cannot run, before any file is read
             resolve_inference_precision(inference_precision, runtime)
         folder = Path(path)
-        recover_interrupted_save(folder)  # a save killed after its commit point is finished first
-        refuse_pickles(folder)
-        verify_manifest(folder)
-        config = validate_onnx_config(folder)
-        runtime = resolve_runtime(runtime, config.get("quantized"), inference_precision)
-        precision = resolve_inference_precision(inference_precision, runtime)
-        chunked = Chunking.from_config(config).enabled
-        tokenizer = _load_tokenizer(folder, None if chunked else config.get("max_seq_length"))
-        if runtime == "openvino":  # a batch at once per stream, a stream per thread unless told
-            streams = workers = threads if openvino_streams is None else openvino_streams
-        else:  # onnxruntime: a batch at once per thread
-            streams, workers = 1, threads
-        session = _session(str(folder / config["model_file"]), runtime, threads, precision, streams)
-        _check_graph(session, folder, config)
-        model = cls(session, tokenizer, config, num_workers=workers)
-        if chunked:
-            model.head_session = _session(str(folder / config["head_file"]), runtime, threads, precision, streams)
-            _check_head_graph(model.head_session, session, folder, config)
-        check_config_against_graph(model, folder)
-        return model
+
+        def load() -> OnnxSetFitModel:
+            """The model, read from ``folder`` (run again where a save changed it meanwhile)."""
+            refuse_pickles(folder)
+            verify_manifest(folder)
+            config = validate_onnx_config(folder)
+            chosen = resolve_runtime(runtime, config.get("quantized"), inference_precision)
+            precision = resolve_inference_precision(inference_precision, chosen)
+            chunked = Chunking.from_config(config).enabled
+            tokenizer = _load_tokenizer(folder, None if chunked else config.get("max_seq_length"))
+            if chosen == "openvino":  # a batch at once per stream, a stream per thread unless told
+                streams = workers = threads if openvino_streams is None else openvino_streams
+            else:  # onnxruntime: a batch at once per thread
+                streams, workers = 1, threads
+            session = _session(str(folder / config["model_file"]), chosen, threads, precision, streams)
+            _check_graph(session, folder, config)
+            model = cls(session, tokenizer, config, num_workers=workers)
+            if chunked:
+                model.head_session = _session(str(folder / config["head_file"]), chosen, threads, precision, streams)
+                _check_head_graph(model.head_session, session, folder, config)
+            check_config_against_graph(model, folder)
+            return model
+
+        # a save killed after its commit point is finished first; one under way is waited for (never half read)
+        return read_consistently(folder, load)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids of ``texts`` (prompt prepended), unpadded: truncated to ``max_seq_length`` when the model

@@ -3,7 +3,10 @@
 Texts are validated (`validated_chunks`: a list whole before any text is encoded, an iterator or a file as it is
 read), streamed in chunks of `STREAM_CHUNK`, prompted and tokenised, batched by length; a model turns a chunk into
 class probabilities (``_proba_chunk``) and `predict_ids` turns probabilities into classes by the one rule every
-caller uses: a multi-label row is multi-hot at `MULTI_LABEL_THRESHOLD`, any other row is its argmax.
+caller uses: a multi-label row is multi-hot at `MULTI_LABEL_THRESHOLD`, any other row is its argmax. A multi-label
+probability of exactly the threshold is decided as the model's head decides it (`head_threshold_rule`): absent for
+a scikit-learn head, present for the differentiable torch head; an exported model keeps its torch model's rule in
+its config (`THRESHOLD_RULE_FIELD`).
 
 This module imports only the standard library, numpy and ``setfit_lite.data`` (torch-free), and ``tokenizers`` when a
 `TokenizerFile` is made, so that ONNX, OpenVINO and static inference never load torch or transformers.
@@ -23,23 +26,27 @@ import numpy as np
 
 from ..config.params import check_param, is_integer
 from ..data import check_text_collection, encode_labels, validate_texts
-from ..data.checks import is_listlike
+from ..data.checks import is_listlike, short_repr
 from ..data.readers import TABLE_SUFFIXES, numbered_lines, to_labeled_data
 from .word_cache import WordCachedTokenizer, word_cache_applies
 
 __all__ = [
     "MULTI_LABEL_THRESHOLD",
     "STREAM_CHUNK",
+    "THRESHOLD_RULES",
+    "THRESHOLD_RULE_FIELD",
     "Predictor",
     "TokenizerFile",
     "chunks",
     "decoded_lines",
+    "head_threshold_rule",
     "iter_text_file",
     "labels_from_proba",
     "length_sorted_batches",
     "predict_ids",
     "temper",
     "text_stream",
+    "threshold_rule_field",
     "tokenize_texts",
     "validated_chunks",
     "with_prompt",
@@ -47,6 +54,11 @@ __all__ = [
 
 STREAM_CHUNK = 8192
 MULTI_LABEL_THRESHOLD = 0.5
+#: how a multi-label probability of exactly `MULTI_LABEL_THRESHOLD` is decided: ">" (the label is absent, as a
+#: scikit-learn head's ``predict`` decides) or ">=" (present, as setfit's differentiable torch head decides)
+THRESHOLD_RULES = (">", ">=")
+#: the field of an exported model's config holding its `THRESHOLD_RULES` rule; a folder without it decides ">="
+THRESHOLD_RULE_FIELD = "multi_label_threshold_rule"
 # what to pass instead of a bare str where texts are streamed (a str there could be a text or a file's name)
 STREAM_STR_HINT = "pass [text] for one text or pathlib.Path(...) for a file of one text per line"
 # a transformers fast tokenizer stores its truncation in the Rust tokenizer and changes it on a call asking for
@@ -263,12 +275,52 @@ def validated_chunks(inputs: Iterable[str] | os.PathLike) -> Iterator[tuple[int,
     return ((start, whole[start:start + STREAM_CHUNK]) for start in range(0, len(whole), STREAM_CHUNK))
 
 
-def predict_ids(proba: np.ndarray, multi_label: bool) -> np.ndarray:
-    """Class ids (argmax of each row) or, multi-label, multi-hot rows (``proba >= 0.5``); int64."""
+def predict_ids(proba: np.ndarray, multi_label: bool, rule: str = ">=") -> np.ndarray:
+    """Class ids (argmax of each row) or, multi-label, multi-hot rows; int64.
+
+    Args:
+        proba: Class probabilities, one row per text (or one row).
+        multi_label: Whether each column is an independent label's probability.
+        rule: Multi-label only, one of `THRESHOLD_RULES`: a label is present where its probability is above
+            `MULTI_LABEL_THRESHOLD` (">") or at least it (">="); `head_threshold_rule` gives a head's.
+
+    Returns:
+        The argmax of each row, or multi-hot rows.
+
+    Raises:
+        ValueError: A `rule` not in `THRESHOLD_RULES`.
+    """
     proba = np.asarray(proba)
     if multi_label:
-        return (proba >= MULTI_LABEL_THRESHOLD).astype(np.int64)
+        if rule not in THRESHOLD_RULES:
+            raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
+        above = proba > MULTI_LABEL_THRESHOLD if rule == ">" else proba >= MULTI_LABEL_THRESHOLD
+        return above.astype(np.int64)
     return proba.argmax(axis=-1).astype(np.int64)
+
+
+def head_threshold_rule(head: Any) -> str:
+    """The `THRESHOLD_RULES` rule by which a fitted head's own ``predict`` decides a multi-label probability of
+    exactly `MULTI_LABEL_THRESHOLD`, which setfit's ``predict`` returns.
+
+    A scikit-learn head (a ``SklearnHead``, which holds an ``estimator``) decides ">": one-vs-rest predicts
+    ``proba > 0.5`` (a logistic regression: ``decision_function > 0``); multi-output and a classifier chain take
+    each label's estimator's ``predict``, the argmax of ``[P(0), P(1)]``, which gives a tie to 0. setfit's
+    differentiable torch head, and any other head, decide ">=" (``probs >= 0.5``).
+
+    Args:
+        head: The model's fitted head.
+
+    Returns:
+        ">" or ">=".
+    """
+    return ">" if getattr(head, "estimator", None) is not None else ">="
+
+
+def threshold_rule_field(model: Any) -> dict[str, str]:
+    """The config field an export writes for a multi-label ``model``'s rule (`THRESHOLD_RULE_FIELD`), so that the
+    exported tiers decide a probability of exactly 0.5 as the model does; empty for a single-label model."""
+    return {THRESHOLD_RULE_FIELD: model.multi_label_threshold_rule} if model.multi_label else {}
 
 
 def temper(proba: np.ndarray, temperature: float) -> np.ndarray:
@@ -293,12 +345,14 @@ def abstained(values: list, proba: np.ndarray, threshold: float, abstain_label: 
     return [value if keep else abstain_label for value, keep in zip(values, confident.tolist())]
 
 
-def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as_numpy: bool = False) -> Any:
-    """Predicted labels for probabilities ``proba`` (columns in ``labels`` order); multi-label: multi-hot >= 0.5.
+def labels_from_proba(proba: np.ndarray, labels: Sequence, multi_label: bool, as_numpy: bool = False,
+                      rule: str = ">=") -> Any:
+    """Predicted labels for probabilities ``proba`` (columns in ``labels`` order); multi-label: multi-hot rows at
+    0.5 by ``rule`` (`predict_ids`; a model's is its ``multi_label_threshold_rule``).
 
     One row (a single text's probabilities) gives one label; a matrix gives a list, or an array with ``as_numpy``.
     """
-    ids = predict_ids(proba, multi_label)
+    ids = predict_ids(proba, multi_label, rule)
     if multi_label:
         return ids
     if ids.ndim == 0:
@@ -524,10 +578,37 @@ class Predictor:
                             show_progress_bar=show_progress_bar, abstain_below=abstain_below,
                             abstain_label=abstain_label)
 
+    @property
+    def multi_label_threshold_rule(self) -> str:
+        """How a multi-label prediction decides a probability of exactly 0.5 (">": the label is absent, ">=":
+        present; `THRESHOLD_RULES`): as the model's head does, so that `predict` gives what setfit's does.
+
+        The torch tier reads its fitted head (`head_threshold_rule`: ">" for a scikit-learn head, ">=" for the
+        differentiable one); an exported tier reads its config's `THRESHOLD_RULE_FIELD`, written at export from the
+        torch model's rule (">=" for a folder exported before the field was written: it decides as it did).
+
+        Raises:
+            ValueError: An exported config whose field is not one of `THRESHOLD_RULES`.
+        """
+        head = getattr(self, "model_head", None)
+        if head is not None:
+            return head_threshold_rule(head)
+        config = getattr(self, "config", None)
+        rule = config.get(THRESHOLD_RULE_FIELD, ">=") if isinstance(config, dict) else ">="
+        if rule not in THRESHOLD_RULES:
+            raise ValueError(f"the exported model's config field {THRESHOLD_RULE_FIELD!r} is {rule!r}; it must be "
+                             f"one of {THRESHOLD_RULES}")
+        return rule
+
+    def _multi_hot_rule(self) -> str:
+        """`multi_label_threshold_rule` for a multi-label model; ">=" (unused: rows take their argmax) otherwise."""
+        return self.multi_label_threshold_rule if self.multi_label else ">="
+
     def class_ids(self, proba: np.ndarray) -> np.ndarray:
-        """The class ids (multi-hot rows for multi-label) ``predict`` decides for probability rows ``proba``; what
-        evaluation scores. A model that decides otherwise than the most likely class overrides it."""
-        return predict_ids(proba, self.multi_label)
+        """The class ids (multi-hot rows for multi-label, by `multi_label_threshold_rule`) ``predict`` decides for
+        probability rows ``proba``; what evaluation scores. A model that decides otherwise than the most likely class
+        overrides it."""
+        return predict_ids(proba, self.multi_label, self._multi_hot_rule())
 
     def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False, use_labels: bool = True) -> Any:
         """The labels ``predict`` gives for probabilities ``proba``, by one rule on every tier: label names (one, or
@@ -537,10 +618,21 @@ class Predictor:
         named = any(not is_integer(label) for label in self.labels)
         if use_labels and named and not self.multi_label:
             return labels_from_proba(proba, self.labels, multi_label=False)
-        ids = predict_ids(proba, self.multi_label)
+        ids = predict_ids(proba, self.multi_label, self._multi_hot_rule())
         if not (self.multi_label or named):
-            ids = np.asarray(self.labels, dtype=np.int64)[ids]
+            ids = self._int_labels()[ids]
         return self._array_output(ids, as_numpy)
+
+    def _int_labels(self) -> np.ndarray:
+        """The model's int labels as an int64 array; ValueError (not numpy's OverflowError) for labels outside 64
+        bits, which training refuses and only a model saved by hand or by an earlier version can hold."""
+        try:
+            return np.asarray(self.labels, dtype=np.int64)
+        except OverflowError:
+            wide = [label for label in self.labels if not -(2**63) <= label < 2**63]
+            raise ValueError(f"this model's int labels {short_repr(wide)} do not fit in 64 bits, so it cannot "
+                             "give them as predictions: retrain it with int labels in [-2**63, 2**63 - 1] or with "
+                             "str labels") from None
 
     def _array_output(self, array: np.ndarray, as_numpy: bool) -> Any:
         """How ``predict`` returns label values, class ids or multi-hot rows ``array``: the exported tiers give numpy

@@ -40,7 +40,7 @@ from ..config.params import check_param
 from ..data import validate_texts
 from ..serialization import (
     load_json,
-    recover_interrupted_save,
+    read_consistently,
     refuse_pickles,
     verify_manifest,
 )
@@ -192,14 +192,20 @@ class StaticSetFitModel(Predictor):
             ```
         """
         folder = Path(path)
-        recover_interrupted_save(folder)  # a save killed after its commit point is finished first
-        refuse_pickles(folder)
-        verify_manifest(folder)
-        config, model2vec_config, arrays, embeddings, tokenizer = validate_static_folder(folder)
-        head = {"kind": config["head_kind"], "columns": config["head_columns"], "num_classes": len(config["labels"]),
-                "weight": arrays["weight"], "bias": arrays["bias"], "constant": arrays.get("constant")}
-        return cls(embeddings, tokenizer, head, config, normalize=model2vec_config["normalize"],
-                   num_threads=num_threads)
+
+        def load() -> StaticSetFitModel:
+            """The model, read from ``folder`` (run again where a save changed it meanwhile)."""
+            refuse_pickles(folder)
+            verify_manifest(folder)
+            config, model2vec_config, arrays, embeddings, tokenizer = validate_static_folder(folder)
+            head = {"kind": config["head_kind"], "columns": config["head_columns"],
+                    "num_classes": len(config["labels"]), "weight": arrays["weight"], "bias": arrays["bias"],
+                    "constant": arrays.get("constant")}
+            return cls(embeddings, tokenizer, head, config, normalize=model2vec_config["normalize"],
+                       num_threads=num_threads)
+
+        # a save killed after its commit point is finished first; one under way is waited for (never half read)
+        return read_consistently(folder, load)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids as model2vec takes them: no special tokens, the unknown token dropped (`_flat_token_ids`

@@ -16,9 +16,13 @@ A parameter is routed by name (`apply_hyperparameters`, each search trial, ``Tra
 
 setfit's one-argument ``model_init(params)`` receives every parameter in one dict, as in setfit: the names above
 as they are (training arguments and head parameters are also applied as above), ``model_init__<name>`` as
-``<name>``, and the names nothing else accepts (``model_id``, say). Its dict (`RecordingParams`) records which keys
-``model_init`` reads: a name only ``model_init`` takes (marked, or accepted by nothing else) that it never read is
-the same ``TypeError``, raised once ``model_init`` returns, before the trial trains.
+``<name>``, and the names nothing else accepts (``model_id``, say). Where ``model_init__<name>`` and a training
+argument or head parameter ``<name>`` are both given (``model_init__seed`` and ``seed``), ``<name>`` sets the training
+arguments or the head and the marked value is the dict's ``<name>``: the prefix names model_init's own value. Two
+names that only model_init takes under one key (``model_init__foo`` and ``foo``, ``foo`` accepted by nothing else,
+or a keyword parameter ``foo``) are a ``TypeError``: neither value is the one meant. Its dict (`RecordingParams`)
+records which keys ``model_init`` reads: a name only ``model_init`` takes (marked, or accepted by nothing else) that
+it never read is the same ``TypeError``, raised once ``model_init`` returns, before the trial trains.
 
 The type each value takes at its receiver, and the checks before the first trial: `setfit_lite.search.values`.
 
@@ -242,8 +246,11 @@ def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
     """Each name's receiver and key: ``("args", field)``, ``("head", parameter)`` or ``("model_init", key)``.
 
     ``"model_init"`` marks the names only model_init takes; a one-argument model_init also receives the others, under
-    their own names. Names nothing accepts raise ``TypeError`` listing what accepts names (see the module doc for
-    the rule).
+    their own names, except a key a ``model_init__`` name also gives, whose value is the marked one.
+
+    Raises:
+        TypeError: Names nothing accepts (listing what accepts names; see the module doc for the rule), or two names
+            that only model_init takes under one key (``model_init__foo`` and ``foo``).
     """
     model_init = getattr(trainer, "model_init", None)
     takes_dict, keywords = takes_params(model_init), _model_init_keywords(model_init)
@@ -268,7 +275,8 @@ def route(trainer: Any, names: Iterable[str]) -> dict[str, tuple[str, str]]:
             routes[name] = route
     if unknown:
         raise _unaccepted(unknown, arg_names, head(), model_init, takes_dict, keywords)
-    init_keys = [key for receiver, key in routes.values() if takes_dict or receiver == "model_init"]
+    # a training argument or head parameter also given marked is not ambiguous: the marked value is model_init's
+    init_keys = [key for receiver, key in routes.values() if receiver == "model_init"]
     twice = sorted({key for key in init_keys if init_keys.count(key) > 1})
     if twice:
         raise TypeError(f"model_init parameter(s) {', '.join(map(repr, twice))} given twice (with and without "
@@ -305,8 +313,8 @@ def _unaccepted(names: list[Any], arg_names: set[str], head: tuple[str, set[str]
 
 class _Partition(NamedTuple):
     """Parameters by receiver: ``model_init`` as model_init receives them (without the ``model_init__`` prefix;
-    every parameter for a one-argument model_init), ``model_init_only`` maps each of its keys that nothing else
-    takes to the parameter's name."""
+    every parameter for a one-argument model_init, a marked value before an unmarked one), ``model_init_only``
+    maps each of its keys that nothing else takes to the parameter's name."""
 
     args: dict[str, Any]
     head: dict[str, Any]
@@ -327,8 +335,10 @@ def _partition(trainer: Any, params: Mapping[str, Any]) -> _Partition:
             parts.head[key] = params[name]
         else:
             parts.model_init_only[key] = name
-        if receiver == "model_init" or takes_dict:
+        if receiver == "model_init":
             parts.model_init[key] = params[name]
+        elif takes_dict:  # the dict's value under a key a marked name also gives is the marked one
+            parts.model_init.setdefault(key, params[name])
     return parts
 
 

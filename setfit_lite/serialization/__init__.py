@@ -16,7 +16,9 @@ torch is imported only to save or load tensors.
   ``README.md``: documentation the user may edit); `owned_files` (only a manifest setfit_lite wrote owns files a
   writer may remove or replace; one it lists that changed since is the user's);
 - `update`: saving into an existing folder (the user's other files stay), safe against a kill (a save journal
-  that names anything but what a save of setfit_lite started is refused, never completed);
+  that names anything but what a save of setfit_lite started is refused, never completed), and
+  `read_consistently`, through which the model loaders (torch, ONNX, static) read a folder whole, never half
+  saved over;
 - `validate`: load-time checks of version fields, counts, shapes and indices, naming the file and the field.
 """
 
@@ -34,6 +36,7 @@ from .update import (
     atomic_update_directory,
     check_can_update,
     model_file_paths,
+    read_consistently,
     recover_interrupted_save,
 )
 from .validate import ModelFormatError
@@ -57,6 +60,7 @@ __all__ = [
     "owned_files",
     "owns_folder",
     "path_lock",
+    "read_consistently",
     "recover_interrupted_save",
     "refuse_pickles",
     "refuse_remote_code",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_path", "path_lock",
-           "remove_path", "replace_directory", "temp_sibling"]
+__all__ = ["FOLDER_LOCK_NAME", "atomic_directory", "atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_path",
+           "path_lock", "remove_path", "replace_directory", "temp_sibling"]
 
 
 def fsync_path(path: Path) -> None:
@@ -88,26 +89,67 @@ def replace_directory(target: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def path_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive lock on the folder ``path`` (which may not exist yet) for the block; wait for it.
+def path_lock(path: str | os.PathLike[str], shared: bool = False) -> Iterator[None]:
+    """Hold a lock on the folder ``path`` (which may not exist yet) for the block; wait for it.
 
     The lock is ``flock`` on a hidden ``.NAME.lock`` file beside the folder (where its parent is read-only: in
-    the folder), so that every spelling of the path, every process and every thread shares it; the kernel drops
-    it when its holder dies. The lock file is setfit_lite's: created for the lock, marked inside, and removed on
-    release; a waiter that then gets the lock of the removed file tries again on the current one. A file of that
-    name that setfit_lite did not create (the user's, another tool's lock) is locked as it is and never removed
-    or written (a symbolic link to nothing there: FileExistsError). Without ``fcntl`` (Windows), the ``filelock``
-    package locks instead.
+    the folder, `FOLDER_LOCK_NAME`), so that every spelling of the path, every process and every thread shares it;
+    the kernel drops it when its holder dies. A writer holds it exclusively; a reader (``shared=True``: a load)
+    shares it with other readers, so that loads run together while a save waits for them, and they for it. The
+    lock file is setfit_lite's: created for the lock, marked inside, and removed on release by its last holder; a
+    waiter that then gets the lock of the removed file tries again on the current one. A file of that name that
+    setfit_lite did not create (the user's, another tool's lock) is locked as it is and never removed or written
+    (a symbolic link to nothing there: FileExistsError). Without ``fcntl`` (Windows), the ``filelock`` package
+    locks instead, exclusively.
+
+    Args:
+        path: The folder.
+        shared: Whether to share the lock with other shared holders (a load) rather than hold it alone (a save).
+
+    Raises:
+        RuntimeError: This thread holds the folder's lock already, and one of the two is exclusive (a save of the
+            folder inside its own load or save): waiting would never end.
+        OSError: No lock file can be made, beside the folder nor in it (a read-only folder and parent).
     """
     resolved = Path(os.path.realpath(path))
+    held_here = _held_by_this_thread()
+    modes = held_here.setdefault(resolved, [])
+    if modes and not (shared and all(modes)):
+        raise RuntimeError(f"{path} is locked by this thread already (a save or load of it is under way in this "
+                           "thread): waiting for its lock again would never end; save or load it after that returns")
+    modes.append(shared)
+    try:
+        with _flocked(resolved, shared):
+            yield
+    finally:
+        modes.pop()
+        if not modes:
+            del held_here[resolved]
+
+
+FOLDER_LOCK_NAME = ".setfit_lite.lock"  # `path_lock`'s lock file inside the folder, where its parent is read-only
+_HELD = threading.local()  # per thread: {resolved folder: [whether shared, per lock this thread holds on it]}
+
+
+def _held_by_this_thread() -> dict[Path, list[bool]]:
+    """The folders whose `path_lock` this thread holds, with how (shared or not), the latest last."""
+    held = getattr(_HELD, "folders", None)
+    if held is None:
+        held = _HELD.folders = {}
+    return held
+
+
+@contextlib.contextmanager
+def _flocked(resolved: Path, shared: bool) -> Iterator[None]:
+    """`path_lock` of the resolved folder path, the thread's bookkeeping done."""
     lock = resolved.with_name(f".{resolved.name}.lock")
     try:
-        held = _locked_fd(lock)
+        held = _locked_fd(lock, shared)
     except PermissionError:
         if not resolved.is_dir():
             raise
-        lock = resolved / ".setfit_lite.lock"
-        held = _locked_fd(lock)
+        lock = resolved / FOLDER_LOCK_NAME
+        held = _locked_fd(lock, shared)
     if held is None:  # no fcntl
         from filelock import FileLock
 
@@ -118,18 +160,19 @@ def path_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     finally:
-        if ours:
+        if ours and (not shared or _alone_on(fd, lock)):
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(lock)  # still holding the lock: no one else can hold this file now
+                os.unlink(lock)  # still holding the lock alone: no one else can hold this file now
         os.close(fd)
 
 
 _LOCK_MARK = b"setfit_lite path_lock\n"  # the content of a lock file `path_lock` created
 
 
-def _locked_fd(lock: Path) -> tuple[int, bool] | None:
-    """An open descriptor of ``lock`` holding its flock, the file still in place, and whether the file is
-    setfit_lite's (created by this call, or marked: left by a holder that was killed); None without ``fcntl``."""
+def _locked_fd(lock: Path, shared: bool = False) -> tuple[int, bool] | None:
+    """An open descriptor of ``lock`` holding its flock (shared or exclusive), the file still in place, and whether
+    the file is setfit_lite's (created by this call, or marked: left by a holder that was killed); None without
+    ``fcntl``."""
     try:
         import fcntl
     except ImportError:
@@ -148,7 +191,7 @@ def _locked_fd(lock: Path) -> tuple[int, bool] | None:
         try:
             if created:
                 os.write(fd, _LOCK_MARK)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             with contextlib.suppress(FileNotFoundError):
                 if os.path.samestat(os.fstat(fd), os.stat(lock)):
                     return fd, created or _is_marked(lock, fd)
@@ -156,6 +199,22 @@ def _locked_fd(lock: Path) -> tuple[int, bool] | None:
             os.close(fd)
             raise
         os.close(fd)  # the holder before removed the file: lock the current one
+
+
+def _alone_on(fd: int, lock: Path) -> bool:
+    """Whether a shared holder of ``lock`` (by ``fd``) is its last holder: it then holds it exclusively, the file
+    still in place, and may remove it; otherwise (another holder, or one waiting that got it first) it holds no lock
+    any more, and whoever holds it last removes the file."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(lock))
+    except FileNotFoundError:
+        return False
 
 
 def _is_marked(lock: Path, fd: int) -> bool:

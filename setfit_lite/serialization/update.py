@@ -7,23 +7,27 @@ journal (the save itself, or the next load or save after a kill) completes the u
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import random
 import re
+import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, TypeVar
 
-from .atomic import fsync_dir, fsync_path, path_lock, remove_path, replace_directory
+from .atomic import FOLDER_LOCK_NAME, fsync_dir, fsync_path, path_lock, remove_path, replace_directory
 from .files import load_json, save_json
 from .guard import refuse_symlinked_folders, symlinked_folder
 from .manifest import MANIFEST_NAME, owned_files, owns_folder, sha256_file, write_manifest
 
 __all__ = ["HEAD_FILE_NAMES", "MODEL_FILE_NAMES", "SAVE_JOURNAL_NAME", "atomic_update_directory", "check_can_update",
-           "model_file_paths", "recover_interrupted_save"]
+           "model_file_paths", "read_consistently", "recover_interrupted_save"]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SAVE_JOURNAL_NAME = ".setfit_lite-save.json"
 _STAGING_PREFIX = ".setfit_lite-save-"
@@ -57,8 +61,11 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The update commits by writing a journal once every file is staged: a process killed before that leaves
     the previous content; after it, the next `recover_interrupted_save` (every load and save of the
-    folder calls it) completes the update. Either way the folder never holds a mix. Concurrent saves into one
-    folder take turns (`path_lock`: a lock file beside it): each succeeds, the last one's stays.
+    folder calls it) completes the update. Either way the folder never holds a mix. Before the commit, every
+    folder that will receive or lose a file (``head/``, ``1_Pooling/``, the target itself) is checked to be
+    writable (`_check_writable`): a read-only one raises PermissionError with nothing changed and nothing left,
+    rather than an update that stops halfway. Concurrent saves into one folder take turns (`path_lock`: a lock
+    file beside it): each succeeds, the last one's stays; a load (`read_consistently`) waits for a save to end.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +88,7 @@ def atomic_update_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             journal = {"staging": stage.name, "write": written, "remove": _stale_files(target, set(written))}
             refuse_symlinked_folders(target, journal["write"] + journal["remove"])
             _check_not_foreign(target, written)
+            _check_writable(target, journal["write"] + journal["remove"])
             _fsync_tree(stage)
             save_json(target / SAVE_JOURNAL_NAME, journal)  # the commit point
         except BaseException:
@@ -106,6 +114,95 @@ def recover_interrupted_save(folder: str | os.PathLike[str]) -> bool:
         except OSError as exc:
             raise _not_completed(root, exc) from exc
         return _recover(root)
+
+
+_READ_ATTEMPTS = 8  # reads of a folder that changed meanwhile, where no lock can be taken, before giving up
+_READ_RETRY_WAIT = 0.05  # seconds (on average) before the second of them, doubled for each next one up to 1 s
+
+
+def read_consistently(folder: str | os.PathLike[str], read: Callable[[], T]) -> T:
+    """``read()``'s result, read while no save changes ``folder``: a load sees the whole previous model or the
+    whole new one, never a mix of the two, nor a spurious "does not match manifest.json" from a save under way.
+
+    An interrupted save is completed first (`recover_interrupted_save`). Then ``read`` runs holding the folder's
+    lock shared (`path_lock`, as a save places it: beside the folder, in it where its parent is read-only): loads
+    run together, a save into the folder waits until they end, and a load waits for a save under way. Where no
+    lock file can be made (a read-only folder and parent, a read-only file system), nothing is written: ``read``
+    runs unlocked and the folder is looked at before and after (`_folder_state`: its files' inodes, sizes and
+    times); if a file changed meanwhile, the result (or error) is dropped and ``read`` runs again, at most eight
+    times. A thread that holds the folder's lock for a save raises RuntimeError rather than wait for itself.
+
+    Args:
+        folder: The folder ``read`` reads; one that is not a folder is read as it is.
+        read: What reads it (checks its manifest, then reads its files), run again where it changed meanwhile.
+
+    Returns:
+        What ``read`` returns.
+
+    Raises:
+        OSError: The folder changed during each of eight unlocked reads (saves into it one after the other), or an
+            interrupted save in it could not be completed (`recover_interrupted_save`).
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        return read()
+    changed: BaseException | None = None
+    for attempt in range(_READ_ATTEMPTS):
+        if attempt:  # a random share of the wait: readers and a saver that keep meeting drift apart
+            time.sleep(min(_READ_RETRY_WAIT * 2 ** (attempt - 1), 1.0) * random.uniform(0.5, 1.5))
+        locked = False
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(path_lock(root, shared=True))
+            except OSError as exc:
+                logger.debug("reading %s without its lock (%s): checking it did not change meanwhile", root, exc)
+            else:
+                locked = True
+                if not _has_journal(root):  # no save is under way, nor can one start before this returns
+                    return read()
+        if locked or _has_journal(root):  # a save committed and was killed: completed first (its lock held alone)
+            try:
+                recover_interrupted_save(root)
+            except OSError:  # unlocked, it cannot be completed here, or it is one under way (another user's)
+                if locked or attempt == _READ_ATTEMPTS - 1:
+                    raise
+            continue
+        before = _folder_state(root)
+        try:
+            result = read()
+        except Exception as exc:
+            if before == _folder_state(root) and SAVE_JOURNAL_NAME not in before:
+                raise
+            changed = exc
+            continue
+        if before == _folder_state(root) and SAVE_JOURNAL_NAME not in before:
+            return result
+        changed = None
+    raise OSError(f"{root} changed while it was read, {_READ_ATTEMPTS} times in a row (saved into again and again "
+                  "meanwhile); load it again once the saves are done") from changed
+
+
+def _folder_state(root: Path) -> dict[str, tuple[int, ...] | None]:
+    """What tells whether a save changed ``root`` meanwhile: each file's relative path with its device, inode, size
+    and modification and change times (a save moves new files into place: new inodes), the journal included; a
+    save's staging folder, journal temp file and lock file are left out (a save writes them before it commits)."""
+    state: dict[str, tuple[int, ...] | None] = {}
+    top = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(top):
+        if dirpath == top:
+            dirnames[:] = [name for name in dirnames if not name.startswith(_STAGING_PREFIX)]
+            filenames = [name for name in filenames if name != FOLDER_LOCK_NAME
+                         and not name.startswith(f".{SAVE_JOURNAL_NAME}.tmp-")]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, top).replace(os.sep, "/")
+            try:
+                st = os.stat(path)
+            except OSError:
+                state[rel] = None
+                continue
+            state[rel] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return state
 
 
 def _has_journal(root: Path) -> bool:
@@ -267,8 +364,10 @@ def check_can_update(path: str | os.PathLike[str]) -> None:
     would refuse, as FileExistsError: ``path`` or the nearest existing path above it is not a folder; or ``path``
     is a folder where a model's files go (`model_file_paths`, sub-folders included) that holds a file setfit_lite
     did not write, or that changed since it wrote it (`atomic_update_directory`), a folder where a file goes, a file
-    where a folder goes, or a symbolic link to a folder. An update of ``path`` that a killed save left half done is
-    completed first, as the save itself would."""
+    where a folder goes, or a symbolic link to a folder; as PermissionError, a folder of ``path`` that the save would
+    write a file in but this process cannot write in (``path`` itself, ``head/``, a module's folder:
+    `_check_writable`). An update of ``path`` that a killed save left half done is completed first, as the save
+    itself would."""
     root = Path(path)
     for candidate in (root, *root.parents):
         if candidate.exists() or candidate.is_symlink():  # a dangling link is not a folder either
@@ -283,6 +382,7 @@ def check_can_update(path: str | os.PathLike[str]) -> None:
         refuse_symlinked_folders(root, paths)
         _check_no_conflicts(root, paths)
         _check_not_foreign(root, paths)
+        _check_writable(root, paths)
 
 
 def model_file_paths(folder: str | os.PathLike[str]) -> list[str]:
@@ -294,6 +394,43 @@ def model_file_paths(folder: str | os.PathLike[str]) -> list[str]:
                      and (entry.is_dir() or entry.is_symlink())) if root.is_dir() else []
     return sorted({*MODEL_FILE_NAMES, *(f"{HEAD_FOLDER}/{name}" for name in HEAD_FILE_NAMES),
                    *(f"{module}/{name}" for module in modules for name in MODEL_FILE_NAMES)})
+
+
+def _check_writable(root: Path, paths: Iterable[str]) -> None:
+    """PermissionError, before a save commits, if a folder it would write or remove one of ``paths`` (relative) in
+    cannot be written in: the file's folder inside ``root``, or where that is missing, the nearest existing folder
+    above it (the save makes the rest). A save into a read-only ``head/`` would otherwise stop halfway, after its
+    commit point, the top-level files already replaced (`_apply_journal` has no way back)."""
+    folders = set()
+    for rel in paths:
+        folder = (root / rel).parent
+        while folder != root and not folder.is_dir():
+            folder = folder.parent
+        folders.add(folder)
+    for folder in sorted(folders):
+        problem = _write_problem(folder)
+        if problem is not None:
+            where = "it" if folder == root else str(folder)
+            raise PermissionError(errno.EACCES, f"cannot save into {root}: {where} cannot be written in ({problem}); "
+                                  "nothing was changed. Make it writable, or save into another folder", str(folder))
+
+
+def _write_problem(folder: Path) -> str | None:
+    """Why this process cannot make a file in ``folder``, or None if it can: a file without a name made there and
+    dropped at once (``O_TMPFILE``: nothing is left, even on a kill), or where the file system does not make such
+    files, what ``os.access`` says."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is not None:
+        try:
+            os.close(os.open(folder, flag | os.O_WRONLY, 0o600))
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                return os.strerror(exc.errno)
+    effective = os.access in os.supports_effective_ids
+    if os.access(folder, os.W_OK | os.X_OK, effective_ids=effective):
+        return None
+    return "no write access"
 
 
 def _check_not_foreign(root: Path, written: list[str]) -> None:

@@ -7,6 +7,12 @@ JSON; ``checkpoint.json`` says what it holds and ``manifest.json`` (the one mani
 `setfit_lite.serialization`) the SHA-256 of every file. It is assembled in a temporary folder and renamed
 into place, so a process killed mid-write leaves no folder that `latest_checkpoint` would pick.
 
+``checkpoint.json`` records the order of writing (``write_order``: one more than the highest of the checkpoints in
+``output_dir`` when it was written). The latest checkpoint is the one written last, not the one of the highest
+step: a run resumed from an earlier checkpoint writes steps that the abandoned run had written beyond it, and its
+checkpoints, not the abandoned run's, are the ones to resume. Checkpoints written before ``write_order`` existed
+count as written before the others, in the order of their steps.
+
 ``save_total_limit`` keeps the checkpoints written last (the one just written always among them), and removes of
 the others only the files their manifest lists unchanged: a file of the user's, added or edited, stays with its
 folder. A run that saves checkpoints into an ``output_dir`` holding those of an earlier run it does not resume is
@@ -161,8 +167,9 @@ def _assemble(folder: Path, final: Path, *, step: int, body: torch.nn.Module, st
     missing = [f"rng_rank{r}.json" for r in range(world_size) if not (folder / f"rng_rank{r}.json").is_file()]
     if missing:
         raise CheckpointError(f"checkpoint {folder}: missing {missing}")
+    write_order = 1 + max((_write_order(p) or 0 for p in _checkpoints_in(final.parent)), default=0)
     save_json(folder / MANIFEST, {"format_version": FORMAT_VERSION, "step": step, "world_size": world_size,
-                                  "states": written})
+                                  "states": written, "write_order": write_order})
     write_manifest(folder)  # the SHA-256 of every file, checkpoint.json included
     if final.exists():  # an earlier checkpoint of this step (checked above), e.g. re-saved after a resume
         _remove_checkpoint(final)
@@ -231,9 +238,26 @@ def _checkpoints_in(output_dir: Path) -> list[Path]:
     return sorted((p for p in output_dir.iterdir() if _step_of(p) is not None and _is_checkpoint(p)), key=_step_of)
 
 
-def _written_at(folder: Path) -> tuple[int, int]:
-    """When a checkpoint was written (its manifest's modification time, then its step): the order of pruning."""
-    return (folder / MANIFEST_NAME).stat().st_mtime_ns, _step_of(folder) or 0
+def _write_order(folder: Path) -> int | None:
+    """The ``write_order`` a checkpoint's ``checkpoint.json`` records (a positive int); 0 when it records none
+    (written before the field existed); None when there is no readable ``checkpoint.json`` or its ``write_order``
+    is not a positive int (a folder `verify_checkpoint` refuses)."""
+    try:
+        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    order = info.get("write_order")
+    if order is None:
+        return 0
+    return order if type(order) is int and order > 0 else None
+
+
+def _written_at(folder: Path) -> tuple[int, int, int]:
+    """When a checkpoint was written (its ``write_order``, then its manifest's modification time for those
+    written before that field existed, then its step): the order of pruning."""
+    return _write_order(folder) or 0, (folder / MANIFEST_NAME).stat().st_mtime_ns, _step_of(folder) or 0
 
 
 def _prune(newest: Path, limit: int | None) -> None:
@@ -251,8 +275,8 @@ def check_new_run(output_dir: str | os.PathLike, resume_from_checkpoint: Any) ->
     """CheckpointError, before any training, when a run that saves checkpoints into ``output_dir`` would mix them
     with those of an earlier run that it does not continue: ``output_dir`` holds checkpoints setfit_lite wrote, and
     ``resume_from_checkpoint`` is None or False (a new run) or a checkpoint outside ``output_dir`` (another run).
-    ``save_total_limit`` would count them with the new run's, and ``resume_from_checkpoint=True`` would later pick
-    the one of the highest step, whichever run wrote it.
+    ``save_total_limit`` would count them with the new run's, and ``resume_from_checkpoint=True`` would pick one of
+    the earlier run's as long as the new run has saved none.
 
     Args:
         output_dir: The folder the run saves its checkpoints in.
@@ -283,8 +307,8 @@ def check_new_run(output_dir: str | os.PathLike, resume_from_checkpoint: Any) ->
 
 
 def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """What a complete, unmodified checkpoint holds (its ``checkpoint.json``: ``step``, ``world_size`` and the
-    ``states`` saved); `CheckpointError` naming the problem otherwise."""
+    """What a complete, unmodified checkpoint holds (its ``checkpoint.json``: ``step``, ``world_size``, the
+    ``states`` saved and, when it records it, the ``write_order``); `CheckpointError` naming the problem otherwise."""
     folder = Path(path)
     info_path = folder / MANIFEST
     if not info_path.is_file():
@@ -310,12 +334,15 @@ def verify_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _check_info(folder: Path, info: dict[str, Any]) -> None:
-    """``checkpoint.json`` against the folder: ``step`` (the folder's name), ``world_size`` (one RNG state per
-    rank) and ``states`` (each one's file present)."""
+    """``checkpoint.json`` against the folder: ``step`` (the folder's name), ``write_order`` (a positive int,
+    when recorded), ``world_size`` (one RNG state per rank) and ``states`` (each one's file present)."""
     info_path = folder / MANIFEST
     step = check_type(info, "step", info_path, int, what="an int")
     if _step_of(folder) is not None:
         check_count(info_path, "step", step, _step_of(folder), f"the folder name {folder.name!r}")
+    order = info.get("write_order")
+    if order is not None and (type(order) is not int or order < 1):
+        raise ModelFormatError(info_path, "write_order", f"is {order!r}, not a positive int")
     world_size = check_type(info, "world_size", info_path, int, what="a positive int")
     ranks = sorted(int(p.name[len("rng_rank"):-len(".json")]) for p in folder.glob("rng_rank*.json")
                    if p.name[len("rng_rank"):-len(".json")].isdigit())
@@ -346,12 +373,23 @@ def load_body_state(body: torch.nn.Module, tensors: Mapping[str, torch.Tensor], 
 
 
 def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
-    """The newest complete, verified checkpoint in ``output_dir``; broken ones are skipped with a warning."""
+    """The complete, verified checkpoint in ``output_dir`` written last; broken ones are skipped with a warning.
+
+    The order is that of writing (``write_order`` in ``checkpoint.json``), not of steps: after a run resumed from
+    an earlier checkpoint, a checkpoint of a higher step that the abandoned run wrote is not the latest. Checkpoints
+    that record no ``write_order`` (an older setfit_lite's) count as written before the others, by step. Folders whose
+    order cannot be read (no readable ``checkpoint.json``) are tried first: each is skipped, with its warning.
+    """
     folder = Path(output_dir)
     if not folder.is_dir():
         return None
+
+    def written_last_first(path: Path) -> tuple[bool, int, int]:
+        order = _write_order(path)
+        return order is None, order or 0, _step_of(path) or 0
+
     candidates = sorted((p for p in folder.iterdir() if p.is_dir() and _step_of(p) is not None),
-                        key=_step_of, reverse=True)
+                        key=written_last_first, reverse=True)
     for candidate in candidates:
         try:
             verify_checkpoint(candidate)

@@ -12,7 +12,7 @@ import torch
 
 from ..data import LabeledData, encode_labels
 from ..metrics import MetricInputs, add_reported_metrics, check_best_key, compute_metric
-from ..runtime.predictor import predict_ids
+from ..runtime.predictor import head_threshold_rule, predict_ids
 from ..training_args import TrainingArguments
 from .callbacks import EarlyStopping
 from .checkpoints import rng_state, set_rng_state
@@ -68,7 +68,8 @@ class InterimEvaluator:
         model, args = session.model, session.args
         head = model.new_head(len(model.labels), self.ids.ndim > 1)
         fit_head(head, model.embed_tokens(self.tokens), self.ids, args)
-        return predict_ids(head.predict_proba(model.embed_tokens(eval_tokens)), self.ids.ndim > 1)
+        return predict_ids(head.predict_proba(model.embed_tokens(eval_tokens)), self.ids.ndim > 1,
+                           rule=head_threshold_rule(head))
 
 
 class HeadEvaluator(InterimEvaluator):
@@ -85,7 +86,7 @@ class HeadEvaluator(InterimEvaluator):
         embeddings = self._embeddings if self._embeddings is not None else session.model.embed_tokens(eval_tokens)
         if self.fixed_body:
             self._embeddings = embeddings
-        return predict_ids(self.head.predict_proba(embeddings), self.ids.ndim > 1)
+        return predict_ids(self.head.predict_proba(embeddings), self.ids.ndim > 1, rule=head_threshold_rule(self.head))
 
 
 def greater_is_better(args: TrainingArguments) -> bool:

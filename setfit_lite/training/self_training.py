@@ -34,8 +34,9 @@ gives (`spread_agreement`); ``"confidence"`` is the head's confidence alone.
 The pool is validated like the other inputs (`read_unlabeled`); texts equal to a labelled text (or to another
 pool text) are dropped so that no text counts twice, and a pool that shares texts with the eval dataset is refused
 (`check_disjoint`): the pool must never be the data a model is scored on. "Equal" is one rule everywhere:
-the same `text_key` (NFKC, case-folded, whitespace collapsed), so a text with an
-added space or in other case is the same text. A pool left empty by that is refused before training starts.
+the same `text_key` (NFKC, case-folded, invisible characters dropped, whitespace
+collapsed), so a text with an added space or in other case is the same text. A pool left empty by that is refused
+before training starts.
 """
 
 from __future__ import annotations
