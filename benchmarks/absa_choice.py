@@ -63,6 +63,13 @@ def _clause(doc, aspect: slice) -> str:
     return doc[start:stop].text
 
 
+def _swapped_window(doc, aspect: slice, context: int, other: str) -> str:
+    """The `"window"` text of ``aspect`` with the aspect's words replaced by ``other`` (another training aspect)."""
+    left = doc[max(aspect.start - context, 0):aspect.start]
+    right = doc[aspect.stop:aspect.stop + context]
+    return other + ":" + left.text_with_ws + other + doc[aspect.stop - 1].whitespace_ + right.text
+
+
 FORMATS = {
     # setfit's: the span with `context` words either side, ":", the sentence
     "prefix": lambda doc, a, c: _window(doc, a, c) + ":" + doc.text,
@@ -135,6 +142,19 @@ def train_variant(kind: str, name: str, spec: dict, data: dict, model_path: str,
     train_contexts = [context] + [c for c in spec.get("train_contexts", []) if c != context]
     texts = [fmt(doc, s, c) for c in train_contexts for doc, s, _ in items]
     labels = [label for _ in train_contexts for _, _, label in items]
+    # "swap_aspects": N (the "window" text only): N more texts per training aspect, each with its words replaced by
+    # another training aspect's (drawn with the seed), the polarity kept: the sentiment is in the words around it
+    swaps = int(spec.get("swap_aspects", 0))
+    if swaps:
+        if spec.get("format") != "window":
+            raise ValueError("swap_aspects writes the \"window\" text only")
+        rng = np.random.default_rng(seed)
+        names = sorted({doc[s].text for doc, s, _ in items})
+        for doc, s, label in items:
+            others = [name for name in names if name.lower() != doc[s].text.lower()]
+            for other in rng.choice(others, size=min(swaps, len(others)), replace=False):
+                texts.append(_swapped_window(doc, s, context, str(other)))
+                labels.append(label)
     model = SetFitModel.from_pretrained(model_path, **({"labels": ["no aspect", "aspect"]} if kind == "aspect"
                                                        else {}), **spec.get("model", {}))
     args = TrainingArguments(seed=seed, show_progress_bar=False, **spec.get("args", {}))
