@@ -4,12 +4,16 @@ offline driver).
 Each trial builds a fresh model with ``trainer.model_init``, trains it with the trial's parameters (routed by
 `setfit_lite.search.routing`) and scores it with ``trainer.evaluate()`` on the eval dataset.
 
-Pruning: while a trial trains, each evaluation during training (``eval_strategy`` "steps"/"epoch") is reported
-with ``trial.report`` by an `OptunaPruningCallback` added to the trainer for the
-trial, and the trial is pruned when the pruner says so; the final evaluation is reported at the last step + 1.
-For there to be intermediate evaluations, a trial whose arguments leave ``eval_strategy="no"`` evaluates every
-epoch instead whenever the pruner is not ``optuna.pruners.NopPruner`` (Optuna's default pruner is
-``MedianPruner``): pass ``pruner=optuna.pruners.NopPruner()`` to train trials without those evaluations.
+Pruning: while a trial trains, each evaluation during training (``eval_strategy`` "steps"/"epoch", or a torch
+head's epochs evaluated for ``early_stopping_patience``) is reported with ``trial.report`` by an
+`OptunaPruningCallback` added to the trainer for the trial, and the trial is pruned when the pruner says so; the
+final evaluation is reported at the last step + 1. For there to be intermediate evaluations, a trial whose
+arguments leave ``eval_strategy="no"`` evaluates every epoch instead whenever the pruner is not
+``optuna.pruners.NopPruner`` (Optuna's default pruner is ``MedianPruner``), where that trains the model the user's
+arguments train: not when ``early_stopping_patience`` stops a torch head's epochs (it would stop the body's
+training too), whose epochs are evaluated and reported anyway. Pass ``pruner=optuna.pruners.NopPruner()`` to train
+trials without those evaluations. A trial always trains the model that ``apply_hyperparameters(params,
+final_model=True)`` and ``train()`` train.
 
 Importing this module and creating studies (`create_study`) need neither torch nor the trainer, so studies
 can be created, inspected and shared between processes cheaply; a trial loads transformers (and torch) for its
@@ -138,6 +142,7 @@ class _TrialRunner:
         self.trainer, self.compute_objective = trainer, compute_objective
         self.base_args, self.base_model = trainer.args, trainer.model
         self.evaluate_every_epoch = evaluate_every_epoch
+        self.pruner_notices: set[str] = set()  # what the trials' pruning callbacks logged, once per search
 
     def __call__(self, params: Mapping[str, Any], run: str, trial: optuna.Trial | None = None) -> float:
         trainer = self.trainer
@@ -146,14 +151,15 @@ class _TrialRunner:
         args = trainer.args
         if args.save_strategy != "no":  # each trial's checkpoints in its own folder, as transformers' run-N
             args = trainer.args = args.update({"output_dir": os.path.join(args.output_dir, f"run-{run}")})
-        if self.evaluate_every_epoch and args.eval_strategy == "no":
-            # evaluations for the pruner only: a patience the user's run never acts on (it has none) stays idle
+        if self.evaluate_every_epoch and args.eval_strategy == "no" and _patience_is_idle(trainer.model, args):
+            # evaluations for the pruner only, which change nothing the run trains: a patience that stops nothing
+            # with eval_strategy="no" stays idle (with "epoch" it would stop the body's training)
             args = trainer.args = args.update({"eval_strategy": "epoch", "early_stopping_patience": None})
         reporter = None
         if trial is not None:
             from .pruning import OptunaPruningCallback
 
-            reporter = OptunaPruningCallback(trial, self.compute_objective)
+            reporter = OptunaPruningCallback(trial, self.compute_objective, self.pruner_notices)
             trainer.add_callback(reporter)
         try:
             trainer.train(args=args)  # tears its backend down, also when a trial is pruned
@@ -169,6 +175,34 @@ class _TrialRunner:
             reporter.trial.report(value, last + 1)
             _set_json_attr(reporter.trial, "metrics", {k: v for k, v in metrics.items() if k != "groups"})
         return value
+
+
+def _patience_is_idle(model: Any, args: Any) -> bool:
+    """Whether ``args.early_stopping_patience`` stops nothing in a run with ``eval_strategy="no"``.
+
+    With ``eval_strategy="no"`` the body is not evaluated, nor a scikit-learn head or a torch head trained end to
+    end; only a torch head fitted by epochs on fixed embeddings is, after each epoch, for the patience alone (as
+    `Trainer.train` does). A head this cannot tell counts as evaluated: the trial then trains with the user's
+    arguments as they are.
+
+    Args:
+        model: The trial's model (its head is built when training fits it).
+        args: The trial's training arguments.
+
+    Returns:
+        True when the patience is None or acts on no phase of this run.
+    """
+    if args.early_stopping_patience is None:
+        return True
+    from ..heads import SKLEARN_HEAD_NAMES, SklearnHead, TorchHead
+    from .routing import _is_estimator_spec, head_spec
+
+    spec = head_spec(model)
+    if isinstance(spec, str):
+        return spec in SKLEARN_HEAD_NAMES or bool(args.end_to_end)
+    if isinstance(spec, TorchHead):
+        return bool(args.end_to_end)
+    return isinstance(spec, SklearnHead) or _is_estimator_spec(spec)
 
 
 def _set_json_attr(trial: optuna.Trial, key: str, value: Any) -> None:
