@@ -209,3 +209,27 @@ def test_loads_share_the_lock_and_a_save_inside_a_load_in_one_thread_is_an_error
     np.testing.assert_allclose(_proba(SetFitModel.from_pretrained(folder)), _proba(old), atol=1e-6)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
     assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("error", [OSError(30, "Read-only file system"), PermissionError(13, "Permission denied")])
+def test_a_lock_file_that_cannot_be_removed_does_not_fail_the_finished_load(
+        tmp_path: Path, two_models: tuple[SetFitModel, SetFitModel], monkeypatch: pytest.MonkeyPatch,
+        error: OSError) -> None:
+    """A stale marked lock file beside the folder (left by a killed load or save) on a mount the loader cannot
+    write: the last holder's removal of it fails, and the load it guarded has already read the whole model. The
+    load returns the model; the file stays for the next holder."""
+    folder = tmp_path / "model"
+    two_models[0].save_pretrained(folder)
+    lock = tmp_path / ".model.lock"
+    lock.write_bytes(b"setfit_lite path_lock\n")  # what a killed holder leaves
+    real_unlink = os.unlink
+
+    def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path) == lock:
+            raise error
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    loaded = SetFitModel.from_pretrained(folder)
+    np.testing.assert_allclose(_proba(loaded), _proba(two_models[0]), atol=1e-6)
+    assert lock.exists()

@@ -161,8 +161,11 @@ def _flocked(resolved: Path, shared: bool) -> Iterator[None]:
         yield
     finally:
         if ours and (not shared or _alone_on(fd, lock)):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(lock)  # still holding the lock alone: no one else can hold this file now
+            # still holding the lock alone: no one else can hold this file now. A file that cannot be removed (a
+            # read-only mount, a folder the caller may not write) stays, marked, for the next holder: the work
+            # under the lock is done and is not undone by it
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
         os.close(fd)
 
 
