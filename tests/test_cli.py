@@ -59,6 +59,20 @@ def _cli(*args: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
+def test_a_reader_that_closes_the_pipe_ends_predict_quietly(tmp_path: Path, trained: Path) -> None:
+    """``setfit-lite predict MODEL FILE | head -1``: the reader leaves after one line; the command stops with the
+    status of a SIGPIPE (141) and writes nothing on stderr (not "error: Broken pipe" and status 2)."""
+    texts = tmp_path / "many.txt"
+    texts.write_text("".join(f"a good and great film number {i}\n" for i in range(3000)))
+    proc = _cli("predict", str(trained), str(texts))
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141, err
+    assert json.loads(first)["label"] in ("negative", "positive") and err == ""
+
+
 # ---- train / evaluate ---------------------------------------------------------------------------------------
 
 

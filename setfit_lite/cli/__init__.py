@@ -16,6 +16,8 @@ and says how to resume.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from ..errors import NoCompletedTrialError
@@ -35,8 +37,28 @@ def _runs_exported(ns: argparse.Namespace) -> bool:
     return ns.command in ("predict", "evaluate", "serve") and exported_format(ns.model_dir) is not None
 
 
+def _stdout_gone() -> bool:
+    """Whether stdout's reader has closed the pipe; then stdout is pointed at the null device, so that the flush at
+    exit does not fail again."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poller.poll(0))  # a pipe without its reader
+    except (OSError, ValueError, AttributeError):  # no file descriptor, or no poll on this platform
+        return False
+    if gone:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    return gone
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run ``setfit-lite ARGV``; the exit status: 0, 1 (no search trial completed), 2 (an error), 128 + signal."""
+    """Run ``setfit-lite ARGV``; the exit status: 0, 1 (no search trial completed), 2 (an error), 128 + signal
+    (141 when the reader of stdout closed the pipe, with nothing on stderr)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(argv)
     # signals handled first: a Ctrl-C while the output setup imports transformers gets the one line too
@@ -48,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         signum = signal_number(interrupt)
         print(interrupted_line(ns, signum, argv), file=sys.stderr)
         return 128 + signum
+    except BrokenPipeError as error:
+        if not _stdout_gone():
+            print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
+            return 2
+        return 128 + signal.SIGPIPE  # the reader of stdout left (`| head -1`): quietly, as SIGPIPE ends a command
     except (ValueError, TypeError, OSError, ImportError) as error:
         print(f"setfit-lite {ns.command}: error: {error}", file=sys.stderr)
         return 2
