@@ -404,17 +404,23 @@ def test_eval_data_columns_never_replace_the_chosen_text_and_label(tmp_path: Pat
     assert evaluation["text"] == ["great film", "awful plot"] and evaluation["label"] == ["positive", "negative"]
 
 
+def _forbid(monkeypatch: pytest.MonkeyPatch, message: str, *targets: tuple[object, str]) -> None:
+    """Each ``(owner, name)`` of ``targets`` replaced by a function failing the test with ``message``."""
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError(message)
+
+    for owner, name in targets:
+        monkeypatch.setattr(owner, name, never)
+
+
 def test_export_and_evaluate_check_their_inputs_before_the_model_loads(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch,
                                                                         capsys: pytest.CaptureFixture) -> None:
     from setfit_lite import modeling
     from setfit_lite.cli import main
 
-    def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the model loaded before the check")
-
-    monkeypatch.setattr(modeling.SetFitModel, "from_pretrained", never)
-    monkeypatch.setattr(modeling, "load_model_folder", never)
+    _forbid(monkeypatch, "the model loaded before the check", (modeling.SetFitModel, "from_pretrained"),
+            (modeling, "load_model_folder"))
     data = tmp_path / "d.csv"
     data.write_text("text,label\ngood,1\nbad,0\n", encoding="utf-8")
     model = str(tmp_path / "m")
@@ -461,11 +467,8 @@ def test_evaluate_refuses_a_metric_evaluate_cannot_load_before_reading_anything(
     import setfit_lite.data
     from setfit_lite import modeling
 
-    def never(*args: object, **kwargs: object) -> None:
-        raise AssertionError("read before the metric was checked")
-
-    monkeypatch.setattr(setfit_lite.data, "to_labeled_data", never)
-    monkeypatch.setattr(modeling, "load_model_folder", never)
+    _forbid(monkeypatch, "read before the metric was checked", (setfit_lite.data, "to_labeled_data"),
+            (modeling, "load_model_folder"))
     data = tmp_path / "d.csv"
     data.write_text("text,label\ngood,1\nbad,0\n", encoding="utf-8")
     assert main(["evaluate", str(tmp_path / "m"), str(data), "--metric", "f2"]) == 2

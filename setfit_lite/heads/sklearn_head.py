@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
-from ..runtime.predictor import predict_ids
+from ..runtime.predictor import head_threshold_rule, predict_ids
 from ..serialization import atomic_write_bytes, load_tensors, save_json, save_tensors
 from ..serialization.validate import check_temperature, temperature_field
 from .common import (
@@ -213,7 +213,7 @@ class SklearnHead:
         """
         self._check_fitted()
         if hasattr(self.estimator, "predict_proba"):
-            return predict_ids(self.predict_proba(X), self.multi_label, rule=">")  # as the estimator decides
+            return predict_ids(self.predict_proba(X), self.multi_label, rule=head_threshold_rule(self))
         return np.asarray(self.estimator.predict(as_features(X))).astype(np.int64)
 
     def save(self, folder: str | Path) -> None:
