@@ -4,7 +4,9 @@ while the server keeps serving, readiness, metrics, and a real server process st
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,6 +33,41 @@ from setfit_lite.cli import main  # noqa: E402
 from setfit_lite.serving import MicroBatcher, ServeSettings, create_app  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+ROOTED_PATH = re.compile(r"(?<![\w/])/[\w.~-]")  # a rooted path (not the slash of "application/json")
+
+
+@contextlib.contextmanager
+def app_log() -> Iterator[list[str]]:
+    """The messages (with any traceback) the serving app logs inside the block, caught on its own logger (setfit_lite's
+    logger may not propagate to pytest's caplog)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("setfit_lite.serving.app")
+    logger.addHandler(handler)
+    lines: list[str] = []
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        lines.extend(logging.Formatter().format(record) for record in records)
+
+
+def assert_no_server_path(answer, *paths: Path | str) -> None:  # noqa: ANN001
+    """Neither the body nor a header of ``answer`` names ``paths``, the home folder or any '/'-rooted path."""
+    seen = answer.text + "\n" + "\n".join(f"{name}: {value}" for name, value in answer.headers.items())
+    for path in (*map(str, paths), os.path.expanduser("~")):
+        assert path not in seen, f"{path} in {seen!r}"
+    assert ROOTED_PATH.search(seen) is None, seen
+    assert "Traceback" not in seen and ".py" not in seen, seen
+
+
+def assert_error_id(answer, log: list[str]) -> str:  # noqa: ANN001
+    """The answer's ``error_id``, in its message and in exactly one line of the server's log."""
+    error_id = answer.json()["error_id"]
+    assert re.fullmatch(r"[0-9a-f]{12}", error_id) and f"error id {error_id}" in answer.json()["error"]
+    assert len([line for line in log if f"error id {error_id}" in line]) == 1, log
+    return error_id
 
 
 def wait_ready(client: TestClient, timeout: float = 20.0) -> dict:
@@ -306,22 +343,101 @@ def test_not_ready_until_warmed_and_a_failing_request_fails_alone(tier_models: d
                                     ["good", "boom", "awful", "fine"]))
     assert [(a.status_code, a.json()["status"]) for a in early] == [(503, "loading")] * 2
     assert [a.status_code for a in answers] == [200, 500, 200, 200]
-    assert "the model refused a text" in answers[1].json()["error"]
+    # the exception's text is in the server's log under the error id, not in the answer (it may name server paths)
+    assert answers[1].json()["error"].startswith("prediction failed (error id ")
+    assert "the model refused a text" not in answers[1].text
     assert [a.json()["labels"][0] for a in answers if a.status_code == 200] == \
         tier_models["static"].predict(["good", "awful", "fine"])
 
 
+def wait_loaded(client: TestClient) -> None:
+    deadline = time.monotonic() + 20
+    while client.get("/ready").json()["status"] == "loading" and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_folder_that_fails_to_load_says_why(tmp_path: Path) -> None:
-    with TestClient(create_app(tmp_path)) as client:  # an empty folder
-        deadline = time.monotonic() + 20
-        while client.get("/ready").json()["status"] == "loading" and time.monotonic() < deadline:
-            time.sleep(0.01)
+    """The server's log says why, under the error id /ready and /predict answer (the answers name no path)."""
+    with app_log() as log, TestClient(create_app(tmp_path)) as client:  # an empty folder
+        wait_loaded(client)
         ready, predict = client.get("/ready"), client.post("/predict", json={"texts": ["good"]})
         head = client.head("/ready")
     assert ready.status_code == predict.status_code == head.status_code == 503
-    assert ready.json()["status"] == "failed" and "holds no model" in predict.json()["error"]
+    assert ready.json()["status"] == "failed" and predict.json()["error"].startswith("the model failed to load")
+    error_id = assert_error_id(predict, log)
+    assert ready.json()["error_id"] == error_id
+    assert any(f"error id {error_id}" in line and f"{tmp_path} holds no model" in line for line in log), log
     # a failed load does not come back: no Retry-After promises it
     assert "retry-after" not in ready.headers and "retry-after" not in predict.headers
+
+
+@pytest.mark.parametrize("folder", ["empty", "missing", "a tampered ONNX export"])
+def test_a_failed_load_names_no_server_path_to_clients(tier_models: dict, tmp_path: Path, folder: str) -> None:
+    """A model folder that cannot be loaded: /ready and /predict answer 503 with a generic message and an error id,
+    naming neither the folder nor a file in it (the exceptions do: the server's log has them under that id)."""
+    import shutil
+
+    model_dir = tmp_path / "models" / "private-model"
+    if folder == "empty":
+        model_dir.mkdir(parents=True)
+    elif folder == "a tampered ONNX export":
+        shutil.copytree(tier_models["folders"]["onnx"], model_dir)
+        (model_dir / "model.onnx").write_bytes(b"not a model")
+    with app_log() as log, TestClient(create_app(model_dir)) as client:
+        wait_loaded(client)
+        answers = [client.get("/ready"), client.post("/predict", json={"texts": ["good"]}), client.head("/ready")]
+    assert [a.status_code for a in answers] == [503] * 3
+    for answer in answers[:2]:
+        assert_no_server_path(answer, tmp_path, model_dir)
+        assert answer.json() == {"error": f"the model failed to load (error id {answer.json()['error_id']}; the "
+                                          "server's log has the details)", "error_id": answer.json()["error_id"],
+                                 "status": "failed"}
+    error_id = assert_error_id(answers[1], log)
+    assert answers[0].json()["error_id"] == error_id
+    assert any(str(model_dir) in line for line in log if f"error id {error_id}" in line), log
+
+
+class Failing(Gated):
+    """A predictor that loads and warms up, then fails as a broken model file would: naming the file."""
+
+    def __init__(self, model, path: Path, where: str) -> None:  # noqa: ANN001
+        super().__init__(model)
+        self.gate.set()
+        self.path, self.where, self.calls = path, where, 0
+
+    def class_proba(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        self.calls += 1
+        if self.where == "class_proba" and self.calls > 1:  # the first call is the warm-up
+            raise FileNotFoundError(2, "No such file or directory", str(self.path))
+        return super().class_proba(texts, batch_size)
+
+    def labels_from_proba(self, proba: np.ndarray, as_numpy: bool = False) -> list:
+        if self.where == "labels_from_proba":
+            raise OSError(f"cannot read {self.path}")
+        return super().labels_from_proba(proba, as_numpy)
+
+
+@pytest.mark.parametrize("where", ["class_proba", "labels_from_proba"])
+def test_a_failing_prediction_names_no_server_path_to_clients(tier_models: dict, tmp_path: Path, where: str) -> None:
+    """A prediction that raises an error naming a server file (in the batcher, or after it in the route: an
+    unexpected error) is a JSON 500 with a generic message and an error id; the log has the path under that id."""
+    path = tmp_path / "private-model" / "model.onnx"
+    with app_log() as log, TestClient(create_app(Failing(tier_models["static"], path, where)),
+                                      raise_server_exceptions=False) as client:
+        wait_ready(client)
+        answer = client.post("/predict", json={"texts": ["good"]})
+        after = client.post("/predict", json={"texts": ["bad"]})  # the server keeps serving
+        page = client.get("/metrics").text
+    assert answer.status_code == after.status_code == 500
+    assert answer.headers["content-type"] == "application/json"
+    assert_no_server_path(answer, tmp_path, path)
+    error_id = assert_error_id(answer, log)
+    what = "prediction failed" if where == "class_proba" else "internal server error"
+    assert answer.json() == {"error": f"{what} (error id {error_id}; the server's log has the details)",
+                             "error_id": error_id}
+    assert any(str(path) in line for line in log if f"error id {error_id}" in line), log
+    assert after.json()["error_id"] != error_id
+    assert metric(page, 'setfit_lite_requests_total{path="/predict",status="500"}') == 2
 
 
 def test_probes_answer_head_and_loading_says_when_to_retry(tier_models: dict) -> None:

@@ -4,8 +4,11 @@ Routes: ``GET /health`` (the process is up), ``GET /ready`` (the model is loaded
 ``POST /predict``, ``GET /metrics`` (Prometheus; the three answer ``HEAD`` too) and FastAPI's ``/docs`` and
 ``/openapi.json``. Requests are checked (body size and read timeout, JSON, the request schema with the settings'
 limits, each text as ``predict`` checks it) before they reach the `MicroBatcher`; every error is a JSON
-``{"error": ...}`` naming the problem, and the server keeps serving. A client that hangs up while its request waits
-for the model gets nothing: its request leaves the batcher (unless its batch is already running) and is counted 499.
+``{"error": ...}`` naming the problem, and the server keeps serving. A server-side failure (the model did not load, a
+prediction failed, a route raised) is answered with a generic message and an ``error_id``, never the exception's text
+(which may name the model folder or other server paths): the server's log has the detail under that id. A client
+that hangs up while its request waits for the model gets nothing: its request leaves the batcher (unless its batch
+is already running) and is counted 499.
 """
 
 # no `from __future__ import annotations` here: FastAPI reads /predict's request model, a class made per app, from
@@ -16,6 +19,7 @@ import copy
 import email.message
 import logging
 import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -47,13 +51,28 @@ T = TypeVar("T")
 
 @dataclass
 class ServingState:
-    """What the app knows of its model: ``status`` is ``"loading"``, ``"ready"``, ``"failed"`` or ``"stopping"``."""
+    """What the app knows of its model: ``status`` is ``"loading"``, ``"ready"``, ``"failed"`` or ``"stopping"``;
+    after a failed load, ``error`` is the exception (for the server's log and health checks only: it may name server
+    paths) and ``error_id`` the id clients are given."""
 
     settings: ServeSettings
     status: str = "loading"
     predictor: Any = None
     batcher: MicroBatcher | None = None
     error: str | None = None
+    error_id: str | None = None
+
+
+def _new_error_id() -> str:
+    """A short random id tying a generic error answer to the server's log line that has the detail."""
+    return uuid.uuid4().hex[:12]
+
+
+def _internal_error(what: str, error_id: str, status_code: int = 500, **extra: Any) -> JSONResponse:
+    """The answer of a server-side failure: ``what`` and the id only, never the exception's text, which may name
+    the model folder or other server paths (the log line under ``error_id`` has it)."""
+    return JSONResponse(error_body(f"{what} (error id {error_id}; the server's log has the details)",
+                                   error_id=error_id, **extra), status_code=status_code)
 
 
 def model_labels(predictor: Any) -> list:
@@ -153,11 +172,11 @@ async def _unless_hung_up(request: Request, answer: Awaitable[T]) -> T | None:
 
 
 def _not_ready(state: ServingState) -> JSONResponse:
-    message = {"loading": "the model is loading", "stopping": "the server is shutting down",
-               "failed": f"the model failed to load: {state.error}"}.get(state.status, state.status)
-    # a model that failed to load does not come back: no Retry-After there (the log and /ready say why)
-    retry = {} if state.status == "failed" else {"Retry-After": "1"}
-    return JSONResponse(error_body(message, status=state.status), status_code=503, headers=retry)
+    if state.status == "failed":  # no Retry-After: a model that failed to load does not come back (the log says why)
+        return _internal_error("the model failed to load", state.error_id or "unknown", 503, status=state.status)
+    message = {"loading": "the model is loading", "stopping": "the server is shutting down"}.get(state.status,
+                                                                                                state.status)
+    return JSONResponse(error_body(message, status=state.status), status_code=503, headers={"Retry-After": "1"})
 
 
 def _warm(predictor: Any, settings: ServeSettings) -> None:
@@ -230,9 +249,10 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     async def start() -> None:
         try:
             predictor = await asyncio.to_thread(_load, model, settings)
-        except Exception as error:  # the app stays up, not ready, saying why (/ready, /predict, the log)
+        except Exception as error:  # the app stays up, not ready (/ready, /predict), the log saying why
             state.status, state.error = "failed", f"{type(error).__name__}: {error}"
-            logger.error("the model failed to load: %s", state.error)
+            state.error_id = _new_error_id()
+            logger.error("the model failed to load (error id %s): %s", state.error_id, state.error, exc_info=error)
             return
         batch_size = settings.predict_batch_size
         state.predictor = predictor
@@ -272,6 +292,13 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         return _http_error_answer(error)
 
+    @app.exception_handler(Exception)  # Starlette then raises the error again: the ASGI server logs its traceback
+    async def server_error(request: Request, error: Exception) -> JSONResponse:
+        error_id = _new_error_id()
+        logger.error("internal error (error id %s) answering %s %s: %s: %s", error_id, request.method,
+                     request.url.path, type(error).__name__, error)
+        return _internal_error("internal server error", error_id)
+
     @app.api_route("/health", methods=["GET", "HEAD"],  # HEAD: load balancers and uptime checks probe with it
                    summary="Whether the process is up (and which worker process answered)")
     async def health() -> dict[str, Any]:
@@ -308,7 +335,10 @@ def create_app(model: str | os.PathLike | Any, settings: ServeSettings | None = 
         except BatcherClosed:
             return _not_ready(state)
         except Exception as error:
-            return JSONResponse(error_body(f"prediction failed: {type(error).__name__}: {error}"), status_code=500)
+            error_id = _new_error_id()
+            logger.error("prediction failed (error id %s) on a request of %d texts: %s: %s", error_id, len(texts),
+                         type(error).__name__, error, exc_info=error)
+            return _internal_error("prediction failed", error_id)
         if proba is None:  # the client hung up: nothing reaches it, the status is for the metrics
             return Response(status_code=CLIENT_CLOSED)
         labels = state.predictor.labels_from_proba(proba, as_numpy=True)

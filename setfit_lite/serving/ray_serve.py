@@ -41,7 +41,7 @@ class SetFitServeIngress:
         """Ray Serve's health check: an error (the replica is replaced) when the model failed to load."""
         state = getattr(getattr(self._app, "state", None), "serving", None)
         if state is not None and state.status == "failed":
-            raise RuntimeError(f"the model failed to load: {state.error}")
+            raise RuntimeError(f"the model failed to load (error id {state.error_id}): {state.error}")
 
 
 def ray_serve_app(model_dir: str | os.PathLike, settings: ServeSettings | None = None, *, name: str = "setfit_lite",
