@@ -540,3 +540,76 @@ def test_predict_refuses_rows_it_would_misread_naming_the_input_and_line(trained
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
     assert main(["predict", str(trained), "-"]) == 2
     assert "<stdin> line 3: 'text' is empty or whitespace-only" in capsys.readouterr().err
+
+
+def test_labelled_data_from_stdin_is_refused_in_the_command_lines_words(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    """``evaluate MODEL -`` said "got a str that is not a path to a .csv/.json/.jsonl/.parquet file: '-'; to pass
+    texts, pass a list of strings" (the Python API's advice): stdin, and a path that is no file, are named by the
+    argument that gave them, before any model loads."""
+    import io
+
+    from setfit_lite import modeling
+
+    _forbid(monkeypatch, "the model loaded before the check", (modeling.SetFitModel, "from_pretrained"),
+            (modeling, "load_model_folder"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"text": "good film", "label": 1}\n')))
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\ngood,1\nbad,0\n", encoding="utf-8")
+    stdin = "-: labelled data is read from a .csv, .json, .jsonl or .parquet file, not from stdin"
+    cases = [
+        (["evaluate", str(tmp_path / "m"), "-"], f"data {stdin}"),
+        (["evaluate", str(tmp_path / "m"), str(tmp_path / "nosuch")], f"data {tmp_path / 'nosuch'}: no such file"),
+        (["train", "-", "--model", "no/model", "--output-dir", str(tmp_path / "o1")], f"data {stdin}"),
+        (["train", str(data), "--eval-data", "-", "--model", "no/model", "--output-dir", str(tmp_path / "o2")],
+         f"--eval-data {stdin}"),
+        (["search", str(data), "--eval-data", "-", "--model", "no/model"], f"--eval-data {stdin}"),
+    ]
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and "pass a list of strings" not in err, (argv, err)
+
+
+def test_a_missing_column_names_its_option_and_every_column_of_the_data(trained: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    """``--label-column nope`` said "no label column 'nope'; available columns: ['label']; set text_column=/
+    label_column= ...": the columns less the text column, and the Python API's parameters. Every command that reads
+    a column names the option, the column and every column the file has."""
+    data = tmp_path / "d.csv"
+    data.write_text("text,label,source\ngood film,positive,a\nbad film,negative,b\n", encoding="utf-8")
+    texts = tmp_path / "texts.json"  # a JSON array of texts: no rows, so no label column
+    texts.write_text('["good film", "bad film"]', encoding="utf-8")
+    model, train = str(trained), ["--model", "no/model", "--output-dir", str(tmp_path / "o")]
+    columns = f"is not a column of {data}; its columns: ['text', 'label', 'source']"
+    cases = [
+        (["evaluate", model, str(data), "--label-column", "nope"], f"--label-column 'nope' {columns}"),
+        (["evaluate", model, str(data), "--text-column", "nope"], f"--text-column 'nope' {columns}"),
+        (["evaluate", model, str(texts)], f"--label-column 'label': {texts} holds texts without labels"),
+        (["evaluate", model, str(data), "--label-column", "text"], "--label-column 'text' is the --text-column too"),
+        (["train", str(data), *train, "--label-column", "nope"], f"--label-column 'nope' {columns}"),
+        (["train", str(data), *train, "--text-column", "nope"], f"--text-column 'nope' {columns}"),
+        (["train", str(data), "--eval-data", str(tmp_path / "t.csv"), *train],
+         f"--label-column 'label' is not a column of {tmp_path / 't.csv'}; its columns: ['text', 'source']"),
+        (["search", str(data), "--eval-data", str(data), "--model", "no/model", "--label-column", "nope"],
+         f"--label-column 'nope' {columns}"),
+        (["suggest", model, str(data), "--k", "1", "--output", str(tmp_path / "s.jsonl"), "--text-column", "nope"],
+         f"--text-column 'nope' {columns}"),
+        (["predict", model, str(data), "--text-column", "nope"], f"--text-column 'nope' {columns}"),
+        (["predict", model, str(data), "--ray", "--output", str(tmp_path / "p"), "--text-column", "nope"],
+         f"--text-column 'nope' {columns}"),
+        (["predict", model, str(data), "--ray", "--output", str(tmp_path / "p"), "--id-column", "nope"],
+         f"--id-column 'nope' {columns}"),
+        (["export", model, str(tmp_path / "e1"), "--static", "--data", str(data), "--text-column", "nope"],
+         f"--text-column 'nope' {columns}"),
+        # a label column named and absent was ignored (the model labelled the texts); the default's may be absent
+        (["export", model, str(tmp_path / "e2"), "--static", "--data", str(data), "--label-column", "nope"],
+         f"--label-column 'nope' {columns}"),
+    ]
+    (tmp_path / "t.csv").write_text("text,source\ngood film,a\nbad film,b\n", encoding="utf-8")
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert words in captured.err and "_column=" not in captured.err and captured.out == "", (argv, captured)
+    assert not (tmp_path / "e2").exists()

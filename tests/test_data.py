@@ -277,7 +277,7 @@ def test_missing_text_column_lists_available_columns():
 
 
 def test_missing_label_column_lists_available_columns():
-    with pytest.raises(ValueError, match=r"no label column 'label'; available columns: \['lang'\]"):
+    with pytest.raises(ValueError, match=r"no label column 'label'; available columns: \['text', 'lang'\]"):
         to_labeled_data({"text": TEXTS, "lang": list("abab")})
     ld = to_labeled_data({"text": TEXTS, "lang": list("abab")}, require_labels=False)
     assert ld.labels is None and ld.columns == {"lang": list("abab")}
@@ -887,3 +887,21 @@ def test_a_csv_with_malformed_quoting_names_the_line(tmp_path: Path) -> None:
     path.write_text('text,label\ngood,1\n"never closed,0\nbad,0\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"q\.csv' line 3: the row starting on this line is not valid CSV"):
         to_labeled_data(path)
+
+
+def test_a_missing_column_error_says_which_parameter_column_and_columns(tmp_path):
+    from setfit_lite.data.readers import MissingColumnError
+
+    with pytest.raises(MissingColumnError) as info:
+        to_labeled_data({"sentence": TEXTS, "label": LABELS})
+    assert (info.value.parameter, info.value.column, info.value.columns) == ("text_column", "text",
+                                                                            ["sentence", "label"])
+    path = tmp_path / "d.csv"
+    path.write_text("text,lang\n" + "".join(f"{t},x\n" for t in TEXTS), encoding="utf-8")
+    with pytest.raises(MissingColumnError, match="d.csv") as info:  # read from a file: still one, the file named
+        to_labeled_data(path)
+    assert (info.value.parameter, info.value.column, info.value.columns) == ("label_column", "label",
+                                                                            ["text", "lang"])
+    with pytest.raises(MissingColumnError) as info:  # texts without columns
+        to_labeled_data(list(TEXTS))
+    assert info.value.columns is None

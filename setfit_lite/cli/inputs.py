@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_inputs_exist", "check_new_file", "check_output", "load_model", "read_numbered_texts", "read_texts"]
+__all__ = ["check_inputs_exist", "check_new_file", "check_output", "load_model", "read_labelled", "read_numbered_texts",
+           "read_texts"]
 
 TABLE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")  # read as columns; any other file: one text per line
 
@@ -66,6 +67,57 @@ def is_table(source: str) -> bool:
     return Path(source).suffix.lower() in TABLE_SUFFIXES
 
 
+def read_labelled(source: str, argument: str, text_column: str, label_column: str, *,
+                  require_labels: bool = True) -> Any:
+    """The table ``source``, given as ``argument`` (``data``, ``--eval-data``), read by
+    `setfit_lite.data.to_labeled_data`, its problems in the command line's words.
+
+    Args:
+        source: The path the command line gave.
+        argument: The argument or option that gave it, as the messages name it.
+        text_column: ``--text-column``.
+        label_column: ``--label-column``.
+        require_labels: Whether a file without ``label_column`` is refused (else its labels are None).
+
+    Raises:
+        ValueError: ``-`` (stdin gives texts, not labelled data); a label column that is the text column; a column
+            the file does not have, naming the option that asked for it and the file's columns; a table that is not
+            valid (`to_labeled_data`).
+        FileNotFoundError: A file that does not exist, naming ``argument``.
+    """
+    from ..data import to_labeled_data
+
+    if require_labels and label_column == text_column:
+        raise ValueError(f"--label-column {label_column!r} is the --text-column too: the labels need a column of "
+                         "their own")
+    if source == "-":
+        raise ValueError(f"{argument} -: labelled data is read from a .csv, .json, .jsonl or .parquet file, not from "
+                         "stdin (stdin gives texts, one per line); save it to a file and pass its path")
+    check_inputs_exist({argument: source})
+    try:
+        return to_labeled_data(source, text_column=text_column, label_column=label_column,
+                               require_labels=require_labels)
+    except ValueError as error:
+        raise _column_error(error, source, text_column, label_column if require_labels else None) from None
+
+
+def _column_error(error: ValueError, source: str, text_column: str, label_column: str | None) -> ValueError:
+    """``error`` of reading the table ``source``, or where it is about a column ``source`` lacks
+    (`MissingColumnError`), the CLI's own: the option (``--text-column``, ``--label-column``), the column and every
+    column of the file (the reader's words name the Python parameters)."""
+    from ..data.readers import MissingColumnError
+
+    if not isinstance(error, MissingColumnError):
+        return error
+    if error.columns is None:  # a JSON array of texts
+        if label_column is None:
+            return error
+        return ValueError(f"--label-column {label_column!r}: {source} holds texts without labels, not rows with "
+                          "columns")
+    option = {"text_column": "--text-column", "label_column": "--label-column"}[error.parameter]
+    return ValueError(f"{option} {error.column!r} is not a column of {source}; its columns: {error.columns}")
+
+
 def read_texts(source: str, text_column: str) -> Iterator[str]:
     """The texts of ``source``, as `read_numbered_texts` reads them."""
     return (text for _, text in read_numbered_texts(source, text_column))
@@ -82,7 +134,8 @@ def read_numbered_texts(source: str, text_column: str) -> Iterator[tuple[int | N
 
     Raises:
         ValueError: A line that is not UTF-8, or a stdin JSON object without a text, naming the input and the
-            line; a table that is not valid (`to_labeled_data`).
+            line; a table without ``text_column`` (naming ``--text-column`` and the table's columns) or not valid
+            (`to_labeled_data`).
     """
     from ..data.readers import numbered_lines
 
@@ -96,8 +149,10 @@ def read_numbered_texts(source: str, text_column: str) -> Iterator[tuple[int | N
     if is_table(source):
         from ..data import to_labeled_data
 
-        # a label column (a partly labelled file) is not read: these texts are predicted
-        data = to_labeled_data(Path(source), text_column=text_column, require_labels=False, read_labels=False)
+        try:  # a label column (a partly labelled file) is not read: these texts are predicted
+            data = to_labeled_data(Path(source), text_column=text_column, require_labels=False, read_labels=False)
+        except ValueError as error:
+            raise _column_error(error, source, text_column, None) from None
         yield from zip(data.lines or [None] * len(data.texts), data.texts)
         return
     with open(source, "rb") as handle:

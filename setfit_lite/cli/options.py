@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["CHECKPOINTS", "DEFAULT_BODY", "add_data_args", "add_runtime_arg"]
+__all__ = ["CHECKPOINTS", "DEFAULT_BODY", "LABEL_COLUMN", "add_data_args", "add_runtime_arg"]
 
 DEFAULT_BODY = "sentence-transformers/all-MiniLM-L6-v2"
 CHECKPOINTS = "checkpoints"  # sub-folder of --output-dir that --save-steps writes and --resume reads
+LABEL_COLUMN = "label"  # --label-column's default
 
 
 def add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
     """``--text-column`` and, for labelled data, ``--label-column``."""
     p.add_argument("--text-column", default="text", help="the column holding the texts (default: %(default)s)")
     if labelled:
-        p.add_argument("--label-column", default="label", help="the column holding the labels (default: %(default)s)")
+        p.add_argument("--label-column", default=LABEL_COLUMN,
+                       help="the column holding the labels (default: %(default)s)")
 
 
 def add_runtime_arg(p: argparse.ArgumentParser) -> None:

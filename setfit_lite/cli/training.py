@@ -11,6 +11,7 @@ from trainers.names import NAMES as BACKEND_NAMES
 from trainers.names import PRECISION_NAMES
 
 from ..config.params import TRAINING_RULES, argument_type
+from .inputs import read_labelled
 from .options import CHECKPOINTS, DEFAULT_BODY, add_data_args
 
 __all__ = ["add_train_args", "train_args", "train_eval_rows"]
@@ -63,14 +64,14 @@ def train_args(ns: argparse.Namespace) -> Any:
 
 def train_eval_rows(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Training rows (sampled with ``--shots``) and the ``--eval-data`` columns, if given."""
-    from ..data import sample_dataset, to_labeled_data
+    from ..data import sample_dataset
 
-    train = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
+    train = read_labelled(ns.data, "data", ns.text_column, ns.label_column)
     rows = [{"text": t, "label": y} for t, y in zip(train.texts, train.labels)]
     if ns.shots:
         rows = sample_dataset(rows, label_column="label", num_samples=ns.shots, seed=ns.seed)
     eval_rows = None
     if ns.eval_data:
-        ev = to_labeled_data(ns.eval_data, text_column=ns.text_column, label_column=ns.label_column)
+        ev = read_labelled(ns.eval_data, "--eval-data", ns.text_column, ns.label_column)
         eval_rows = {**ev.columns, "text": ev.texts, "label": ev.labels}  # a leftover "text"/"label" column loses
     return rows, eval_rows

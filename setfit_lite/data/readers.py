@@ -20,8 +20,8 @@ from .checks import (
 )
 from .labels import is_int_text, normalize_labels
 
-__all__ = ["LabeledData", "as_table", "check_unique_columns", "column_renames", "json_lines", "numbered_lines",
-           "read_utf8", "to_labeled_data"]
+__all__ = ["LabeledData", "MissingColumnError", "as_table", "check_unique_columns", "column_renames", "json_lines",
+           "numbered_lines", "read_utf8", "to_labeled_data"]
 
 #: the table files `to_labeled_data` reads by path (a text column, and labels)
 TABLE_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
@@ -39,6 +39,16 @@ class LabeledData:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+
+class MissingColumnError(ValueError):
+    """Data without the column a parameter names: ``parameter`` (``"text_column"``, ``"label_column"``) asked for
+    ``column``; ``columns`` are every column the data has (None: the data is texts without columns, such as a
+    JSON array of strings). A command line names its own option from these rather than the parameter."""
+
+    def __init__(self, message: str, *, parameter: str, column: str, columns: list | None) -> None:
+        super().__init__(message)
+        self.parameter, self.column, self.columns = parameter, column, columns
 
 
 def _read_file(path: str | os.PathLike, text_source: str) -> tuple[dict[str, list] | list, list[int] | None]:
@@ -406,6 +416,9 @@ def to_labeled_data(
         try:
             read = _labeled_from(content, labels, text_column, label_column, column_mapping, require_labels,
                                  read_labels)
+        except MissingColumnError as err:  # name the file
+            raise MissingColumnError(f"{str(data)!r}: {err}", parameter=err.parameter, column=err.column,
+                                     columns=err.columns) from None
         except (ValueError, TypeError) as err:  # name the file, and the line of each row the message names
             message = _with_file_lines(str(err), lines)
             raise (TypeError if isinstance(err, TypeError) else ValueError)(f"{str(data)!r}: {message}") from None
@@ -437,17 +450,21 @@ def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_co
         if n_rows == 0:
             raise ValueError("the dataset is empty (0 rows)")
         hint = "; set text_column=/label_column= or column_mapping={source: target}"
+        available = list(table)
         if text_column not in table:
-            raise ValueError(f"no text column {text_column!r}; available columns: {list(table)}{hint}")
+            raise MissingColumnError(f"no text column {text_column!r}; available columns: {available}{hint}",
+                                     parameter="text_column", column=text_column, columns=available)
         texts = table.pop(text_column)
         raw_labels = table.pop(label_column, None) if read_labels else None
         if raw_labels is None and require_labels:
-            raise ValueError(f"no label column {label_column!r}; available columns: {list(table)}{hint}")
+            raise MissingColumnError(f"no label column {label_column!r}; available columns: {available}{hint}",
+                                     parameter="label_column", column=label_column, columns=available)
         columns = table
     texts = validate_texts(texts)
     if raw_labels is None:
         if require_labels:
-            raise ValueError("labels are required: got texts without labels; pass (texts, labels) or labels=")
+            raise MissingColumnError("labels are required: got texts without labels; pass (texts, labels) or labels=",
+                                     parameter="label_column", column=label_column, columns=None)
         return LabeledData(texts, None, columns)
     if isinstance(raw_labels, (str, bytes)) or not isinstance(raw_labels, Iterable):
         raise TypeError(f"labels must be a list, got {type(raw_labels).__name__}")

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ..inputs import load_model
+from ..inputs import load_model, read_labelled
 from ..options import add_data_args, add_runtime_arg
 
 HELP = "evaluate a saved model on labelled data"
@@ -23,13 +23,12 @@ def add_arguments(evaluate: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
-    from ...data import to_labeled_data
     from ...evaluation import evaluate_model
     from ...metrics import check_metric
 
     check_metric(ns.metric)
     # the data, its columns and the metric are checked before the model loads
-    data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column)
+    data = read_labelled(ns.data, "data", ns.text_column, ns.label_column)
     if ns.group_by is not None and ns.group_by not in data.columns:
         raise ValueError(f"--group-by {ns.group_by!r} is not a column of {ns.data}; its other columns: "
                          f"{sorted(data.columns)}")

@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 from ...config.params import argument_type
-from ..inputs import check_inputs_exist, check_output, is_table, read_texts
-from ..options import add_data_args
+from ..inputs import check_inputs_exist, check_output, is_table, read_labelled, read_texts
+from ..options import LABEL_COLUMN, add_data_args
 
 #: the speed tier's distillation epochs (docs/export.md: chosen on validation texts)
 STUDENT_EPOCHS = 10
@@ -112,11 +112,10 @@ def _distil_student(teacher: Any, layers: int, epochs: int, texts: list[str]) ->
 
 
 def _export_static(ns: argparse.Namespace, model: Any) -> Any:
-    from ...data import to_labeled_data
-
     if is_table(ns.data):
-        data = to_labeled_data(ns.data, text_column=ns.text_column, label_column=ns.label_column,
-                               require_labels=False)
+        # without a label column the model labels the texts; a --label-column other than the default must be there
+        data = read_labelled(ns.data, "--data", ns.text_column, ns.label_column,
+                             require_labels=ns.label_column != LABEL_COLUMN)
         texts, labels = data.texts, data.labels
     else:  # a text file: one text per line, labelled by the model
         texts, labels = list(read_texts(ns.data, ns.text_column)), None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from itertools import tee
 from typing import Any
 
@@ -14,6 +15,10 @@ from ... import logging as sl_logging
 from ...config.params import argument_type
 from ..inputs import load_model, read_numbered_texts
 from ..options import add_data_args, add_runtime_arg
+
+#: `check_score_request`'s words for a column its input lacks
+RAY_MISSING_COLUMN = re.compile(r"(?P<file>.+) has no column (?P<column>.+) \(columns: (?P<columns>.*)\); pass "
+                                r"(?P<parameter>text_column|id_column)=", re.DOTALL)
 
 HELP = "predict labels for a file or stdin, one JSON line per text, with the input line it is on"
 
@@ -47,9 +52,15 @@ def run_on_ray(ns: argparse.Namespace) -> dict[str, Any]:
 
     if not ns.output or ns.data == "-":
         raise ValueError("predict --ray needs an input file or folder and --output OUT.parquet")
-    check_score_request(ns.model_dir, ns.data, ns.output, concurrency=ns.concurrency, num_cpus=ns.num_cpus,
-                        model_batch_size=ns.batch_size, text_column=ns.text_column,
-                        id_column=ns.id_column)  # before Ray starts
+    try:  # before Ray starts
+        check_score_request(ns.model_dir, ns.data, ns.output, concurrency=ns.concurrency, num_cpus=ns.num_cpus,
+                            model_batch_size=ns.batch_size, text_column=ns.text_column, id_column=ns.id_column)
+    except ValueError as error:  # a missing column names the option, not score_dataset's parameter
+        missing = RAY_MISSING_COLUMN.fullmatch(str(error))
+        if missing is None:
+            raise
+        raise ValueError(f"--{missing['parameter'].replace('_', '-')} {missing['column']} is not a column of "
+                         f"{missing['file']}; its columns: {missing['columns']}") from None
     ray = connect_ray(ns.ray or None, log_to_driver=sl_logging.is_verbose())
     ray.data.DataContext.get_current().enable_progress_bars = sl_logging.tqdm_disable(True) is None
     result = score_dataset(ns.model_dir, ns.data, ns.output, text_column=ns.text_column, id_column=ns.id_column,
