@@ -794,3 +794,23 @@ def test_from_pretrained_explains_onnx_export_and_empty_folders(tmp_path: Path, 
         with pytest.raises(ValueError, match=rf"{name} holds no model: it has no config_setfit_lite\.json .* no "
                                              r"modules\.json .* no config\.json"):
             SetFitModel.from_pretrained(folder)
+
+
+def test_a_tensor_file_is_the_same_bytes_for_the_same_tensors_and_metadata(tmp_path):
+    """safetensors writes its metadata from a hash map: with two keys or more (a static export's head has
+    ``format`` and ``num_classes``) the same save gave different bytes, and a different manifest checksum."""
+    from setfit_lite.serialization.files import load_tensors, save_tensors
+
+    tensors = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones(3)}
+    path = tmp_path / "t.safetensors"
+    digests, orders = set(), set()
+    for _ in range(8):
+        save_tensors(path, tensors, {"num_classes": "2", "kind": "x", "zeta": "1"})
+        data = path.read_bytes()
+        digests.add(hashlib.sha256(data).hexdigest())
+        size = int.from_bytes(data[:8], "little")
+        assert size % 8 == 0
+        orders.add(tuple(json.loads(data[8:8 + size])["__metadata__"]))
+    assert orders == {("format", "kind", "num_classes", "zeta")} and len(digests) == 1
+    loaded = load_tensors(path)
+    assert np.array_equal(loaded["w"].numpy(), tensors["w"]) and np.array_equal(loaded["b"].numpy(), tensors["b"])

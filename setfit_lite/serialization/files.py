@@ -73,7 +73,23 @@ def save_tensors(
         seen.add(key)
         out[name] = tensor
     meta = {"format": "pt", **(dict(metadata) if metadata else {})}
-    atomic_write_bytes(path, _st_save(out, metadata=meta))
+    atomic_write_bytes(path, _sorted_metadata(_st_save(out, metadata=meta)))
+
+
+def _sorted_metadata(data: bytes) -> bytes:
+    """``data``, a safetensors file, with its header's metadata in sorted key order: safetensors writes the
+    metadata from a hash map, so with two keys or more the same tensors and metadata gave different bytes (and
+    manifest checksums) from one save to the next. The tensors' entries keep their order and offsets (relative to
+    the header's end); the header is padded with spaces to a multiple of 8 bytes, as safetensors pads it."""
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    if len(header.get("__metadata__") or {}) < 2:
+        return data
+    header = {"__metadata__": dict(sorted(header["__metadata__"].items()))} | {
+        name: entry for name, entry in header.items() if name != "__metadata__"}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + size:]
 
 
 def load_tensors(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
