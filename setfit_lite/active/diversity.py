@@ -15,11 +15,12 @@ import warnings
 
 import numpy as np
 
-__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster", "fit_sample",
-           "nearest_to_names", "representatives", "shares", "uncovered_representatives"]
+__all__ = ["CHEAP_RESTARTS", "FIT_SAMPLE", "MAX_CLUSTERS", "MIN_CLUSTER_SIZE", "best_per_cluster", "cluster",
+           "fit_sample", "nearest_to_names", "representatives", "shares", "uncovered_representatives"]
 
 FIT_SAMPLE = 20_000  # rows beyond which k-means is fitted on a seeded sample of this many, then assigns every row
 MIN_CLUSTER_SIZE = 10  # the coverage strategy makes at most one cluster per this many rows
+MAX_CLUSTERS = 500  # ... and at most this many (TypiClust's own code caps its k-means at 500 clusters)
 CHEAP_RESTARTS = 2_000_000  # rows x clusters up to which k-means restarts 10 times (else 3): fewer merged clusters
 
 
@@ -62,6 +63,14 @@ def _top_up(picks: list[int], candidates: np.ndarray, n: int, order: np.ndarray 
     return picks + [int(i) for i in rest if int(i) not in taken][:n - len(picks)]
 
 
+def _groups(assignments: np.ndarray, rows: np.ndarray, n_clusters: int) -> list[np.ndarray]:
+    """The rows of ``rows`` in each of the ``n_clusters`` clusters (``assignments[rows]``), in the order given: one
+    stable sort of all of them, not a pass over the rows per cluster."""
+    labels = assignments[rows]
+    bounds = np.cumsum(np.bincount(labels, minlength=n_clusters))[:-1]
+    return np.split(rows[np.argsort(labels, kind="stable")], bounds)
+
+
 def representatives(x: np.ndarray, candidates: np.ndarray, n: int, seed: int) -> list[int]:
     """``n`` rows of ``candidates``: k-means on their embeddings into ``n`` clusters, then the candidate nearest
     each centre (the largest cluster's first): diverse, and each one typical of many texts."""
@@ -70,9 +79,10 @@ def representatives(x: np.ndarray, candidates: np.ndarray, n: int, seed: int) ->
     sub = x[candidates]
     assignments, centres = cluster(sub, n, seed)
     sizes = np.bincount(assignments, minlength=len(centres))
+    groups = _groups(assignments, np.arange(len(sub)), len(centres))
     picks: list[int] = []
     for c in np.argsort(-sizes, kind="stable"):
-        members = np.flatnonzero(assignments == c)
+        members = groups[c]
         if len(members):
             distances = ((sub[members] - centres[c]) ** 2).sum(axis=1)
             picks.append(int(candidates[members[np.argmin(distances)]]))
@@ -85,8 +95,8 @@ def best_per_cluster(x: np.ndarray, candidates: np.ndarray, scores: np.ndarray, 
     if n <= 0:
         return []
     assignments, centres = cluster(x[candidates], n, seed)
-    best = [members[np.argmax(scores[members])] for c in range(len(centres))
-            if len(members := np.flatnonzero(assignments == c))]
+    best = [members[np.argmax(scores[members])] for members in _groups(assignments, np.arange(len(candidates)),
+                                                                        len(centres)) if len(members)]
     best.sort(key=lambda i: (-scores[i], i))
     return _top_up([int(candidates[i]) for i in best], candidates, n, np.argsort(-scores, kind="stable"))
 
@@ -94,20 +104,22 @@ def best_per_cluster(x: np.ndarray, candidates: np.ndarray, scores: np.ndarray, 
 def uncovered_representatives(x: np.ndarray, candidates: np.ndarray, covered: np.ndarray, n: int,
                               seed: int) -> list[int]:
     """``n`` rows of ``candidates`` where the labelled rows ``covered`` are not (TypiClust's coverage): k-means on
-    all rows of ``x`` into ``len(covered) + n`` clusters (at most one per `MIN_CLUSTER_SIZE` rows), the clusters
-    holding no covered row largest first, and the candidate nearest each one's centre; topped up with
-    `representatives` of the candidates left."""
+    all rows of ``x`` into ``len(covered) + n`` clusters (at most one per `MIN_CLUSTER_SIZE` rows and at most
+    `MAX_CLUSTERS`, never fewer than ``n``), the clusters holding no covered row largest first, and the candidate
+    nearest each one's centre; topped up with `representatives` of the candidates left (all of them, once the
+    covered rows reach every cluster)."""
     if n <= 0:
         return []
-    clusters = max(n, min(len(covered) + n, len(x) // MIN_CLUSTER_SIZE))
+    clusters = max(n, min(len(covered) + n, len(x) // MIN_CLUSTER_SIZE, MAX_CLUSTERS))
     assignments, centres = cluster(x, clusters, seed)
     is_candidate = np.zeros(len(x), dtype=bool)
     is_candidate[candidates] = True
     taken = np.bincount(assignments[np.asarray(covered, dtype=np.int64)], minlength=len(centres))
     sizes = np.bincount(assignments, minlength=len(centres))
+    groups = _groups(assignments, np.flatnonzero(is_candidate), len(centres))
     picks: list[int] = []
     for c in np.lexsort((np.arange(len(centres)), -sizes)):
-        members = np.flatnonzero((assignments == c) & is_candidate)
+        members = groups[c]
         if taken[c] or not len(members):
             continue
         picks.append(int(members[np.argmin(((x[members] - centres[c]) ** 2).sum(axis=1))]))
@@ -139,12 +151,15 @@ def nearest_to_names(x: np.ndarray, names: np.ndarray, which: list[int], candida
     names claim most surely for it: the highest cosine to its name less the highest cosine to another name (the
     zero-shot margin; the cosine alone with one name). Distinct rows, one per label while candidates last."""
     sims = x[candidates] @ names.T
+    if names.shape[0] > 1:  # the highest cosine to another name: the second highest where name j's is the highest
+        top = sims.argmax(axis=1)
+        first, second = sims.max(axis=1), np.partition(sims, -2, axis=1)[:, -2]
     picks: list[int] = []
     free = np.ones(len(candidates), dtype=bool)
     for j in which:
         if not free.any():
             break
-        score = sims[:, j] - (np.delete(sims, j, axis=1).max(axis=1) if names.shape[0] > 1 else 0.0)
+        score = sims[:, j] - (np.where(top == j, second, first) if names.shape[0] > 1 else 0.0)
         score = np.where(free, score, -np.inf)
         best = int(np.argmax(score))
         free[best] = False
