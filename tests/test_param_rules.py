@@ -223,6 +223,8 @@ def test_logging_dir_that_is_a_file(tmp_path: Path, report_to: str) -> None:
     ("ab", TypeError, r"labels must be a list of label names, e\.g\. \['negative', 'positive'\]"),
     (b"ab", TypeError, "labels must be a list of label names"),
     ({"a": 0, "b": 1}, TypeError, "labels must be a list of label names"),
+    ({"negative", "positive"}, TypeError, r"labels is a set, whose order changes .* e\.g\. sorted"),
+    (frozenset({"a", "b"}), TypeError, "labels is a frozenset, whose order changes"),
     ([], ValueError, "labels .*empty"),
     (["a", "b", "a"], ValueError, r"labels .*duplicate.*'a'"),
     ([0, 1, 1], ValueError, r"labels .*duplicate.*1"),
@@ -243,6 +245,20 @@ def test_labels_checked_at_once(fitted: SetFitModel, tiny_body_path: str, monkey
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", loaded)
     with pytest.raises(error, match=message):
         SetFitModel.from_pretrained(tiny_body_path, labels=labels)
+
+
+def test_class_names_as_a_set_are_refused_wherever_they_are_given(fitted: SetFitModel) -> None:
+    """A set's order changes from one Python process to the next, and with it the class an int label (a position)
+    or a probability column means: the same seed gave opposite predictions under two hash seeds."""
+    from setfit_lite import suggest_labels
+    from setfit_lite.data.labels import encode_labels
+
+    with pytest.raises(TypeError, match="labels is a set"):
+        fitted.labels = {"neg", "pos"}
+    with pytest.raises(TypeError, match="label_names is a set"):
+        suggest_labels(fitted, ["a good film", "a bad film", "fine"], 1, label_names={"neg", "pos"})
+    with pytest.raises(TypeError, match="is a set"):
+        encode_labels(["neg", "pos"], known_labels={"neg", "pos"})
 
 
 def test_valid_labels_are_kept(fitted: SetFitModel) -> None:

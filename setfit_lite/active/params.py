@@ -75,6 +75,8 @@ def check_label_names_arg(label_names: Any) -> list[str] | None:
     search by name); TypeError/ValueError otherwise."""
     if label_names is None:
         return None
+    if isinstance(label_names, (set, frozenset)):
+        check_label_names(label_names, what="label_names")  # refused: its order changes from process to process
     if not isinstance(label_names, (str, bytes)) and isinstance(label_names, Iterable):
         label_names = list(label_names)
         if not label_names:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,8 @@ def _warn_if_positions_differ(values: Iterable[int], known: Sequence[str]) -> No
     """A warning where int labels, taken as positions among str names (setfit's rule), name another class than the
     name that writes them ("2" is the fourth of ``["0", "1", "10", "2"]``, position 2 is "10"): a file read as
     numbers (a CSV's 2) against a model trained on the same labels as text."""
-    differ = sorted({v for v in values if str(v) in known and known[v] != str(v)})
+    names = set(known)  # not the list: a scan of every name for every row is rows x classes
+    differ = sorted({v for v in set(values) if str(v) in names and known[v] != str(v)})
     if differ:
         logger.warning("int labels are class positions among the label names %s (setfit's rule): %s; the names "
                        "are integers written as text, so if the labels mean those names, give them as strings "
@@ -115,11 +117,15 @@ def kind_name(kind: str) -> str:
 
 def check_label_names(labels: Any, what: str = "labels") -> list:
     """The classes of a model (``labels``) or of an encoding (``known_labels``) as a list of Python ints or strs:
-    a non-empty list (any iterable but a str, bytes or mapping) of distinct values of one kind. ``TypeError`` or
+    a non-empty list (any iterable but a str, bytes, mapping or set) of distinct values of one kind. ``TypeError`` or
     ``ValueError`` naming ``what`` otherwise."""
     if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, Iterable):
         raise TypeError(f"{what} must be a list of label names, e.g. ['negative', 'positive'], got "
                         f"{type(labels).__name__} {labels!r:.80}")
+    if isinstance(labels, (set, frozenset)):  # the classes' order is the model's (int labels are positions in it)
+        raise TypeError(f"{what} is a {type(labels).__name__}, whose order changes from one Python process to the "
+                        "next (and with it which class an int label or a probability column means): pass a list "
+                        "in a fixed order, e.g. sorted(...)")
     known = []
     kinds = set()
     for i, label in enumerate(labels):
@@ -138,7 +144,7 @@ def check_label_names(labels: Any, what: str = "labels") -> list:
         raise ValueError(f"{what} is empty: give the names of the classes, e.g. ['negative', 'positive']")
     if len(kinds) > 1:
         raise TypeError(f"{what} mix int and str: {short_repr(known)}")
-    duplicates = sorted({label for label in known if known.count(label) > 1})
+    duplicates = sorted(label for label, count in Counter(known).items() if count > 1)
     if duplicates:
         raise ValueError(f"{what} has duplicates: {short_repr(duplicates)}")
     return known
@@ -153,8 +159,18 @@ def index_in(values: Sequence, known: list) -> list[int]:
     int the str writes ("2" is 2; "02" is nothing), so that a JSON file's "2" names the class 2 of a model trained
     on a CSV file's ints (an int value against str labels is setfit's class position, `encode_labels`, and never
     comes here). ValueError listing the values that are not in it."""
+    return _index_with(values, _label_index(known), known)
+
+
+def _label_index(known: list) -> dict[Any, int]:
+    """The lookup `index_in` matches values with: each label, and the text of each int label, to its index."""
     index: dict[Any, int] = {label: i for i, label in enumerate(known)}
     index.update({str(label): i for i, label in enumerate(known) if isinstance(label, int)})
+    return index
+
+
+def _index_with(values: Sequence, index: dict[Any, int], known: list) -> list[int]:
+    """`index_in` with the lookup of ``known`` built once (`_label_index`), for matching many rows."""
     unknown = sorted({v for v in values if v not in index}, key=lambda v: (str(type(v)), v))
     if unknown:
         raise ValueError(f"labels not in the known labels: {short_repr(unknown)}; known labels: {short_repr(known)}")
@@ -244,7 +260,8 @@ def _encode_multi(rows: list[list], known: list | None) -> tuple[np.ndarray, lis
     if is_str or (known is not None and not isinstance(known[0], str)):  # label values
         labels = known if known is not None else sorted(set(items))
         # MultiLabelBinarizer would only warn about (and drop) unknown labels: name them instead
-        rows = [index_in(r, labels) for r in rows]
+        index = _label_index(labels)
+        rows = [_index_with(r, index, labels) for r in rows]
     else:  # integer label ids
         for i, r in enumerate(rows):
             for v in r:

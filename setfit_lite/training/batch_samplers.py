@@ -16,6 +16,14 @@ import numpy as np
 
 from ..sampler import triangle_pairs
 
+# Finding the groups that share a label through the posting lists costs about this many times more per candidate
+# (a later group holding one of the labels) than comparing label sets does per unit of its work: per label and
+# group pair for the matrix product that counts every group's shared rows, per 64-label word and group for the
+# bitwise intersection that looks up one group's (measured on one CPU core: some thousands, and some tens).
+_COUNT_COST = 4096
+_LOOKUP_COST = 32
+_CHUNK = 2**21  # candidates handled at once when counting the shared rows from the posting lists
+
 
 def label_groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """``(keys, sets)``: one grouping key per example (its class id, or for multi-hot rows the id of its label set)
@@ -23,8 +31,20 @@ def label_groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     labels = np.asarray(labels)
     if labels.ndim == 1:
         return labels.astype(np.int64), None
-    sets, keys = np.unique(labels, axis=0, return_inverse=True)
-    return keys.reshape(-1).astype(np.int64), sets != 0
+    if labels.ndim != 2 or not labels.size or not ((labels == 0) | (labels == 1)).all():
+        sets, keys = np.unique(labels, axis=0, return_inverse=True)
+        return keys.reshape(-1).astype(np.int64), sets != 0
+    # 0/1 rows as bit strings, 64 labels a word, first label highest: sorted by their words they come in the order
+    # np.unique(axis=0) gives them, which compares the rows label by label (seconds on thousands of labels)
+    packed = np.packbits(labels != 0, axis=1)
+    packed = np.pad(packed, ((0, 0), (0, -packed.shape[1] % 8)))
+    words = np.ascontiguousarray(packed).view(">u8").astype(np.uint64)
+    order = np.lexsort(words.T[::-1])
+    ordered = words[order]
+    first = np.concatenate([[True], (ordered[1:] != ordered[:-1]).any(axis=1)])
+    keys = np.empty(len(labels), dtype=np.int64)
+    keys[order] = np.cumsum(first) - 1
+    return keys, labels[order[first]] != 0
 
 
 def group_keys(labels: np.ndarray) -> np.ndarray:
@@ -89,6 +109,8 @@ class PairSpace:
         inside = self.counts * (self.counts + 1) // 2
         # per group: whether its own pairs are positive, and the rows of later groups sharing a label / not
         self.inside_positive = np.ones(len(counts), dtype=bool) if self.sets is None else self.sets.any(axis=1)
+        if self.sets is not None:
+            self._index_labels()
         self.shared_after = np.zeros_like(self.after) if self.sets is None else self._shared_after()
         self.unshared_after = self.after - self.shared_after
         pos = np.where(self.inside_positive, inside, 0) + self.counts * self.shared_after
@@ -98,19 +120,87 @@ class PairSpace:
         self.num_positive = int(self.pos_cum[-1])
         self.num_negative = int(self.neg_cum[-1])
 
+    def _index_labels(self) -> None:
+        """Posting lists of the label sets, so that the groups sharing a label with one group are found from its
+        few labels, not by comparing its set with every other group's (groups times labels per lookup).
+
+        ``_post_groups`` holds, label by label, the groups with that label in ascending order; ``_post_keys`` is
+        ``label * groups + group`` for each of them (ascending: a binary search finds a label's groups after a
+        given group) and ``_post_ends`` where each label's run ends. ``_labels_of`` holds each group's labels,
+        group by group, from ``_labels_ptr[g]`` to ``_labels_ptr[g + 1]``; ``_bits[:, g]`` group g's set as bits.
+        """
+        assert self.sets is not None
+        total, width = self.sets.shape
+        label_of, self._post_groups = np.nonzero(self.sets.T)
+        self._post_keys = label_of * total + self._post_groups
+        self._post_ends = np.cumsum(np.bincount(label_of, minlength=width))
+        owner, self._labels_of = np.nonzero(self.sets)
+        self._labels_ptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=total))])
+        # the label sets as bits, 64 labels a word, word by word (one group against all later ones is then
+        # a few contiguous runs of words)
+        packed = np.packbits(self.sets, axis=1)
+        packed = np.pad(packed, ((0, 0), (0, -packed.shape[1] % 8)))
+        self._bits = np.ascontiguousarray(np.ascontiguousarray(packed).view(np.uint64).T)
+
+    def _later_spans(self, groups: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each ``(group, label)``: the span ``lo:hi`` of ``_post_groups`` holding the groups after ``group``
+        that have ``label``."""
+        lo = np.searchsorted(self._post_keys, labels * len(self.counts) + groups, side="right")
+        return lo, self._post_ends[labels]
+
     def _shared_after(self) -> np.ndarray:
-        """Per group, the rows of the later groups whose label set shares a label with the group's (computed for
-        blocks of groups: temporary memory bounded, never groups squared)."""
+        """Per group, the rows of the later groups whose label set shares a label with the group's.
+
+        From the posting lists when the pairs of groups sharing a label are few next to groups squared times
+        labels (many distinct, small label sets), else by matrix products over blocks of groups (few groups or
+        dense label sets, where the products are cheaper). Both are exact; temporary memory stays bounded.
+        """
+        assert self.sets is not None
+        total, width = self.sets.shape
+        owner = np.repeat(np.arange(total), np.diff(self._labels_ptr))
+        lo, hi = self._later_spans(owner, self._labels_of)
+        # work before each group's entries: the (group, later group) candidates the posting lists give
+        before = np.concatenate([[0], np.cumsum(hi - lo)])[self._labels_ptr]
+        if int(before[-1]) * _COUNT_COST >= total * total * width:
+            return self._shared_after_dense()
+        shared = np.zeros(total, dtype=np.int64)
+        first = 0
+        while first < total:
+            last = max(first + 1, int(np.searchsorted(before, before[first] + _CHUNK, side="right")) - 1)
+            a, b = self._labels_ptr[first], self._labels_ptr[last]
+            positions = _spans(lo[a:b], hi[a:b])
+            # a later group sharing several labels comes once per label: count it once
+            codes = _distinct(np.repeat(owner[a:b], hi[a:b] - lo[a:b]) * total + self._post_groups[positions])
+            if len(codes):
+                group, later = np.divmod(codes, total)
+                heads = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
+                shared[group[heads]] = np.add.reduceat(self.counts[later], heads)
+            first = last
+        return shared
+
+    def _shared_after_dense(self) -> np.ndarray:
+        """`_shared_after` by matrix products of blocks of groups with the groups from the block on (temporary
+        memory bounded, never groups squared)."""
         assert self.sets is not None
         sets = self.sets.astype(np.float32)
         total = len(sets)
         shared = np.zeros(total, dtype=np.int64)
         step = max(1, 2**22 // total)
         for start in range(0, total, step):
-            block = np.arange(start, min(start + step, total))
-            later = np.arange(total)[None, :] > block[:, None]
-            shared[block] = ((sets[block] @ sets.T > 0) & later) @ self.counts
+            stop = min(start + step, total)
+            later = np.arange(total - start)[None, :] > np.arange(stop - start)[:, None]
+            shared[start:stop] = ((sets[start:stop] @ sets[start:].T > 0) & later) @ self.counts[start:]
         return shared
+
+    def _later_sharing(self, g: int) -> np.ndarray:
+        """The groups after ``g`` whose label set shares a label with g's, ascending: from the posting lists of
+        g's labels, or by intersecting the bit sets where those lists are long next to the later groups' bits."""
+        words, total = self._bits.shape
+        labels = self._labels_of[self._labels_ptr[g]:self._labels_ptr[g + 1]]
+        lo, hi = self._later_spans(np.full(len(labels), g), labels)
+        if int((hi - lo).sum()) * _LOOKUP_COST <= (total - g - 1) * words:
+            return _distinct(self._post_groups[_spans(lo, hi)])
+        return g + 1 + np.flatnonzero((self._bits[:, g + 1:] & self._bits[:, g:g + 1]).any(axis=0))
 
     def positive(self, k: int) -> tuple[int, int]:
         """The ``k``-th positive pair: two sentence indices."""
@@ -143,10 +233,28 @@ class PairSpace:
         end = int(self.starts[g] + self.counts[g])
         if self.sets is None:
             return int(self.order[end + index])
-        match = (self.sets[g + 1:] & self.sets[g]).any(axis=1) == shared
-        rows = np.cumsum(np.where(match, self.counts[g + 1:], 0))
-        h = int(np.searchsorted(rows, index, side="right"))
-        return int(self.order[int(self.starts[g + 1 + h]) + index - (int(rows[h - 1]) if h else 0)])
+        groups = self._later_sharing(g)
+        ends = np.cumsum(self.counts[groups])
+        if shared:
+            h = int(np.searchsorted(ends, index, side="right"))
+            return int(self.order[int(self.starts[groups[h]]) + index - (int(ends[h - 1]) if h else 0)])
+        # the other later rows are those after g's less the sharing groups' runs; before sharing group j lie
+        # gaps[j] of them, so row ``index`` is past every sharing group with gaps[j] <= index
+        gaps = self.starts[groups] - end - (ends - self.counts[groups])
+        j = int(np.searchsorted(gaps, index, side="right"))
+        return int(self.order[end + index + (int(ends[j - 1]) if j else 0)])
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending, by a sort (``np.unique``'s hashing is several times slower on these)."""
+    values = np.sort(values)
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
+
+
+def _spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The indices of the spans ``lo[i]:hi[i]``, one after the other."""
+    lengths = hi - lo
+    return np.repeat(lo - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
 
 
 def pair_counts(space: PairSpace, strategy: str, num_iterations: int | None, num_sentences: int) -> tuple[int, int]:
@@ -251,7 +359,10 @@ class SentenceBatchSampler:
         if batch_size < 2:
             raise ValueError("the sentence-batch objective needs batch_size >= 2")
         self.keys = group_keys(np.asarray(labels))
-        self.groups = [np.flatnonzero(self.keys == k) for k in np.unique(self.keys)]
+        # each group's rows ascending, as np.flatnonzero(keys == k) gives them, in one sort
+        _, counts = np.unique(self.keys, return_counts=True)
+        order = np.argsort(self.keys, kind="stable")
+        self.groups = np.split(order, np.cumsum(counts)[:-1]) if len(order) else []
         self.batch_size = self.max_rows = min(batch_size, len(self.keys))
         self.seed, self.replacement = seed, replacement
         self.rank, self.world_size = rank, world_size
