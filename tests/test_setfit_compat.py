@@ -77,6 +77,23 @@ def test_setfits_module_names_exist() -> None:
     assert setfit_lite.SetFitHead.__name__ in ("SetFitHead", "TorchHead")
 
 
+def test_best_run_is_setfits_named_tuple_with_the_study_beside() -> None:
+    """setfit's `BestRun` is a named tuple (run_id, objective, hyperparameters, backend): code that checks
+    `isinstance(best, tuple)`, unpacks, indexes or calls `_replace` works the same here."""
+    import optuna
+
+    from setfit_lite.utils import BestRun
+
+    study = optuna.create_study(direction="maximize")
+    best = BestRun("3", 0.5, {"seed": 1}, study)
+    assert isinstance(best, tuple) and BestRun._fields == ("run_id", "objective", "hyperparameters", "backend")
+    run_id, objective, hyperparameters, backend = best
+    assert (run_id, objective, hyperparameters, backend, best[1]) == ("3", 0.5, {"seed": 1}, study, 0.5)
+    assert best._replace(objective=0.7).objective == 0.7 and best._asdict()["backend"] is study
+    assert best.study is study and BestRun("1", 0.1, {}, backend=object()).study is None
+    assert BestRun("1", 0.1, {}) == ("1", 0.1, {}, None)
+
+
 def test_logging_module_sets_the_library_level_and_propagation(caplog: pytest.LogCaptureFixture) -> None:
     from setfit_lite import logging as sl_logging
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 import json
 import numbers
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import optuna
 from optuna.distributions import BaseDistribution
@@ -63,40 +62,29 @@ _NUMBER_KWARGS = ("timeout", "n_jobs", "heartbeat_interval", "grace_period", "ma
 
 
 
-@dataclass
-class BestRun:
-    """The best trial of a hyperparameter search; unpacks like setfit's `BestRun` named tuple:
-    `run_id, objective, hyperparameters, backend = best`.
+class BestRun(NamedTuple):
+    """The best trial of a hyperparameter search: setfit's `BestRun` named tuple,
+    `run_id, objective, hyperparameters, backend = best`, with the Optuna study as `best.study` too.
 
-    Attributes:
-        run_id: The Optuna trial number.
+    Args:
+        run_id: The Optuna trial number (SigOpt: the suggestion's id).
         objective: Its objective value.
         hyperparameters: Its hyperparameters, for `trainer.train(trial=best.hyperparameters)`.
-        backend: The Optuna study (as in setfit).
-        study: The Optuna study, such as for `optuna.visualization`.
+        backend: The Optuna study (as in setfit; SigOpt: the experiment).
     """
 
     run_id: str
     objective: float
     hyperparameters: dict[str, Any]
     backend: Any = None
-    study: Any = field(default=None, repr=False, compare=False)
 
-    _fields: ClassVar[tuple[str, ...]] = ("run_id", "objective", "hyperparameters", "backend")  # the named tuple's
+    @property
+    def study(self) -> Any:
+        """The Optuna study, such as for `optuna.visualization`: `backend` where the search ran on Optuna, else
+        None."""
+        import optuna
 
-    def __iter__(self) -> Iterator[Any]:
-        return (getattr(self, name) for name in self._fields)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        """`best[1]` is the objective, as for setfit's named tuple."""
-        return tuple(self)[index]
-
-    def __len__(self) -> int:
-        return len(self._fields)
-
-    def _asdict(self) -> dict[str, Any]:
-        """The named tuple's fields by name (`run_id`, `objective`, `hyperparameters`, `backend`)."""
-        return dict(zip(self._fields, self))
+        return self.backend if isinstance(self.backend, optuna.study.Study) else None
 
 
 # ------------------------------------------------------------------------------------------------ objective
@@ -429,7 +417,7 @@ def _run_optuna(trainer: Any, sample: Callable[[optuna.Trial], Mapping[str, Any]
                                     f"see the trials' errors above, or give more trials or a longer timeout")
     best = study.best_trial
     params = given.get(best.number, best.user_attrs.get("hyperparameters", best.params))
-    return BestRun(str(best.number), float(best.value), dict(params), backend=study, study=study)
+    return BestRun(str(best.number), float(best.value), dict(params), backend=study)
 
 
 def _run_sigopt(trainer: Any, hp_space: Any, experiment: Experiment,
