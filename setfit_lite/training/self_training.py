@@ -29,7 +29,8 @@ Pseudo-labels (``pseudo_label_method``): ``"knn"`` (default) keeps a pool text o
 ``pseudo_label_neighbors`` nearest labelled texts (cosine, in the trained body's embedding space) has the class the
 (calibrated) head predicts, then applies the threshold and the per-class cap (HAST's agreement rule, Schroeder and
 Heyer 2024); ``"spread"`` the same agreement with the class label spreading over the labelled and pool texts
-gives (`spread_agreement`); ``"confidence"`` is the head's confidence alone.
+gives (`spread_agreement`: over at most `SPREAD_POOL` pool texts, a subset drawn with the seed, the other pool
+texts labelled by their nearest texts in its graph); ``"confidence"`` is the head's confidence alone.
 
 The pool is validated like the other inputs (`read_unlabeled`); texts equal to a labelled text (or to another
 pool text) are dropped so that no text counts twice, and a pool that shares texts with the eval dataset is refused
@@ -143,21 +144,45 @@ def knn_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarray, 
 
 #: the neighbours of each text in the graph of ``pseudo_label_method="spread"`` (scikit-learn's default)
 SPREAD_NEIGHBORS = 7
+#: the pool texts, at most, in the graph of ``pseudo_label_method="spread"``: scikit-learn builds the kNN graph by
+#: brute force, so one call costs the square of its rows (about 30 s single-threaded for this many of 384
+#: dimensions); a larger pool spreads over a subset of this many drawn with the run's seed, and each other pool
+#: text takes the label distribution of its nearest rows of that graph (`spread_agreement`)
+SPREAD_POOL = 20_000
+
+
+def _unit_rows(embeddings: np.ndarray) -> np.ndarray:
+    """``embeddings`` as float64 rows of length 1 (a zero row stays zero): euclidean distance between them orders
+    neighbours as cosine distance does."""
+    rows = np.asarray(embeddings).astype(np.float64)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return rows
 
 
 def spread_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarray, labelled_ids: np.ndarray,
-                     predicted: np.ndarray) -> np.ndarray:
+                     predicted: np.ndarray, seed: int = 0) -> np.ndarray:
     """Whether each pool row's ``predicted`` class is the one label spreading gives it: scikit-learn's
     ``LabelSpreading`` over the graph of the labelled and pool rows (each row linked to its `SPREAD_NEIGHBORS`
     nearest, cosine), the labelled rows' classes spread through the pool's own clusters (Zhou et al. 2004). A row
-    the labels do not reach agrees with nothing. A boolean array, one entry per pool row."""
+    the labels do not reach agrees with nothing. A boolean array, one entry per pool row.
+
+    The graph holds at most `SPREAD_POOL` pool rows, so the cost stays bounded and grows linearly past it: from a
+    larger pool a subset of that many is drawn with ``seed`` (the same seed, the same subset), and each pool row
+    outside it takes the label distribution of its `SPREAD_NEIGHBORS` nearest rows of the graph (scikit-learn's
+    ``LabelSpreading.predict_proba``), `POOL_CHUNK` rows at a time. A pool of at most `SPREAD_POOL` rows spreads
+    whole, and ``seed`` is not used."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.semi_supervised import LabelSpreading
 
-    rows = np.vstack([np.asarray(labelled_embeddings), np.asarray(pool_embeddings)]).astype(np.float64)
-    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)  # euclidean on unit rows: cosine order
+    pool_embeddings = np.asarray(pool_embeddings)
+    size = len(pool_embeddings)
+    subset = None
+    if size > SPREAD_POOL:
+        subset = np.sort(np.random.default_rng(seed).choice(size, size=SPREAD_POOL, replace=False))
+    graph_pool = pool_embeddings if subset is None else pool_embeddings[subset]
+    rows = _unit_rows(np.vstack([np.asarray(labelled_embeddings), graph_pool]))  # euclidean on unit rows: cosine
     labelled_ids = np.asarray(labelled_ids)
-    targets = np.concatenate([labelled_ids, np.full(len(pool_embeddings), -1)])
+    targets = np.concatenate([labelled_ids, np.full(len(graph_pool), -1)])
     # alpha 0.99 as Zhou et al. (scikit-learn's 0.2 keeps the labels within a few links of a labelled text)
     spread = LabelSpreading(kernel="knn", n_neighbors=min(SPREAD_NEIGHBORS, len(rows) - 1), alpha=0.99,
                             max_iter=1000)
@@ -165,6 +190,15 @@ def spread_agreement(pool_embeddings: np.ndarray, labelled_embeddings: np.ndarra
         warnings.simplefilter("ignore", category=ConvergenceWarning)
         spread.fit(rows, targets)
     share = spread.label_distributions_[len(labelled_ids):]  # columns: spread.classes_
+    if subset is not None:  # the rows outside the graph: the distribution of their nearest rows in it
+        rest = np.setdiff1d(np.arange(size), subset, assume_unique=True)
+        full = np.empty((size, share.shape[1]))
+        full[subset] = share
+        with np.errstate(invalid="ignore", divide="ignore"):  # no reached neighbour: 0 / 0, not reached below
+            for start in range(0, len(rest), POOL_CHUNK):
+                chunk = rest[start:start + POOL_CHUNK]
+                full[chunk] = spread.predict_proba(_unit_rows(pool_embeddings[chunk]))
+        share = full
     reached = np.isfinite(share).all(axis=1) & (share.max(axis=1, initial=0.0) > 0)
     label = spread.classes_[np.nan_to_num(share).argmax(axis=1)]
     return reached & (label == np.asarray(predicted))
@@ -220,7 +254,8 @@ def pseudo_label(model: Any, args: Any, backend: Any, tokens: list[list[int]], i
     if args.pseudo_label_method != "confidence":  # a second view must agree with the head
         labelled, predicted = gather_embeddings(model, tokens, backend), proba.argmax(axis=1)
         agree = (knn_agreement(embeddings, labelled, ids, predicted, args.pseudo_label_neighbors)
-                 if args.pseudo_label_method == "knn" else spread_agreement(embeddings, labelled, ids, predicted))
+                 if args.pseudo_label_method == "knn"
+                 else spread_agreement(embeddings, labelled, ids, predicted, args.seed))
     counts = np.bincount(ids, minlength=proba.shape[1])
     return select_pseudo_labels(proba, counts, args.pseudo_label_threshold, args.pseudo_labels_per_class, agree)
 
