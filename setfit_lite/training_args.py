@@ -185,8 +185,9 @@ class TrainingArguments:
         pseudo_label_method: How pool texts are kept: `"knn"` (default), `"spread"` or `"confidence"`.
             `"knn"` keeps a pool text only when a strict majority of its `pseudo_label_neighbors` nearest labelled
             texts in the trained body's embedding space has the class the head predicts (HAST's agreement rule);
-            `"spread"` only when label spreading over the labelled and pool texts (each linked to its 7 nearest)
-            gives it that class; `"confidence"` is the head's confidence alone.
+            `"spread"` only when label spreading over the labelled and pool texts (each linked to its 7 nearest;
+            at most 20,000 pool texts, drawn with `seed`, in the graph, the others labelled by their 7 nearest in
+            it) gives it that class; `"confidence"` is the head's confidence alone.
         pseudo_label_neighbors: The nearest labelled texts of the `"knn"` vote.
         self_training_rounds: The self-training rounds; 0 ignores the pool.
             A round pseudo-labels the pool with the current (calibrated) head, keeps per class the most confident
