@@ -606,10 +606,12 @@ def test_a_missing_column_names_its_option_and_every_column_of_the_data(trained:
         # a label column named and absent was ignored (the model labelled the texts); the default's may be absent
         (["export", model, str(tmp_path / "e2"), "--static", "--data", str(data), "--label-column", "nope"],
          f"--label-column 'nope' {columns}"),
+        (["export", model, str(tmp_path / "e3"), "--static", "--data", str(tmp_path / "t.csv"), "--label-column",
+          "label"], f"--label-column 'label' is not a column of {tmp_path / 't.csv'}"),  # named, though the default
     ]
     (tmp_path / "t.csv").write_text("text,source\ngood film,a\nbad film,b\n", encoding="utf-8")
     for argv, words in cases:
         assert main(argv) == 2, argv
         captured = capsys.readouterr()
         assert words in captured.err and "_column=" not in captured.err and captured.out == "", (argv, captured)
-    assert not (tmp_path / "e2").exists()
+    assert not (tmp_path / "e2").exists() and not (tmp_path / "e3").exists()

@@ -905,3 +905,9 @@ def test_a_missing_column_error_says_which_parameter_column_and_columns(tmp_path
     with pytest.raises(MissingColumnError) as info:  # texts without columns
         to_labeled_data(list(TEXTS))
     assert info.value.columns is None
+
+
+def test_a_label_column_that_is_the_text_column_is_said_so():
+    with pytest.raises(ValueError, match=r"label_column 'text' is the text_column too") as info:
+        to_labeled_data({"text": TEXTS, "y": LABELS}, label_column="text")
+    assert "available" not in str(info.value)

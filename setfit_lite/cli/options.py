@@ -11,10 +11,15 @@ CHECKPOINTS = "checkpoints"  # sub-folder of --output-dir that --save-steps writ
 LABEL_COLUMN = "label"  # --label-column's default
 
 
-def add_data_args(p: argparse.ArgumentParser, labelled: bool = True) -> None:
-    """``--text-column`` and, for labelled data, ``--label-column``."""
+def add_data_args(p: argparse.ArgumentParser, labelled: bool = True, labels_optional: bool = False) -> None:
+    """``--text-column`` and, for labelled data, ``--label-column``; where labels are optional
+    (``labels_optional``), ``--label-column`` is None unless given, so that a column named on the command line is
+    required and the default one read only where the data has it."""
     p.add_argument("--text-column", default="text", help="the column holding the texts (default: %(default)s)")
-    if labelled:
+    if labelled and labels_optional:
+        p.add_argument("--label-column", default=None,
+                       help=f"the column holding the labels (default: {LABEL_COLUMN}, where the data has one)")
+    elif labelled:
         p.add_argument("--label-column", default=LABEL_COLUMN,
                        help="the column holding the labels (default: %(default)s)")
 

@@ -454,6 +454,9 @@ def _labeled_from(data: Any, labels: Sequence | None, text_column: str, label_co
         if text_column not in table:
             raise MissingColumnError(f"no text column {text_column!r}; available columns: {available}{hint}",
                                      parameter="text_column", column=text_column, columns=available)
+        if require_labels and read_labels and label_column == text_column:
+            raise ValueError(f"label_column {label_column!r} is the text_column too: the labels need a column of "
+                             f"their own (the columns: {available})")
         texts = table.pop(text_column)
         raw_labels = table.pop(label_column, None) if read_labels else None
         if raw_labels is None and require_labels:

@@ -45,7 +45,7 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("--unlabeled-data", default=None,
                         help="with --static: more texts (any readable file) that the model labels for the refit; "
                              "with --student: more texts to distil on")
-    add_data_args(export)
+    add_data_args(export, labels_optional=True)
     export.add_argument("--pca-dims", type=argument_type("pca_dims"), default=None,
                         help="with --static: embedding size after PCA (default: 256)")
 
@@ -113,9 +113,9 @@ def _distil_student(teacher: Any, layers: int, epochs: int, texts: list[str]) ->
 
 def _export_static(ns: argparse.Namespace, model: Any) -> Any:
     if is_table(ns.data):
-        # without a label column the model labels the texts; a --label-column other than the default must be there
-        data = read_labelled(ns.data, "--data", ns.text_column, ns.label_column,
-                             require_labels=ns.label_column != LABEL_COLUMN)
+        # without a label column the model labels the texts; a --label-column given must be there
+        data = read_labelled(ns.data, "--data", ns.text_column, ns.label_column or LABEL_COLUMN,
+                             require_labels=ns.label_column is not None)
         texts, labels = data.texts, data.labels
     else:  # a text file: one text per line, labelled by the model
         texts, labels = list(read_texts(ns.data, ns.text_column)), None
