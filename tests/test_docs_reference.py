@@ -82,6 +82,12 @@ def named_parameters(obj: object) -> list[str]:
     return names
 
 
+def is_record(obj: object) -> bool:
+    """A dataclass or a named tuple: its fields are documented as ``Attributes:`` (as mkdocstrings reads them)."""
+    return hasattr(obj, "__dataclass_fields__") or (inspect.isclass(obj) and issubclass(obj, tuple)
+                                                     and hasattr(obj, "_fields"))
+
+
 def args_section(doc: str, title: str = "Args:") -> list[str]:
     """The parameter names of the ``Args:`` (or another such) section of a cleaned docstring."""
     lines = doc.splitlines()
@@ -138,7 +144,7 @@ def test_rendered_callables_document_every_parameter(path: str, obj: object) -> 
     if not names:
         return
     documented = args_section(doc)
-    if not documented and hasattr(function, "__dataclass_fields__"):
+    if not documented and is_record(function):
         documented = args_section(doc, "Attributes:")  # a record's fields
     assert documented, f"{path} takes {names} but its docstring has no Args: section"
     assert sorted(set(names) - set(documented)) == [], f"{path}: parameters missing from Args:"

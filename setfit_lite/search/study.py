@@ -66,7 +66,7 @@ class BestRun(NamedTuple):
     """The best trial of a hyperparameter search: setfit's `BestRun` named tuple,
     `run_id, objective, hyperparameters, backend = best`, with the Optuna study as `best.study` too.
 
-    Args:
+    Attributes:
         run_id: The Optuna trial number (SigOpt: the suggestion's id).
         objective: Its objective value.
         hyperparameters: Its hyperparameters, for `trainer.train(trial=best.hyperparameters)`.
